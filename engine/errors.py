@@ -1,0 +1,110 @@
+"""Named exceptions of timely-frontier: every rejected input raises one of these.
+
+All of them derive from :class:`TimelyFrontierError` and from ``ValueError`` (or
+``TypeError``), so callers can catch either the project's base class or the builtin one.
+Messages name the offending location, port, timestamp or row, and say what was expected.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TimelyFrontierError",
+    "GraphError",
+    "UnknownOperatorError",
+    "UnknownPortError",
+    "DepthMismatchError",
+    "SummaryShapeError",
+    "DuplicateChannelError",
+    "ZeroAdvanceCycleError",
+    "AntichainOverflowError",
+    "BatchError",
+    "UnknownLocationError",
+    "TimestampWidthError",
+    "TimestampRangeError",
+    "NegativeCountError",
+    "WorkloadFormatError",
+    "BackendError",
+    "ConvergenceError",
+]
+
+
+class TimelyFrontierError(Exception):
+    """Base class of every error the engine raises on bad input."""
+
+
+class GraphError(TimelyFrontierError, ValueError):
+    """A dataflow graph description is invalid."""
+
+
+class UnknownOperatorError(GraphError):
+    """An operator id that the graph does not have."""
+
+
+class UnknownPortError(GraphError):
+    """A port number that the operator does not have."""
+
+
+class DepthMismatchError(GraphError):
+    """A channel joins ports of different loop depths."""
+
+
+class SummaryShapeError(GraphError):
+    """A summary whose depths or vector lengths do not fit where it is used."""
+
+
+class DuplicateChannelError(GraphError):
+    """A second channel into one input port."""
+
+
+class ZeroAdvanceCycleError(GraphError):
+    """A cycle that can bring data back to a location at the same or an earlier time.
+
+    Attributes
+    ----------
+    cycle : list[int]
+        The locations of the cycle, in order; the first one is repeated at the end.
+    """
+
+    def __init__(self, message: str, cycle: list[int]):
+        super().__init__(message)
+        self.cycle = cycle
+
+
+class AntichainOverflowError(TimelyFrontierError, ValueError):
+    """An antichain of summaries grew past the caller-set ``max_antichain``."""
+
+
+class BatchError(TimelyFrontierError, ValueError):
+    """A batch of pointstamp count changes is malformed; nothing of it was applied."""
+
+
+class UnknownLocationError(BatchError):
+    """A row names a location the graph does not have."""
+
+
+class TimestampWidthError(BatchError):
+    """A timestamp has the wrong number of coordinates for its location."""
+
+
+class TimestampRangeError(BatchError):
+    """A timestamp coordinate lies outside ``[0, 2**62)``."""
+
+
+class NegativeCountError(BatchError):
+    """In strict mode, a batch would leave a pointstamp with a negative count."""
+
+
+class WorkloadFormatError(TimelyFrontierError, ValueError):
+    """A progress workload file is malformed; the message names the line number."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message if line is None else f"line {line}: {message}")
+        self.line = line
+
+
+class BackendError(TimelyFrontierError, ValueError):
+    """An unknown backend name, or a backend that cannot run here."""
+
+
+class ConvergenceError(TimelyFrontierError, RuntimeError):
+    """Local propagation did not reach a fixed point within its step budget."""

@@ -1,0 +1,273 @@
+"""The progress workload format, version 1: read workloads, write frontier and closure reports.
+
+See ``shared/formats/progress-workload-v1.md``. A workload is a dataflow graph whose every
+location has timestamps ``(epoch, iteration)`` (``m = 1``, depth 1) plus batches of
+pointstamp count changes. Malformed input raises :class:`~engine.errors.WorkloadFormatError`
+naming the line number.
+
+>>> w = parse_workload(EXAMPLE_PATH.read_text())
+>>> w.graph.num_locations, len(w.batches), len(w.batches[0].loc)
+(8, 5, 2)
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence, TextIO
+
+from .errors import TimelyFrontierError, WorkloadFormatError
+from .graph import Graph, GraphBuilder, PortKind
+from .summary import Summary
+from .timestamp import Timestamp, check_timestamp
+
+__all__ = ["HEADER", "EXAMPLE_PATH", "Batch", "Workload", "parse_workload", "read_workload",
+           "example_graph", "write_frontier_report", "write_psi_report", "REPLAY_HEADER",
+           "PSI_HEADER"]
+
+HEADER = "timely-reach v1"
+REPLAY_HEADER = "# timely-reach replay output v1"
+PSI_HEADER = "# timely-reach psi output v1"
+
+#: The bundled example: the weakly-connected-components dataflow of the verified paper.
+EXAMPLE_PATH = Path(__file__).parent / "examples" / "wcc.txt"
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+@dataclass
+class Batch:
+    """One ``batch`` .. ``end`` block as columns, with the line number of its ``batch`` line."""
+
+    line: int
+    loc: list[int] = field(default_factory=list)
+    ts: list[Timestamp] = field(default_factory=list)
+    diff: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Workload:
+    """A parsed workload: the graph, the port counts of each node, and the batches."""
+
+    graph: Graph
+    inputs: list[int]
+    outputs: list[int]
+    batches: list[Batch]
+
+    def input_ports(self) -> list[tuple[int, int, int]]:
+        """``(node, port, location)`` of every input port, in ``(node, port)`` order."""
+        return [(n, p, self.graph.target(n, p)) for n in range(len(self.inputs))
+                for p in range(self.inputs[n])]
+
+    def output_ports(self) -> list[tuple[int, int, int]]:
+        """``(node, port, location)`` of every output port, in ``(node, port)`` order."""
+        return [(n, p, self.graph.source(n, p)) for n in range(len(self.outputs))
+                for p in range(self.outputs[n])]
+
+
+def _ints(tokens: list[str], lineno: int) -> list[int]:
+    try:
+        return [int(tok, 10) for tok in tokens]
+    except ValueError:
+        bad = next(t for t in tokens if not _is_int(t))
+        raise WorkloadFormatError(f"expected a decimal integer, got {bad!r}", lineno) from None
+
+
+def _is_int(tok: str) -> bool:
+    try:
+        int(tok, 10)
+        return True
+    except ValueError:
+        return False
+
+
+def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False) -> Workload:
+    """Parse a workload from its text (a string or an iterable of lines).
+
+    Raises
+    ------
+    WorkloadFormatError
+        Naming the line: a bad header, an unknown keyword, node or port, a non-integer, a
+        graph line after the first batch, a change outside a batch, a missing ``end``, or a
+        graph the builder rejects (a depth or channel error, a zero-advance cycle).
+    """
+    lines = text.splitlines() if isinstance(text, str) else text
+    builder = GraphBuilder(m=1)
+    inputs: list[int] = []
+    outputs: list[int] = []
+    raw_batches: list[tuple[int, list[tuple[int, str, int, int, Timestamp, int]]]] = []
+    current: list | None = None
+    seen_header = False
+    in_graph = True
+    lineno = 0
+    for lineno, raw in enumerate(lines, start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if not seen_header:
+            if line != HEADER:
+                raise WorkloadFormatError(f"first line must be {HEADER!r}, got {line!r}", lineno)
+            seen_header = True
+            continue
+        tok = line.split()
+        kw, args = tok[0], tok[1:]
+        try:
+            if kw in ("node", "summary", "edge"):
+                if not in_graph:
+                    raise WorkloadFormatError(f"{kw!r} line after the first batch; graph lines "
+                                              f"must come first", lineno)
+                _graph_line(builder, inputs, outputs, kw, _ints(args, lineno), lineno)
+            elif kw == "batch":
+                if args or current is not None:
+                    raise WorkloadFormatError(
+                        "'batch' takes no arguments" if args else
+                        f"'batch' inside the batch that began on line {raw_batches[-1][0]} "
+                        f"(missing 'end')", lineno)
+                in_graph = False
+                current = []
+                raw_batches.append((lineno, current))
+            elif kw == "end":
+                if args or current is None:
+                    raise WorkloadFormatError("'end' takes no arguments" if args else
+                                              "'end' without a 'batch'", lineno)
+                current = None
+            elif kw in ("s", "t"):
+                if current is None:
+                    raise WorkloadFormatError(f"change line {kw!r} outside a batch", lineno)
+                if len(args) != 5:
+                    raise WorkloadFormatError(f"'{kw}' takes NODE PORT EPOCH ITER DIFF, got "
+                                              f"{len(args)} values", lineno)
+                node, port, epoch, it, diff = _ints(args, lineno)
+                ports = inputs if kw == "t" else outputs
+                what = "input" if kw == "t" else "output"
+                if not 0 <= node < len(ports):
+                    raise WorkloadFormatError(f"unknown node {node} (nodes are 0..{len(ports) - 1})",
+                                              lineno)
+                if not 0 <= port < ports[node]:
+                    raise WorkloadFormatError(f"node {node} has no {what} port {port} (it has "
+                                              f"{ports[node]})", lineno)
+                if not INT64_MIN <= diff <= INT64_MAX:
+                    raise WorkloadFormatError(f"DIFF {diff} is not a signed 64-bit integer", lineno)
+                ts = check_timestamp((epoch, it), 1, 1, where=f"line {lineno}")
+                current.append((lineno, kw, node, port, ts, diff))
+            else:
+                raise WorkloadFormatError(f"unknown keyword {kw!r} (expected node, summary, edge, "
+                                          f"batch, s, t or end)", lineno)
+        except WorkloadFormatError:
+            raise
+        except TimelyFrontierError as e:
+            raise WorkloadFormatError(str(e), lineno) from e
+    if not seen_header:
+        raise WorkloadFormatError(f"empty workload: the first line must be {HEADER!r}", lineno or 1)
+    if current is not None:
+        raise WorkloadFormatError(f"the batch that began on line {raw_batches[-1][0]} has no "
+                                  f"'end' before the end of the file", lineno)
+    try:
+        graph = builder.build(allow_zero_cycles=allow_zero_cycles)
+    except TimelyFrontierError as e:
+        raise WorkloadFormatError(f"invalid graph: {e}") from e
+    batches = []
+    for start, rows in raw_batches:
+        b = Batch(start)
+        for _ln, kw, node, port, ts, diff in rows:
+            b.loc.append(graph.target(node, port) if kw == "t" else graph.source(node, port))
+            b.ts.append(ts)
+            b.diff.append(diff)
+        batches.append(b)
+    return Workload(graph, inputs, outputs, batches)
+
+
+def _graph_line(builder: GraphBuilder, inputs: list[int], outputs: list[int], kw: str,
+                vals: list[int], lineno: int) -> None:
+    arity = {"node": 3, "summary": 5, "edge": 4}[kw]
+    if len(vals) != arity:
+        raise WorkloadFormatError(f"{kw!r} takes {arity} integers, got {len(vals)}", lineno)
+    if kw == "node":
+        nid, n_in, n_out = vals
+        if nid != len(inputs):
+            raise WorkloadFormatError(f"node ids must be 0, 1, 2, ... in order: expected "
+                                      f"{len(inputs)}, got {nid}", lineno)
+        if n_in < 0 or n_out < 0:
+            raise WorkloadFormatError(f"node {nid} has a negative port count", lineno)
+        builder.add_operator(n_in, n_out, depth=1, name="scope" if nid == 0 else f"node{nid}")
+        inputs.append(n_in)
+        outputs.append(n_out)
+    elif kw == "summary":
+        node, i, o, d_epoch, d_iter = vals
+        if node == 0:
+            raise WorkloadFormatError("node 0 is the enclosing scope and has no summary lines",
+                                      lineno)
+        if not 0 <= node < len(inputs):
+            raise WorkloadFormatError(f"unknown node {node} (nodes are 0..{len(inputs) - 1})", lineno)
+        if d_epoch < 0 or d_iter < 0:
+            raise WorkloadFormatError(f"summary ({d_epoch}, {d_iter}) must be non-negative", lineno)
+        builder.add_summary(node, i, o, Summary.product(d_epoch, d_iter))
+    else:
+        builder.connect(*vals)
+
+
+def read_workload(path: str | Path, *, allow_zero_cycles: bool = False) -> Workload:
+    """Parse the workload file at ``path`` (see :func:`parse_workload`)."""
+    with open(path, encoding="utf-8") as f:
+        return parse_workload(f, allow_zero_cycles=allow_zero_cycles)
+
+
+def example_graph() -> Graph:
+    """The graph of the bundled example workload (``engine/examples/wcc.txt``).
+
+    Nodes: 0 scope (1 input), 1 edge input ``a`` (1 output), 2 label operator ``b`` (inputs:
+    labels, edges; outputs: label updates, results), 3 feedback ``c`` (adds one iteration).
+    """
+    return parse_workload(EXAMPLE_PATH.read_text()).graph
+
+
+def _fmt_times(times: list[Timestamp]) -> str:
+    parts = [str(len(times))]
+    for t in times:
+        parts.extend(str(x) for x in t)
+    return " ".join(parts)
+
+
+def write_frontier_report(out: TextIO, workload: Workload, batch_index: int,
+                          frontier: Callable[[int], list[Timestamp]], *, sources: bool = False) -> None:
+    """Write one batch's ``B``/``T``/``S`` lines (frontiers sorted by ``(epoch, iteration)``)."""
+    buf = io.StringIO()
+    buf.write(f"B {batch_index} {len(workload.batches[batch_index].loc)}\n")
+    for node, port, loc in workload.input_ports():
+        buf.write(f"T {node} {port} {_fmt_times(sorted(frontier(loc)))}\n")
+    if sources:
+        for node, port, loc in workload.output_ports():
+            buf.write(f"S {node} {port} {_fmt_times(sorted(frontier(loc)))}\n")
+    out.write(buf.getvalue())
+
+
+def write_psi_report(out: TextIO, workload: Workload,
+                     row: Callable[[int], Mapping[int, Sequence[Summary]]]) -> dict:
+    """Write the closure lines ``P KIND NODE PORT TNODE TPORT K ...``; return counts for ``--time``.
+
+    ``row(l1)`` gives ``Psi[l1]`` as a mapping from reachable locations to summaries.
+
+    Returns ``{"pairs": ..., "summaries": ..., "max_antichain": ...}``.
+    """
+    g = workload.graph
+    targets = workload.input_ports()
+    starts = [("s", n, p, l) for n, p, l in workload.output_ports()] + \
+             [("t", n, p, l) for n, p, l in workload.input_ports()]
+    pairs = summaries = largest = 0
+    buf = io.StringIO()
+    buf.write(PSI_HEADER + "\n")
+    for kind, node, port, loc in starts:
+        reach = row(loc)
+        for tnode, tport, tloc in targets:
+            chain = reach.get(tloc, ())
+            if not chain:
+                continue
+            elems = sorted((s.d_out[0], s.d_cnt[0]) for s in chain)
+            buf.write(f"P {kind} {node} {port} {tnode} {tport} {len(elems)} "
+                      + " ".join(f"{a} {b}" for a, b in elems) + "\n")
+            pairs += 1
+            summaries += len(elems)
+            largest = max(largest, len(elems))
+    out.write(buf.getvalue())
+    return {"pairs": pairs, "summaries": summaries, "max_antichain": largest}

@@ -1,0 +1,27 @@
+"""Shared pytest setup: bind Spark to loopback and skip `gpu` tests without a usable CUDA device."""
+
+import os
+
+import pytest
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def _cuda_device_usable() -> bool:
+    try:
+        import cupy
+    except ImportError:
+        return False
+    try:
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except cupy.cuda.runtime.CUDARuntimeError:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items or _cuda_device_usable():
+        return
+    skip = pytest.mark.skip(reason="no usable CUDA device (cupy not installed or no GPU visible)")
+    for item in gpu_items:
+        item.add_marker(skip)

@@ -25,3 +25,11 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="no usable CUDA device (cupy not installed or no GPU visible)")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+# Hypothesis: 100 examples per property by default; TFRONT_TEST_SCALE multiplies them.
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile(
+    "tfront", max_examples=100 * int(os.environ.get("TFRONT_TEST_SCALE", "1")), deadline=None)
+settings.load_profile("tfront")

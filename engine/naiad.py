@@ -19,11 +19,12 @@ pointstamps become active or inactive, as in Naiad.
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Sequence
 
 from .closure import Closure, closure, could_result_in
 from .counts import Pointstamp, PointstampCounts
-from .errors import BatchError
+from .errors import BatchError, UnknownLocationError
 from .graph import Graph
 from .timestamp import Timestamp, check_timestamp
 
@@ -77,9 +78,10 @@ class NaiadTracker:
 
     def _pointstamp(self, loc: int, ts: Sequence[int]) -> Pointstamp:
         g = self.graph
-        if not isinstance(loc, int) or not 0 <= loc < g.num_locations:
-            raise BatchError(f"location {loc!r} does not exist (the graph has locations "
-                             f"0..{g.num_locations - 1})")
+        if isinstance(loc, bool) or not isinstance(loc, Integral) or not 0 <= loc < g.num_locations:
+            raise UnknownLocationError(f"location {loc!r} does not exist (the graph has locations "
+                                       f"0..{g.num_locations - 1})")
+        loc = int(loc)
         return loc, check_timestamp(ts, g.m, g.depth(loc), g.m + g.max_depth,
                                     where=g.describe(loc))
 

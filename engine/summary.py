@@ -204,6 +204,18 @@ class Summary:
         """
         return any(self.d_out) or any(self.d_cnt)
 
+    def strictly_advances(self) -> bool:
+        """For a cycle summary (``a == b``): is ``s(t) > t`` for every ``t``?
+
+        True iff some kept counter advances (the first non-zero ``d_cnt`` makes the counters
+        lexicographically larger whatever follows), or nothing is dropped (``keep == a``),
+        ``d_cnt == 0`` and the epoch advances. A graph all of whose cycles strictly advance
+        has ``Psi`` equal to the minimum over simple paths (DESIGN.md 2.4).
+        """
+        if any(self.d_cnt):
+            return True
+        return self.keep == self.src_depth == self.dst_depth and any(self.d_out)
+
     def sort_key(self) -> tuple:
         """A deterministic total order for printing: ``(d_out, d_cnt ++ reset, keep)``."""
         return (self.d_out, self.d_cnt + self.reset, self.keep)

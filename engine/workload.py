@@ -13,11 +13,12 @@ naming the line number.
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence, TextIO
 
-from .errors import TimelyFrontierError, WorkloadFormatError
+from .errors import TimelyFrontierError, WorkloadFormatError, ZeroAdvanceCycleError
 from .graph import Graph, GraphBuilder, PortKind
 from .summary import Summary
 from .timestamp import Timestamp, check_timestamp
@@ -66,20 +67,14 @@ class Workload:
                 for p in range(self.outputs[n])]
 
 
+_DECIMAL = re.compile(r"[+-]?[0-9]+\Z")
+
+
 def _ints(tokens: list[str], lineno: int) -> list[int]:
-    try:
-        return [int(tok, 10) for tok in tokens]
-    except ValueError:
-        bad = next(t for t in tokens if not _is_int(t))
-        raise WorkloadFormatError(f"expected a decimal integer, got {bad!r}", lineno) from None
-
-
-def _is_int(tok: str) -> bool:
-    try:
-        int(tok, 10)
-        return True
-    except ValueError:
-        return False
+    for tok in tokens:
+        if not _DECIMAL.match(tok):
+            raise WorkloadFormatError(f"expected a decimal integer, got {tok!r}", lineno)
+    return [int(tok) for tok in tokens]
 
 
 def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False) -> Workload:
@@ -98,6 +93,7 @@ def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False
     outputs: list[int] = []
     raw_batches: list[tuple[int, list[tuple[int, str, int, int, Timestamp, int]]]] = []
     current: list | None = None
+    edge_lines: dict[tuple, int] = {}   # location-graph edge -> the line that made it
     seen_header = False
     in_graph = True
     lineno = 0
@@ -117,7 +113,12 @@ def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False
                 if not in_graph:
                     raise WorkloadFormatError(f"{kw!r} line after the first batch; graph lines "
                                               f"must come first", lineno)
-                _graph_line(builder, inputs, outputs, kw, _ints(args, lineno), lineno)
+                vals = _ints(args, lineno)
+                _graph_line(builder, inputs, outputs, kw, vals, lineno)
+                if kw == "summary":
+                    edge_lines.setdefault(("t", vals[0], vals[1], "s", vals[0], vals[2]), lineno)
+                elif kw == "edge":
+                    edge_lines[("s", vals[0], vals[1], "t", vals[2], vals[3])] = lineno
             elif kw == "batch":
                 if args or current is not None:
                     raise WorkloadFormatError(
@@ -165,8 +166,18 @@ def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False
                                   f"'end' before the end of the file", lineno)
     try:
         graph = builder.build(allow_zero_cycles=allow_zero_cycles)
-    except TimelyFrontierError as e:
-        raise WorkloadFormatError(f"invalid graph: {e}") from e
+    except ZeroAdvanceCycleError as e:
+        g = builder.build(allow_zero_cycles=True)
+        lines = []
+        for u, v in zip(e.cycle, e.cycle[1:]):
+            lu, lv = g.locations[u], g.locations[v]
+            key = (lu.kind.value, lu.op, lu.port, lv.kind.value, lv.op, lv.port)
+            if key in edge_lines:
+                lines.append(edge_lines[key])
+        lines = sorted(set(lines))
+        raise WorkloadFormatError(
+            f"the summary and edge lines {', '.join(map(str, lines))} form a cycle that can "
+            f"bring data back at the same or an earlier time: {e}", lines[0] if lines else None) from e
     batches = []
     for start, rows in raw_batches:
         b = Batch(start)

@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 from engine import AntichainOverflowError, GraphBuilder, Summary, SummaryAntichain, closure
 from engine.timestamp import le
 
-from strategies import examples, random_graphs, structured_graphs
+from strategies import examples, random_graphs, structured_graphs, summaries
 
 
 def walks_psi(graph, source, max_visits):
@@ -76,24 +76,47 @@ small_random = random_graphs(max_ops=3, max_depth=2, max_antichain=2)
 @examples(120)
 @given(st.one_of(small_random, structured_graphs(max_ops=7)))
 def test_closure_equals_brute_force_walks(graph):
+    """Psi is complete (every walk's summary, here walks visiting no location more than
+    twice, is dominated by an element of Psi) and exact (every element of Psi is minimal
+    among the walks visiting no location more than four times: a minimal summary can need
+    a cycle taken twice with different antichain choices)."""
     psi = closure(graph)
     for l in range(graph.num_locations):
-        assert psi[l] == walks_psi(graph, l, max_visits=2), f"row {l}"
+        for target, found in walks_psi(graph, l, max_visits=2).items():
+            for s in found:
+                assert any(p.le(s) for p in psi[l][target]), (l, target, s)
+        deep = walks_psi(graph, l, max_visits=4)
+        for target, chain in psi[l].items():
+            assert set(chain) <= set(deep[target]), (l, target)
 
 
 @examples(80)
 @given(small_random)
 def test_simple_paths_suffice_when_every_cycle_strictly_advances(graph):
-    strictly = all(all(lt_everywhere(s, graph.m) for s in cycle_summaries(graph, c))
-                   for c in simple_cycles(graph))
+    """DESIGN.md 2.4: if every cycle, from each of its locations, maps every t to a
+    strictly later time, Psi is the minimum over simple paths."""
+    strictly = all(s.strictly_advances()
+                   for c in simple_cycles(graph) for r in rotations(c)
+                   for s in cycle_summaries(graph, r))
     if strictly:
         psi = closure(graph)
         for l in range(graph.num_locations):
             assert psi[l] == walks_psi(graph, l, max_visits=1)
 
 
-def lt_everywhere(s, m):
-    return all(le(t, s.apply(t), m) and s.apply(t) != t for t in samples(m, s.src_depth))
+def rotations(cycle):
+    """The same cycle started at each of its locations."""
+    body = cycle[:-1]
+    return [body[i:] + body[:i] + [body[i]] for i in range(len(body))]
+
+
+@examples(150)
+@given(st.data())
+def test_strictly_advances_matches_brute_force(data):
+    m, a = data.draw(st.sampled_from([1, 2])), data.draw(st.integers(0, 2))
+    s = data.draw(summaries(m, a, a))
+    grid = product(range(4), repeat=m + a)
+    assert s.strictly_advances() == all(le(t, s.apply(t), m) and s.apply(t) != t for t in grid)
 
 
 @examples(200)

@@ -1,0 +1,1 @@
+"""Benchmarks and synthetic workload generation for timely-frontier."""

@@ -1,0 +1,244 @@
+"""The batched frontier engine: arrays in, frontier changes out, state resident between batches.
+
+A batch flows through four steps (DESIGN.md 3):
+
+1. **consolidate** -- validate, sort by ``(loc, ts)``, sum equal rows, drop zeros;
+2. **merge** into the resident count table (sorted, non-zero counts only) and note the
+   locations whose set of positive timestamps changed; recompute those locations' frontiers
+   ``F(l)`` (per-location Pareto minimum, prefix-minimum fast path when ``m == 1``);
+3. **propagate** the changed ``F`` to the implied frontiers ``I`` with the chosen strategy:
+   *edge-wise* (relaxation along the location graph, no ``Psi``) or *closure* (gather each
+   affected location's frontier through ``Psi``);
+4. **emit** the changes of ``I`` as ``(loc, ts, +1/-1)`` rows and keep ``I`` resident.
+
+Everything on that path is NumPy and Numba kernels from ``gpu_kernels`` (the backend): no
+per-change Python work. A rejected batch (bad row, or a negative count in strict mode)
+changes nothing.
+
+>>> from engine.workload import example_graph
+>>> g = example_graph()
+>>> tr = BatchedTracker(g)
+>>> tr.update([g.source(1, 0)], [(0, 0)], [1])[:2]
+[FrontierChange(loc=1, ts=(0, 0), diff=1), FrontierChange(loc=2, ts=(0, 1), diff=1)]
+>>> tr.frontier(g.target(2, 0))
+[(0, 1)]
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from .batch_arrays import batch_arrays
+from .counts import FrontierChange
+from .errors import BackendError, ConvergenceError, NegativeCountError
+from .graph import Graph
+from .graph_arrays import GraphArrays
+from .timestamp import Timestamp
+
+__all__ = ["Strategy", "BatchedTracker", "TableCounts"]
+
+
+class Strategy(enum.Enum):
+    """How changed frontiers reach the implied frontiers; both give identical results."""
+
+    AUTO = "auto"
+    EDGEWISE = "edgewise"
+    CLOSURE = "closure"
+
+    @classmethod
+    def parse(cls, name: "str | Strategy") -> "Strategy":
+        if isinstance(name, Strategy):
+            return name
+        try:
+            return cls(str(name).strip().lower())
+        except ValueError:
+            raise BackendError(f"unknown propagation strategy {name!r}; choose one of: "
+                               f"{', '.join(s.value for s in cls)}") from None
+
+
+class TableCounts:
+    """Read-only view of the resident count table (the same reading API as
+    :class:`~engine.counts.PointstampCounts`)."""
+
+    def __init__(self, tracker: "BatchedTracker"):
+        self._t = tracker
+
+    @property
+    def strict(self) -> bool:
+        return self._t.strict
+
+    def items(self) -> Iterator[tuple[tuple[int, Timestamp], int]]:
+        t = self._t
+        for l, row, c in zip(t._loc.tolist(), t._ts.tolist(), t._cnt.tolist()):
+            yield (l, tuple(row[:t._width[l]])), c
+
+    def count(self, loc: int, ts: Sequence[int]) -> int:
+        key = (int(loc), tuple(int(x) for x in ts))
+        for k, c in self.items():
+            if k == key:
+                return c
+        return 0
+
+    def active(self) -> list[tuple[int, Timestamp]]:
+        return sorted(k for k, c in self.items() if c > 0)
+
+    def __len__(self) -> int:
+        return int(self._t._cnt.shape[0])
+
+
+class BatchedTracker:
+    """Implied frontiers for large batches of pointstamp count changes.
+
+    Parameters
+    ----------
+    graph : Graph
+    strict : bool
+        Reject (atomically) a batch that would leave any count negative.
+    strategy : {"auto", "edgewise", "closure"}
+        Propagation strategy; ``auto`` takes ``closure`` when ``Psi`` is estimated to fit
+        ``memory_budget`` and ``edgewise`` otherwise.
+    max_antichain : int, optional
+        Cap on ``Psi`` antichains (closure strategy); exceeding it raises
+        :class:`~engine.errors.AntichainOverflowError`.
+    memory_budget : int
+        Bytes ``Psi`` may take for ``auto`` to choose the closure strategy.
+
+    Attributes
+    ----------
+    last_timing : dict
+        ``apply_s`` (validate, consolidate, merge, local frontiers) and ``propagate_s`` of the
+        last batch.
+    """
+
+    name = "cpu"
+
+    def __init__(self, graph: Graph, *, strict: bool = False, strategy: "str | Strategy" = "auto",
+                 max_antichain: int | None = None, memory_budget: int = 256 << 20,
+                 max_steps: int = 50_000_000):
+        self.graph = graph
+        self.strict = bool(strict)
+        self.ga = GraphArrays.from_graph(graph)
+        self.max_steps = max_steps
+        self.max_antichain = max_antichain
+        self.memory_budget = memory_budget
+        self.strategy = self._choose(Strategy.parse(strategy))
+        self.psi = None
+        if self.strategy is Strategy.CLOSURE:
+            from .psi import compute_psi
+            self.psi = compute_psi(graph, max_antichain=max_antichain)
+        W, L = self.ga.width, self.ga.L
+        self._width = (graph.m + self.ga.depth).tolist()
+        self._loc = np.zeros(0, np.int32)
+        self._ts = np.zeros((0, W), np.int64)
+        self._cnt = np.zeros(0, np.int64)
+        self._F_ptr = np.zeros(L + 1, np.int64)
+        self._F_ts = np.zeros((0, W), np.int64)
+        self._I_ptr = np.zeros(L + 1, np.int64)
+        self._I_ts = np.zeros((0, W), np.int64)
+        self.counts = TableCounts(self)
+        self.last_timing = {"apply_s": 0.0, "propagate_s": 0.0}
+
+    def _choose(self, strategy: Strategy) -> Strategy:
+        if strategy is not Strategy.AUTO:
+            return strategy
+        from .psi import estimate_bytes
+        return Strategy.CLOSURE if estimate_bytes(self.graph) <= self.memory_budget // 8 \
+            else Strategy.EDGEWISE
+
+    # -- the batch path ------------------------------------------------------------------------
+
+    def update_arrays(self, loc, ts, diff):
+        """Apply a batch; return the frontier changes as arrays.
+
+        Returns
+        -------
+        (loc int32[c], ts int64[c, m+K], diff int64[c]) sorted by ``(loc, ts)``; ``diff`` is
+        +1 for a timestamp entering a location's implied frontier and -1 for one leaving.
+        """
+        from gpu_kernels.consolidate import consolidate, merge_counts
+        from gpu_kernels.pareto import replace_segments, segment_frontiers
+        from gpu_kernels.propagate import frontier_changes
+
+        start = time.perf_counter()
+        ga = self.ga
+        b_loc, b_ts, b_diff = batch_arrays(self.graph, ga.depth, loc, ts, diff)
+        c_loc, c_ts, c_diff = consolidate(b_loc, b_ts, b_diff)
+        flip = np.zeros(ga.L, dtype=np.bool_)
+        n_loc, n_ts, n_cnt, bad = merge_counts(self._loc, self._ts, self._cnt, c_loc, c_ts, c_diff,
+                                               self.strict, flip)
+        if bad >= 0:
+            l = int(c_loc[bad])
+            t = tuple(int(x) for x in c_ts[bad][:self._width[l]])
+            old = self.counts.count(l, t)
+            raise NegativeCountError(
+                f"strict mode: pointstamp ({l}, {t}) at {self.graph.describe(l)} would have count "
+                f"{old + int(c_diff[bad])} (now {old}, batch changes it by {int(c_diff[bad])}); "
+                f"batch rejected, nothing applied")
+        self._loc, self._ts, self._cnt = n_loc, n_ts, n_cnt
+        flipped = np.flatnonzero(flip).astype(np.int64)
+        if flipped.size:
+            seg_ptr = np.searchsorted(n_loc, np.arange(ga.L + 1, dtype=np.int64)).astype(np.int64)
+            sel_ptr, sel_ts = segment_frontiers(n_ts, n_cnt, seg_ptr, flipped, ga.m)
+            self._F_ptr, self._F_ts, seeds = replace_segments(self._F_ptr, self._F_ts, flipped,
+                                                              sel_ptr, sel_ts)
+        else:
+            seeds = flipped
+        applied = time.perf_counter()
+        if seeds.size:
+            new_ptr, new_ts, region = self._propagate(seeds)
+            out = frontier_changes(region, self._I_ptr, self._I_ts, new_ptr, new_ts, ga.width)
+            self._I_ptr, self._I_ts = new_ptr, new_ts
+        else:
+            out = (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64), np.zeros(0, np.int64))
+        self.last_timing = {"apply_s": applied - start, "propagate_s": time.perf_counter() - applied}
+        return out
+
+    def _propagate(self, seeds: np.ndarray):
+        ga = self.ga
+        if self.strategy is Strategy.CLOSURE:
+            from gpu_kernels.propagate import gather_closure
+            p = self.psi
+            return gather_closure(ga.m, ga.out_ptr, ga.out_dst, p.t_ptr, p.t_src, p.t_sum_ptr,
+                                  p.t_sums, self._F_ptr, self._F_ts, self._I_ptr, self._I_ts, seeds)
+        from gpu_kernels.propagate import edgewise
+        new_ptr, new_ts, region, steps = edgewise(
+            ga.m, ga.in_ptr, ga.in_src, ga.in_sum, ga.out_ptr, ga.out_dst, ga.order, ga.rank,
+            self._F_ptr, self._F_ts, self._I_ptr, self._I_ts, seeds, self.max_steps)
+        if steps < 0:
+            raise ConvergenceError(f"edge-wise propagation exceeded {self.max_steps} steps")
+        return new_ptr, new_ts, region
+
+    # -- the tracker API -----------------------------------------------------------------------
+
+    def update(self, loc, ts, diff) -> list[FrontierChange]:
+        """Apply a batch; return the frontier changes as :class:`FrontierChange` rows.
+
+        Same contract as the reference trackers; :meth:`update_arrays` is the fast path.
+        """
+        c_loc, c_ts, c_diff = self.update_arrays(loc, ts, diff)
+        w = self._width
+        return [FrontierChange(l, tuple(row[:w[l]]), d)
+                for l, row, d in zip(c_loc.tolist(), c_ts.tolist(), c_diff.tolist())]
+
+    def frontier(self, loc: int) -> list[Timestamp]:
+        """The implied frontier at ``loc``, sorted."""
+        a, b = self._I_ptr[loc], self._I_ptr[loc + 1]
+        w = self._width[loc]
+        return [tuple(row[:w]) for row in self._I_ts[a:b].tolist()]
+
+    def frontier_array(self, loc: int) -> np.ndarray:
+        """The implied frontier at ``loc`` as ``int64[k, m+K]`` rows (a view)."""
+        return self._I_ts[self._I_ptr[loc]:self._I_ptr[loc + 1]]
+
+    def frontiers(self) -> list[list[Timestamp]]:
+        """Every location's implied frontier, indexed by location."""
+        return [self.frontier(l) for l in range(self.ga.L)]
+
+    def nbytes(self) -> int:
+        """Bytes of resident state: count table, frontiers, and ``Psi`` when present."""
+        arrays = (self._loc, self._ts, self._cnt, self._F_ptr, self._F_ts, self._I_ptr, self._I_ts)
+        return sum(a.nbytes for a in arrays) + (self.psi.nbytes if self.psi is not None else 0)

@@ -17,6 +17,7 @@ propagation, and Naiad's occurrence/precursor counts. See ``DESIGN.md`` for the 
 
 from .antichain import SummaryAntichain, frontier
 from .backend import Backend, make_tracker, resolve_backend
+from .batched import BatchedTracker, Strategy
 from .closure import closure, closure_row, could_result_in
 from .counts import FrontierChange, PointstampCounts
 from .errors import *  # noqa: F401,F403 -- the named exceptions are part of the public API
@@ -33,9 +34,9 @@ from .workload import Workload, parse_workload, read_workload
 __version__ = "0.1.0"
 
 __all__ = [
-    "Backend", "Edge", "FrontierChange", "FrontierTracker", "Graph", "GraphBuilder",
+    "Backend", "BatchedTracker", "Edge", "FrontierChange", "FrontierTracker", "Graph", "GraphBuilder",
     "ImpliedFrontierTracker", "Location", "MAX_COORD", "NaiadTracker", "PointstampCounts",
-    "PortKind", "PropagationTracker", "Summary", "SummaryAntichain", "Workload",
+    "PortKind", "PropagationTracker", "Strategy", "Summary", "SummaryAntichain", "Workload",
     "check_timestamp", "closure", "closure_row", "could_result_in", "frontier",
     "implied_frontier", "make_tracker", "parse_workload", "read_workload", "resolve_backend",
     *_errors_all,

@@ -1,12 +1,18 @@
 """Which implementation tracks frontiers: backend names parsed in one place.
 
 ``TFRONT_BACKEND`` overrides the default ``auto``; an explicit argument overrides both.
-Available now: ``reference`` (implied frontiers straight from ``Psi``, the oracle) and
-``timely`` (incremental local propagation, no ``Psi``). ``auto`` picks the fastest
-implementation available, currently ``timely``.
+
+* ``cpu`` -- the batched engine (:class:`~engine.batched.BatchedTracker`) on NumPy + Numba
+  kernels: the product's default;
+* ``reference`` -- implied frontiers recomputed from ``Psi`` by the definition (the oracle);
+* ``timely`` -- timely-style incremental local propagation in plain Python (no ``Psi``);
+* ``auto`` -- the fastest backend that can run here: ``cpu``. (The CUDA backend is the
+  subject of a later issue; until it exists ``auto`` never picks a GPU.)
 
 >>> Backend.parse("Reference")
 <Backend.REFERENCE: 'reference'>
+>>> resolve_backend("auto")[0]
+<Backend.CPU: 'cpu'>
 """
 
 from __future__ import annotations
@@ -16,7 +22,6 @@ import os
 
 from .errors import BackendError
 from .graph import Graph
-from .tracker import FrontierTracker
 
 __all__ = ["Backend", "resolve_backend", "make_tracker", "ENV_VAR"]
 
@@ -27,6 +32,7 @@ class Backend(enum.Enum):
     """Frontier-tracking implementations selectable by name."""
 
     AUTO = "auto"
+    CPU = "cpu"
     REFERENCE = "reference"
     TIMELY = "timely"
 
@@ -53,24 +59,23 @@ def resolve_backend(name: "str | Backend | None" = None) -> tuple[Backend, str]:
     else:
         backend, origin = Backend.parse(name), "requested"
     if backend is Backend.AUTO:
-        return Backend.TIMELY, f"auto ({origin}): timely is the fastest backend available"
+        return Backend.CPU, (f"auto ({origin}): cpu, the batched engine on NumPy + Numba "
+                             f"(no CUDA backend in this build)")
     return backend, origin
 
 
-def make_tracker(graph: Graph, backend: "str | Backend | None" = None, *, strict: bool = False) -> FrontierTracker:
+def make_tracker(graph: Graph, backend: "str | Backend | None" = None, *, strict: bool = False, **options):
     """A frontier tracker for ``graph`` on the chosen backend.
 
-    ``auto`` takes ``reference`` for a graph with a zero-advance cycle (built with
-    ``allow_zero_cycles=True``): local propagation keeps such a cycle's implications alive
-    after its pointstamps are gone, while the implied frontier drains.
+    ``options`` go to :class:`~engine.batched.BatchedTracker` (``strategy``,
+    ``max_antichain``, ``memory_budget``) for the ``cpu`` backend.
     """
     chosen, _why = resolve_backend(backend)
-    is_auto = backend is None and not os.environ.get(ENV_VAR) or \
-        Backend.parse(backend if backend is not None else os.environ[ENV_VAR]) is Backend.AUTO
-    if is_auto and graph.allow_zero_cycles and graph.find_zero_advance_cycle() is not None:
-        chosen = Backend.REFERENCE
     if chosen is Backend.REFERENCE:
         from .reference import ImpliedFrontierTracker
         return ImpliedFrontierTracker(graph, strict=strict)
-    from .propagation import PropagationTracker
-    return PropagationTracker(graph, strict=strict)
+    if chosen is Backend.TIMELY:
+        from .propagation import PropagationTracker
+        return PropagationTracker(graph, strict=strict)
+    from .batched import BatchedTracker
+    return BatchedTracker(graph, strict=strict, **options)

@@ -55,7 +55,8 @@ def _replay(args) -> int:
         out.write(REPLAY_HEADER + "\n")
     for k, batch in enumerate(workload.batches):
         try:
-            tracker.update(batch.loc, batch.ts, batch.diff)
+            apply = getattr(tracker, "update_arrays", tracker.update)
+            apply(batch.loc, batch.ts, batch.diff)
         except TimelyFrontierError as e:
             raise type(e)(f"batch {k} (line {batch.line}): {e}") from e
         if args.time:

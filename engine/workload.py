@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence, TextIO
 
+import numpy as np
+
 from .errors import TimelyFrontierError, WorkloadFormatError, ZeroAdvanceCycleError
 from .graph import Graph, GraphBuilder, PortKind
 from .summary import Summary
@@ -39,12 +41,15 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 @dataclass
 class Batch:
-    """One ``batch`` .. ``end`` block as columns, with the line number of its ``batch`` line."""
+    """One ``batch`` .. ``end`` block as columns, with the line number of its ``batch`` line.
+
+    ``loc`` is ``int32[n]``, ``ts`` ``int64[n, 2]`` (epoch, iteration), ``diff`` ``int64[n]``.
+    """
 
     line: int
-    loc: list[int] = field(default_factory=list)
-    ts: list[Timestamp] = field(default_factory=list)
-    diff: list[int] = field(default_factory=list)
+    loc: np.ndarray
+    ts: np.ndarray
+    diff: np.ndarray
 
 
 @dataclass
@@ -180,12 +185,11 @@ def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False
             f"bring data back at the same or an earlier time: {e}", lines[0] if lines else None) from e
     batches = []
     for start, rows in raw_batches:
-        b = Batch(start)
-        for _ln, kw, node, port, ts, diff in rows:
-            b.loc.append(graph.target(node, port) if kw == "t" else graph.source(node, port))
-            b.ts.append(ts)
-            b.diff.append(diff)
-        batches.append(b)
+        loc = [graph.target(node, port) if kw == "t" else graph.source(node, port)
+               for _ln, kw, node, port, _ts, _d in rows]
+        batches.append(Batch(start, np.asarray(loc, dtype=np.int32).reshape(-1),
+                             np.asarray([r[4] for r in rows], dtype=np.int64).reshape(-1, 2),
+                             np.asarray([r[5] for r in rows], dtype=np.int64).reshape(-1)))
     return Workload(graph, inputs, outputs, batches)
 
 

@@ -47,7 +47,7 @@ from typing import BinaryIO, Iterator, TextIO
 import numpy as np
 
 __all__ = ["GraphSpec", "BatchSpec", "generate_graph", "generate_batches", "write_workload",
-           "workload_text", "HEADER", "EPOCHS", "ITERS", "BATCH_KINDS", "main"]
+           "workload_text", "build_graph", "batch_columns", "HEADER", "EPOCHS", "ITERS", "BATCH_KINDS", "main"]
 
 HEADER = "timely-reach v1"
 #: Random times are ``(e, i)`` with ``e < EPOCHS`` and ``i < ITERS``.
@@ -315,6 +315,39 @@ def write_workload(path_or_file: str | os.PathLike | BinaryIO | TextIO, spec: Gr
 
 
 # --- command line --------------------------------------------------------------------------
+
+def build_graph(spec: GraphSpec):
+    """The :class:`engine.Graph` of a spec (depth 1 everywhere, ``m = 1``), without text.
+
+    Location ids follow the engine's numbering, so :func:`batch_columns` can address them.
+    """
+    from engine import GraphBuilder, Summary
+
+    b = GraphBuilder(m=1)
+    for k, (n_in, n_out) in enumerate(spec.nodes):
+        b.add_operator(n_in, n_out, depth=1, name="scope" if k == 0 else f"node{k}")
+    for node, i, o, d_epoch, d_iter in spec.summaries:
+        b.add_summary(node, i, o, Summary.product(d_epoch, d_iter))
+    for e in spec.edges:
+        b.connect(*e)
+    return b.build()
+
+
+def batch_columns(graph, batch: BatchSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(loc int32[n], ts int64[n, 2], diff int64[n])`` of a batch, for ``graph = build_graph(spec)``.
+
+    Vectorised: a lookup table from ``(is_source, node, port)`` to location.
+    """
+    from engine.graph import PortKind
+
+    max_port = max(l.port for l in graph.locations) + 1 if graph.locations else 1
+    table = np.full((2, graph.num_operators, max_port), -1, dtype=np.int32)
+    for i, l in enumerate(graph.locations):
+        table[1 if l.kind is PortKind.SOURCE else 0, l.op, l.port] = i
+    loc = table[batch.is_source.astype(np.int64), batch.node, batch.port]
+    ts = np.stack([batch.epoch, batch.iter], axis=1).astype(np.int64)
+    return loc, ts, batch.diff.astype(np.int64)
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m perf.workloads",

@@ -306,7 +306,8 @@ STEP_IN0 = G.target(2, 0)      # depth 1
 STEP_IN1 = G.target(2, 1)      # depth 1
 FB_IN = G.target(3, 0)         # depth 1
 
-TRACKERS = [engine.ImpliedFrontierTracker, engine.PropagationTracker, engine.NaiadTracker]
+TRACKERS = [engine.ImpliedFrontierTracker, engine.PropagationTracker, engine.NaiadTracker,
+            engine.BatchedTracker]
 
 # The state every bad batch is applied on top of.
 INITIAL = ([SCOPE_OUT, STEP_IN0], [(2,), (1, 3)], [1, 1])
@@ -558,7 +559,7 @@ def test_env_var_selects_backend(monkeypatch):
 def test_default_backend_without_env(monkeypatch):
     monkeypatch.delenv("TFRONT_BACKEND", raising=False)
     backend, why = engine.resolve_backend()
-    assert backend in (Backend.REFERENCE, Backend.TIMELY)  # auto resolves to a concrete one
+    assert backend in (Backend.CPU, Backend.REFERENCE, Backend.TIMELY)  # auto resolves to a concrete one
     assert backend is not Backend.AUTO and why
 
 

@@ -55,9 +55,9 @@ def test_file_parses_and_matches_the_batches(tmp_path):
     for wb, gb in zip(w.batches, batches):
         locs = [w.graph.source(n, p) if s else w.graph.target(n, p)
                 for s, n, p in zip(gb.is_source, gb.node.tolist(), gb.port.tolist())]
-        assert wb.loc == locs
-        assert wb.ts == list(zip(gb.epoch.tolist(), gb.iter.tolist()))
-        assert wb.diff == gb.diff.tolist()
+        assert wb.loc.tolist() == locs
+        assert [tuple(r) for r in wb.ts.tolist()] == list(zip(gb.epoch.tolist(), gb.iter.tolist()))
+        assert wb.diff.tolist() == gb.diff.tolist()
     # the text, a text file and a binary file all agree
     tbuf, bbuf = io.StringIO(), io.BytesIO()
     write_workload(tbuf, spec, batches)

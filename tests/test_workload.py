@@ -373,9 +373,9 @@ def test_diamond_parse_structure():
     assert [b.line for b in w.batches] == [25, 28, 34, 39]
     assert [len(b.loc) for b in w.batches] == [1, 4, 3, 2]
     g = w.graph
-    assert w.batches[1].loc == [g.source(0, 0), g.source(0, 0), g.target(3, 0), g.target(2, 0)]
-    assert w.batches[1].ts == [(2, 0), (0, 0), (0, 5), (0, 3)]
-    assert w.batches[1].diff == [1, -1, 1, 2]
+    assert w.batches[1].loc.tolist() == [g.source(0, 0), g.source(0, 0), g.target(3, 0), g.target(2, 0)]
+    assert [tuple(r) for r in w.batches[1].ts.tolist()] == [(2, 0), (0, 0), (0, 5), (0, 3)]
+    assert w.batches[1].diff.tolist() == [1, -1, 1, 2]
 
 
 # --------------------------------------------------------------------------------------------
@@ -553,8 +553,8 @@ def test_limits_just_inside_are_accepted():
     text = _body("batch", f"s 1 0 {2**62 - 1} {2**62 - 1} {2**63 - 1}",
                  f"t 0 0 0 0 {-2**63}", "end")
     w = parse_workload(text)
-    assert w.batches[0].ts == [(2**62 - 1, 2**62 - 1), (0, 0)]
-    assert w.batches[0].diff == [2**63 - 1, -2**63]
+    assert [tuple(r) for r in w.batches[0].ts.tolist()] == [(2**62 - 1, 2**62 - 1), (0, 0)]
+    assert w.batches[0].diff.tolist() == [2**63 - 1, -2**63]
 
 
 def test_comments_and_blank_lines_are_ignored():
@@ -562,7 +562,7 @@ def test_comments_and_blank_lines_are_ignored():
             + "batch # begins\n  s 1 0 3 4 2  # tokens\tand tabs\nend\n")
     w = parse_workload(text)
     assert [b.line for b in w.batches] == [7]
-    assert w.batches[0].ts == [(3, 4)] and w.batches[0].diff == [2]
+    assert w.batches[0].ts.tolist() == [[3, 4]] and w.batches[0].diff.tolist() == [2]
 
 
 def test_empty_file_is_an_error():

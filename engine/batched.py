@@ -207,7 +207,8 @@ class BatchedTracker:
         from gpu_kernels.propagate import edgewise
         new_ptr, new_ts, region, steps = edgewise(
             ga.m, ga.in_ptr, ga.in_src, ga.in_sum, ga.out_ptr, ga.out_dst, ga.order, ga.rank,
-            self._F_ptr, self._F_ts, self._I_ptr, self._I_ts, seeds, self.max_steps)
+            ga.scc, ga.scc_ptr, ga.scc_members, self._F_ptr, self._F_ts, self._I_ptr,
+            self._I_ts, seeds, self.max_steps)
         if steps < 0:
             raise ConvergenceError(f"edge-wise propagation exceeded {self.max_steps} steps")
         return new_ptr, new_ts, region

@@ -21,7 +21,7 @@ import numpy as np
 
 from gpu_kernels.summary_rows import pack_summaries, unpack_summary_row
 
-from .graph import Graph
+from .graph import Graph, _strongly_connected
 from .summary import Summary
 
 __all__ = ["GraphArrays"]
@@ -47,7 +47,14 @@ class GraphArrays:
     order : int32[L]
         Locations in reverse postorder (sources of non-back arcs first).
     rank : int32[L]
-        Position of each location in ``order``.
+        Position of each location in ``order``. Every arc between different strongly
+        connected components goes from a lower to a higher rank, and all members of an
+        upstream component rank below all members of a downstream one.
+    scc : int64[L]
+        Strongly connected component of each location.
+    scc_ptr, scc_members : int64[C + 1], int64[L]
+        Members of component ``c`` are ``scc_members[scc_ptr[c]:scc_ptr[c + 1]]``; a component
+        with more than one member is a cycle (locations have no self-arcs).
     """
 
     L: int
@@ -62,6 +69,9 @@ class GraphArrays:
     out_sum: np.ndarray
     order: np.ndarray
     rank: np.ndarray
+    scc: np.ndarray
+    scc_ptr: np.ndarray
+    scc_members: np.ndarray
 
     @property
     def width(self) -> int:
@@ -89,10 +99,17 @@ class GraphArrays:
         order = _reverse_postorder(L, np.cumsum(out_ptr), dst[by_src])
         rank = np.empty(L, dtype=np.int32)
         rank[order] = np.arange(L, dtype=np.int32)
+        adj = [[] for _ in range(L)]
+        for a, b in zip(src.tolist(), dst.tolist()):
+            adj[a].append(b)
+        scc = np.asarray(_strongly_connected(adj), dtype=np.int64).reshape(-1)
+        members = np.argsort(scc, kind="stable").astype(np.int64)
+        scc_ptr = np.zeros(int(scc.max(initial=-1)) + 2, dtype=np.int64)
+        np.add.at(scc_ptr, scc + 1, 1)
         return cls(L, m, K, np.array([l.depth for l in graph.locations], dtype=np.int64),
                    np.cumsum(in_ptr), src[by_dst], rows[by_dst].reshape(-1, 1 + m + K),
                    np.cumsum(out_ptr), dst[by_src], rows[by_src].reshape(-1, 1 + m + K),
-                   order, rank)
+                   order, rank, scc, np.cumsum(scc_ptr), members)
 
     def summary(self, row, src: int, dst: int) -> Summary:
         """The :class:`Summary` of a summary row on a path from ``src`` to ``dst``."""

@@ -7,11 +7,15 @@ is the least solution of
 
 where ``F(l)`` is the frontier of the positive counts at ``l``. Summaries are monotone, so
 frontiers of frontiers suffice, and every path's contribution arrives edge by edge. After a
-batch only the *region* downstream of the locations whose ``F`` changed can change; its
-frontiers are reset to empty and re-derived by a Kleene iteration in reverse-postorder
-(acyclic parts settle in one sweep; a location whose value changes re-queues its
-successors, and a successor earlier in the order -- a loop head -- restarts the sweep
-there). Starting from empty yields the *least* fixed point, which is what ``Psi`` defines: a
+batch the locations whose ``F`` changed are recomputed in DFS reverse postorder; a location
+whose value changes queues its successors, and one whose value stays the same stops the
+wave there. A location outside any cycle is a function of its inputs, so recomputing it
+from the current inputs is exact. A cycle (strongly connected component) could support its
+own stale values -- a retracted time coming back round the loop one iteration later -- so
+the first time a wave reaches a cycle, the whole cycle restarts from empty and iterates up
+(a successor earlier in the order, a loop head, restarts the sweep there). Every component
+upstream of a cycle ranks below all its members, so its inputs are final by then, and the
+iteration from empty reaches the *least* fixed point, which is what ``Psi`` defines: a
 zero-advance cycle cannot keep itself alive, unlike timely's incremental propagation.
 
 Inputs: the graph's arcs grouped by destination (``in_ptr``, ``in_src``, ``in_sum`` summary
@@ -20,8 +24,9 @@ rows) and by source (``out_ptr``, ``out_dst``), the DFS ``order`` and ``rank``, 
 locations ``seeds``. Outputs: the new ``I`` as CSR and the frontier changes
 ``(loc int32, ts int64[., W], diff ±1)`` sorted by ``(loc, ts)``.
 
-Cost: O(region arcs * |I(u)| * |I(l)| * W) per sweep, a few sweeps where loops re-queue their
-heads; memory O(total frontier size).
+Cost: O(arcs into recomputed locations * |I(u)| * |I(l)| * W): proportional to the part of
+the graph whose frontiers actually change, plus whole cycles the wave enters; a few extra
+passes where loops re-queue their heads. Memory O(total frontier size).
 """
 
 from __future__ import annotations
@@ -86,56 +91,64 @@ def frontier_changes(locs, old_ptr, old_ts, new_ptr, new_ts, W):
 
 
 @njit(cache=True, nogil=True)
-def edgewise(m, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
-             F_ptr, F_ts, I_ptr, I_ts, seeds, max_steps):
-    """Re-derive the implied frontiers downstream of ``seeds``.
+def edgewise(m, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank, scc, scc_ptr,
+             scc_members, F_ptr, F_ts, I_ptr, I_ts, seeds, max_steps):
+    """Re-derive the implied frontiers affected by the locations ``seeds`` whose ``F`` changed.
 
-    Returns ``(I_ptr, I_ts, region_locs, steps)``; ``steps == -1`` when ``max_steps``
-    recomputations did not reach the fixed point (a bug guard).
+    Returns ``(I_ptr, I_ts, touched, steps)``: the new frontiers as CSR, the sorted locations
+    that were recomputed (only they can have changed), and the number of recomputations;
+    ``steps == -1`` when ``max_steps`` recomputations did not reach the fixed point.
     """
     L = in_ptr.shape[0] - 1
     W = F_ts.shape[1]
     K = W - m
-    # 1. the region: everything reachable from the seeds
-    region = np.zeros(L, dtype=np.bool_)
-    stack = np.empty(L, dtype=np.int64)
-    top = 0
-    for s in seeds:
-        if not region[s]:
-            region[s] = True
-            stack[top] = s
-            top += 1
-    while top > 0:
-        top -= 1
-        v = stack[top]
-        for a in range(out_ptr[v], out_ptr[v + 1]):
-            w = out_dst[a]
-            if not region[w]:
-                region[w] = True
-                stack[top] = w
-                top += 1
-    # 2. current values: old I outside the region, empty inside, in a growable pool
+    C = scc_ptr.shape[0] - 1
+    # current values start as the old ones, in a growable pool
     pool = np.empty((max(16, 2 * I_ts.shape[0]), W), dtype=np.int64)
     pool[:I_ts.shape[0]] = I_ts
     used = I_ts.shape[0]
     cur_start = I_ptr[:-1].copy()
     cur_len = I_ptr[1:] - I_ptr[:-1]
     pending = np.zeros(L, dtype=np.bool_)
-    for l in range(L):
-        if region[l]:
-            cur_len[l] = 0
-            pending[l] = True
+    touched = np.zeros(L, dtype=np.bool_)
+    was_reset = np.zeros(C, dtype=np.bool_)
+    pos = L
+    for s in seeds:
+        pending[s] = True
+        if rank[s] < pos:
+            pos = rank[s]
     scratch = np.empty((64, W), dtype=np.int64)
     cand = np.empty(W, dtype=np.int64)
-    # 3. Kleene iteration in reverse postorder
     steps = 0
-    pos = 0
     while pos < L:
         l = order[pos]
         if not pending[l]:
             pos += 1
             continue
+        c = scc[l]
+        if scc_ptr[c + 1] - scc_ptr[c] > 1 and not was_reset[c]:
+            # first visit of a cycle: restart it from empty so it cannot keep itself alive;
+            # its upstream is final already (upstream components rank below all members)
+            was_reset[c] = True
+            lowest = pos
+            for i in range(scc_ptr[c], scc_ptr[c + 1]):
+                v = scc_members[i]
+                if cur_len[v] > 0:
+                    # the old value may vanish without any recomputation noticing a change:
+                    # everything downstream must look again (members are re-queued anyway)
+                    for a in range(out_ptr[v], out_ptr[v + 1]):
+                        pending[out_dst[a]] = True
+                cur_len[v] = 0
+                pending[v] = True
+                touched[v] = True
+                if rank[v] < lowest:
+                    lowest = rank[v]
+            if lowest < pos:
+                pos = lowest
+                continue
+        nxt = pos + 1
         pending[l] = False
+        touched[l] = True
         steps += 1
         if steps > max_steps:
             return I_ptr, I_ts, np.empty(0, dtype=np.int64), -1
@@ -158,7 +171,6 @@ def edgewise(m, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
                 if ts_cmp(scratch[i], pool[cur_start[l] + i], W) != 0:
                     same = False
                     break
-        nxt = pos + 1
         if not same:
             pool = _grow(pool, used + n)
             pool[used:used + n] = scratch[:n]
@@ -167,16 +179,14 @@ def edgewise(m, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
             used += n
             for a in range(out_ptr[l], out_ptr[l + 1]):
                 v = out_dst[a]
-                if region[v]:
-                    pending[v] = True
-                    if rank[v] < nxt:
-                        nxt = rank[v]
+                pending[v] = True
+                if rank[v] < nxt:
+                    nxt = rank[v]
         pos = nxt
-    # 4. compact into CSR
     new_ptr = np.zeros(L + 1, dtype=np.int64)
     for l in range(L):
         new_ptr[l + 1] = new_ptr[l] + cur_len[l]
     new_ts = np.empty((new_ptr[L], W), dtype=np.int64)
     for l in range(L):
         new_ts[new_ptr[l]:new_ptr[l + 1]] = pool[cur_start[l]:cur_start[l] + cur_len[l]]
-    return new_ptr, new_ts, np.nonzero(region)[0], steps
+    return new_ptr, new_ts, np.nonzero(touched)[0], steps

@@ -22,13 +22,18 @@ def test_batched_equals_reference(strategy, data):
     graph = data.draw(graphs)
     ref = ImpliedFrontierTracker(graph)
     eng = BatchedTracker(graph, strategy=strategy)
-    for loc, ts, diff in data.draw(batch_sequences(graph)):
+    for batch in data.draw(batch_sequences(graph)) + [None]:
+        if batch is None:     # finally drain every live pointstamp: all frontiers retreat
+            rows = [(l, t, -c) for (l, t), c in ref.counts.items()]
+            batch = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+        loc, ts, diff = batch
         before = eng.frontiers()
         changes = eng.update(loc, ts, diff)
         assert changes == ref.update(loc, ts, diff)
         assert eng.frontiers() == ref.frontiers()
         assert replay_changes(before, changes) == eng.frontiers()
         assert sorted(eng.counts.items()) == sorted(ref.counts.items())
+    assert eng.frontiers() == [[] for _ in range(graph.num_locations)]
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -100,3 +105,31 @@ def test_large_batch_consolidates_without_python_rows():
     eng.update(loc, ts, diff)
     ref.update(loc.tolist(), [tuple(r) for r in ts.tolist()], diff.tolist())
     assert eng.frontiers() == ref.frontiers()
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_retraction_inside_a_loop_reaches_downstream(strategy):
+    """Regression: when a wave restarts a loop from empty, the loop's old values must still be
+    withdrawn downstream even if no member's recomputed value differs from empty."""
+    from engine import GraphBuilder, Summary
+    b = GraphBuilder(m=1)
+    scope = b.add_operator(1, 1, depth=0)
+    enter = b.add_operator(1, 1, input_depths=[0], output_depths=[1])
+    b.add_summary(enter, 0, 0, Summary.ingress(0))
+    head = b.add_operator(2, 2, depth=1)
+    for i in range(2):
+        for o in range(2):
+            b.add_summary(head, i, o, Summary.identity(1))
+    fb = b.add_operator(1, 1, depth=1)
+    b.add_summary(fb, 0, 0, Summary.feedback(1))
+    leave = b.add_operator(1, 1, input_depths=[1], output_depths=[0])
+    b.add_summary(leave, 0, 0, Summary.egress(1))
+    b.connect(scope, 0, enter, 0); b.connect(enter, 0, head, 0)
+    b.connect(head, 0, fb, 0); b.connect(fb, 0, head, 1)
+    b.connect(head, 1, leave, 0); b.connect(leave, 0, scope, 0)
+    g = b.build()
+    eng, ref = BatchedTracker(g, strategy=strategy), ImpliedFrontierTracker(g)
+    for batch in ([g.target(fb, 0)], [(3, 4)], [1]), ([g.target(fb, 0)], [(3, 4)], [-1]):
+        assert eng.update(*batch) == ref.update(*batch)
+        assert eng.frontiers() == ref.frontiers()
+    assert eng.frontier(g.target(scope, 0)) == []

@@ -1,0 +1,492 @@
+"""The path-summary closure ``Psi`` as arrays: CPU twin of the closure kernel.
+
+``Psi[l1, l2]`` is the antichain of minimal summaries over all paths from ``l1`` to ``l2``
+(DESIGN.md 2.4). The rows ``Psi[s, :]`` of a contiguous range of sources ``s in [lo, hi)``
+are computed one source at a time by a semi-naive fixed point over the locations in DFS
+reverse postorder (``order``/``rank`` of ``engine.graph_arrays.GraphArrays``):
+
+* a location is (re)computed when the row of an in-neighbour changed: its row is the minimal
+  elements of ``{identity if l == s} u {row(u) ; arc  for every in-arc u -> l, row(u) != {}}``;
+* if the row changed, the arc targets leaving it become pending; the pending location of
+  smallest ``rank`` comes next, so acyclic parts settle in one sweep and a back edge restarts
+  the sweep at the lower rank it made pending;
+* *translation fast path*: a location other than ``s`` with exactly one in-arc whose summary
+  keeps every counter (``keep == depth(src) == depth(dst)``, :func:`translation_mask`) has as
+  its row the in-neighbour's row with the arc added, and no minimisation: adding a fixed
+  vector is an order embedding, so an antichain stays an antichain (and stays sorted), and
+  the row changed exactly when the in-neighbour's did. Such a row is not materialised: it is
+  kept as ``(anchor, delta)``, the nearest location up the chain whose row is materialised
+  and the composition of the arcs since, and costs O(W) per visit;
+* other locations insert their candidates one by one into an antichain (skipped if an
+  element present is ``<=`` it; elements it is ``<=`` to are dropped), then sort the rows
+  lexicographically, so "changed" is a row-by-row comparison.
+
+The fixed point is the reference worklist's (``engine.closure``): rows only ever grow in
+upward closure, and the iteration stops exactly when no candidate adds a non-dominated
+summary. Composition, order and equality are the scalar core of ``summary_rows``.
+
+The output is produced in two passes, the usual GPU pattern: :func:`closure_counts` settles
+each source and reports its pairs, summaries and largest entry (so the host can size the
+output exactly and choose the narrowest dtype), then :func:`closure_fill` settles it again
+and writes the rows ``anchor rows ; delta`` straight into the final arrays.
+:func:`closure_rows` runs both for one range.
+
+Inputs (the arrays of ``GraphArrays``, ``A`` arcs, ``W = 1 + m + K``)
+    ``depth int64[L]``, ``in_ptr int64[L+1]``, ``in_src int32[A]``, ``in_sum int64[A, W]``,
+    ``out_ptr int64[L+1]``, ``out_dst int32[A]``, ``order int32[L]``, ``rank int32[L]``, and
+    ``fast uint8[L]`` from :func:`translation_mask`.
+Outputs (CSR over the sources ``lo..hi-1``)
+    ``pair_ptr int64[n+1]`` (pairs of each source, ``n = hi - lo``), ``pair_dst int32[P]``
+    (reachable targets, ascending), ``sum_ptr int64[P+1]`` and ``sums dtype[S, W]`` (each
+    pair's antichain sorted lexicographically by row).
+Cost
+    Per source: O(L) for the sweep, O(W) per visit of a translation location, O(candidates x
+    antichain x W) per visit of any other location; the fill pass adds O(W) per summary
+    written. Work space O(L * W + rows materialised for one source); no allocation per
+    location. Each visit count is bounded by the reference's.
+Launch shape (for the CUDA kernel to come)
+    One source per thread block; sources are independent and nothing synchronises between
+    them. The host synchronises once between the passes, to turn counts into offsets.
+
+Errors are status codes, never exceptions inside Numba: :data:`OK` or
+:data:`ANTICHAIN_OVERFLOW`, with the ``(source, target)`` pair whose final antichain exceeds
+``max_antichain`` and its size.
+
+Examples
+--------
+A chain ``0 -> 1 -> 2`` at depth 0 with ``m = 1`` where the arc ``1 -> 2`` delays by one epoch:
+
+>>> import numpy as np
+>>> depth = np.zeros(3, np.int64)
+>>> in_ptr = np.array([0, 0, 1, 2]); in_src = np.array([0, 1], np.int32)
+>>> in_sum = np.array([[0, 0], [0, 1]]); out_ptr = np.array([0, 1, 2, 2])
+>>> out_dst = np.array([1, 2], np.int32); order = np.arange(3, dtype=np.int32)
+>>> fast = translation_mask(depth, in_ptr, in_src, in_sum)
+>>> pair_ptr, pair_dst, sum_ptr, sums = closure_rows(
+...     0, 3, 1, 0, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, order, fast)
+>>> pair_ptr.tolist(), pair_dst.tolist(), sum_ptr.tolist(), sums[:, 1].tolist(), sums.dtype
+([0, 3, 5, 6], [0, 1, 2, 1, 2, 2], [0, 1, 2, 3, 4, 5, 6], [0, 0, 1, 0, 1, 0], dtype('int8'))
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .summary_rows import compose_into, smallest_dtype, summary_equal, summary_le
+
+__all__ = ["OK", "ANTICHAIN_OVERFLOW", "AntichainOverflow", "translation_mask", "closure_counts",
+           "closure_fill", "closure_rows", "transpose_pairs", "scatter_dense", "reach_counts"]
+
+#: Status codes of :func:`closure_counts`.
+OK, ANTICHAIN_OVERFLOW = 0, 1
+
+
+class AntichainOverflow(Exception):
+    """Raised by the host helper :func:`closure_rows`: ``(source, target, size)`` in ``args``."""
+
+
+def translation_mask(depth: np.ndarray, in_ptr: np.ndarray, in_src: np.ndarray,
+                     in_sum: np.ndarray) -> np.ndarray:
+    """``uint8[L]``: 1 where a location has exactly one in-arc and that arc keeps every
+    counter (``keep == depth(src) == depth(dst)``), so that its row is a translation of the
+    in-neighbour's. Cost O(L)."""
+    L = len(depth)
+    fast = np.zeros(L, np.uint8)
+    cand = np.flatnonzero(np.diff(in_ptr) == 1)
+    if len(cand):
+        arc = in_ptr[cand]
+        src_depth = depth[in_src[arc]]
+        ok = (in_sum[arc, 0] == src_depth) & (src_depth == depth[cand])
+        fast[cand[ok]] = 1
+    return fast
+
+
+# -- work space -------------------------------------------------------------------------------
+
+@njit(cache=True, inline="always")
+def _grow_rows(a, need):
+    """``a`` (2-D, C order) with room for ``need`` rows, doubling; the first rows kept."""
+    if need <= a.shape[0]:
+        return a
+    cap = max(2 * a.shape[0], need, 16)
+    b = np.empty((cap, a.shape[1]), a.dtype)
+    src = a.reshape(a.size)
+    dst = b.reshape(b.size)
+    for i in range(a.size):
+        dst[i] = src[i]
+    return b
+
+
+@njit(cache=True, inline="always")
+def _row_less(a, b, W):
+    for p in range(W):
+        if a[p] != b[p]:
+            return a[p] < b[p]
+    return False
+
+
+@njit(cache=True, inline="always")
+def _identity_into(out, d, W):
+    out[0] = d
+    for i in range(1, W):
+        out[i] = 0
+
+
+@njit(cache=True, inline="always")
+def _mark_out(l, out_ptr, out_dst, rank, pending, block, n_pending, cur):
+    """Make the arc targets leaving ``l`` pending; returns the new ``(n_pending, cur)``."""
+    for e in range(out_ptr[l], out_ptr[l + 1]):
+        r = rank[out_dst[e]]
+        if pending[r] == 0:
+            pending[r] = 1
+            block[r >> 6] += 1
+            n_pending += 1
+            if r < cur:
+                cur = r
+    return n_pending, cur
+
+
+@njit(cache=True, nogil=True)
+def _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank, fast,
+            anchor, delta, row_off, row_len, colmax, pending, block, pool, arcd, tmp):
+    """The fixed point for one source. On return, location ``l`` is reached iff
+    ``anchor[l] >= 0``, and ``Psi[source, l] = {x ; delta[l] : x in rows(anchor[l])}`` where
+    ``rows(a) = pool[row_off[a] : row_off[a] + row_len[a]]`` (sorted; ``colmax[a]`` their
+    column maxima). ``anchor`` must be all -1 and ``pending``/``block`` all 0 on entry; the
+    caller resets ``anchor``. Returns the (possibly regrown) ``pool``."""
+    L = depth.shape[0]
+    W = 1 + m + K
+    # Step 1: the source holds the identity.
+    pool = _grow_rows(pool, 1)
+    _identity_into(pool[0], depth[source], W)
+    anchor[source] = source
+    _identity_into(delta[source], depth[source], W)
+    row_off[source] = 0
+    row_len[source] = 1
+    for p in range(W):
+        colmax[source, p] = pool[0, p]
+    top = 1
+    n_pending, cur = _mark_out(source, out_ptr, out_dst, rank, pending, block, 0, L)
+    # Step 2: visit pending locations, smallest rank first.
+    while n_pending > 0:
+        if block[cur >> 6] == 0:
+            b = (cur >> 6) + 1
+            while block[b] == 0:
+                b += 1
+            cur = b << 6
+        while pending[cur] == 0:
+            cur += 1
+        pending[cur] = 0
+        block[cur >> 6] -= 1
+        n_pending -= 1
+        l = order[cur]
+        if fast[l] == 1 and l != source:
+            # Step 2a: a translation of the single in-neighbour's row; it changed since the
+            # in-neighbour's did (that is what made it pending).
+            e = in_ptr[l]
+            u = in_src[e]
+            anchor[l] = anchor[u]
+            compose_into(delta[u], in_sum[e], delta[l], m, K)
+            n_pending, cur = _mark_out(l, out_ptr, out_dst, rank, pending, block, n_pending, cur)
+            continue
+        # Step 2b: minimal elements of the candidates, inserted one by one.
+        base = top
+        cnt = 0
+        if l == source:
+            pool = _grow_rows(pool, base + 1)
+            _identity_into(pool[base], depth[source], W)
+            cnt = 1
+        for e in range(in_ptr[l], in_ptr[l + 1]):
+            u = in_src[e]
+            a = anchor[u]
+            if a < 0:
+                continue
+            compose_into(delta[u], in_sum[e], arcd, m, K)
+            off = row_off[a]
+            for i in range(row_len[a]):
+                pool = _grow_rows(pool, base + cnt + 1)
+                c = pool[base + cnt]
+                compose_into(pool[off + i], arcd, c, m, K)
+                dominated = False
+                for j in range(cnt):
+                    if summary_le(pool[base + j], c, m, K):
+                        dominated = True
+                        break
+                if dominated:
+                    continue
+                k = 0
+                for j in range(cnt):
+                    if not summary_le(c, pool[base + j], m, K):
+                        if k != j:
+                            pool[base + k, :] = pool[base + j, :]
+                        k += 1
+                if k != cnt:
+                    pool[base + k, :] = pool[base + cnt, :]
+                cnt = k + 1
+        # sort lexicographically (insertion sort; antichains are small)
+        for i in range(1, cnt):
+            if _row_less(pool[base + i], pool[base + i - 1], W):
+                tmp[:] = pool[base + i, :]
+                j = i
+                while j > 0 and _row_less(tmp, pool[base + j - 1], W):
+                    pool[base + j, :] = pool[base + j - 1, :]
+                    j -= 1
+                pool[base + j, :] = tmp
+        # Step 2c: keep it, and wake the out-neighbours, only if it changed.
+        changed = anchor[l] != l or cnt != row_len[l]
+        if not changed:
+            old = row_off[l]
+            for i in range(cnt):
+                if not summary_equal(pool[base + i], pool[old + i], W):
+                    changed = True
+                    break
+        if not changed:
+            continue
+        anchor[l] = l
+        _identity_into(delta[l], depth[l], W)
+        row_off[l] = base
+        row_len[l] = cnt
+        for p in range(W):
+            mx = pool[base, p]
+            for i in range(1, cnt):
+                if pool[base + i, p] > mx:
+                    mx = pool[base + i, p]
+            colmax[l, p] = mx
+        top = base + cnt
+        n_pending, cur = _mark_out(l, out_ptr, out_dst, rank, pending, block, n_pending, cur)
+    return pool
+
+
+@njit(cache=True, inline="always")
+def _work_space(L, W):
+    anchor = np.full(L, -1, np.int64)
+    delta = np.empty((L, W), np.int64)
+    row_off = np.zeros(L, np.int64)
+    row_len = np.zeros(L, np.int64)
+    colmax = np.empty((L, W), np.int64)
+    pending = np.zeros(L, np.uint8)            # indexed by rank
+    block = np.zeros((L >> 6) + 1, np.int32)   # pending count per 64 ranks: skips empty runs
+    pool = np.empty((max(64, L), W), np.int64)
+    return anchor, delta, row_off, row_len, colmax, pending, block, pool
+
+
+@njit(cache=True, nogil=True)
+def closure_counts(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
+                   fast, max_antichain):
+    """First pass: the size of ``Psi[s, :]`` for ``s in [lo, hi)``.
+
+    Parameters
+    ----------
+    lo, hi : int
+        The sources ``[lo, hi)``.
+    m, K : int
+        Outer width and largest depth; summary rows have ``W = 1 + m + K`` entries.
+    depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank
+        The graph's arrays (``GraphArrays``).
+    fast : uint8[L]
+        :func:`translation_mask`.
+    max_antichain : int
+        Largest antichain allowed in the result; 0 for no cap.
+
+    Returns
+    -------
+    status : int
+        :data:`OK` or :data:`ANTICHAIN_OVERFLOW` (the first source, then the first target in
+        id order, whose antichain is larger than ``max_antichain``).
+    err_src, err_dst, err_size : int
+        The overflowing pair and its antichain size; -1 when ``status`` is :data:`OK`.
+    n_pairs, n_rows : int64[hi - lo]
+        Locations each source reaches, and summaries in its row.
+    vmax : int
+        The largest entry of any summary row (at least 0).
+    largest : int
+        The largest antichain.
+    """
+    L = depth.shape[0]
+    W = 1 + m + K
+    anchor, delta, row_off, row_len, colmax, pending, block, pool = _work_space(L, W)
+    arcd = np.empty(W, np.int64)
+    tmp = np.empty(W, np.int64)
+    n_pairs = np.zeros(hi - lo, np.int64)
+    n_rows = np.zeros(hi - lo, np.int64)
+    vmax = 0
+    largest = 0
+    for source in range(lo, hi):
+        pool = _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
+                       rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
+                       arcd, tmp)
+        pairs = 0
+        rows = 0
+        for l in range(L):
+            a = anchor[l]
+            if a < 0:
+                continue
+            cnt = row_len[a]
+            if max_antichain > 0 and cnt > max_antichain:
+                return ANTICHAIN_OVERFLOW, source, l, cnt, n_pairs, n_rows, vmax, largest
+            if cnt > largest:
+                largest = cnt
+            # each column of ``x ; delta`` depends on that column of x alone, monotonically
+            compose_into(colmax[a], delta[l], tmp, m, K)
+            for p in range(W):
+                if tmp[p] > vmax:
+                    vmax = tmp[p]
+            pairs += 1
+            rows += cnt
+            anchor[l] = -1
+        n_pairs[source - lo] = pairs
+        n_rows[source - lo] = rows
+    return OK, -1, -1, -1, n_pairs, n_rows, vmax, largest
+
+
+@njit(cache=True, nogil=True)
+def closure_fill(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
+                 fast, pair_ptr, pair_dst, sum_ptr, sums):
+    """Second pass: write ``Psi[s, :]`` for ``s in [lo, hi)`` into the final CSR arrays.
+
+    ``pair_ptr`` (indexed by source, ``pair_ptr[s]`` for ``s in [lo, hi]``) and
+    ``sum_ptr[pair_ptr[lo]]`` must already hold the offsets that :func:`closure_counts` sized;
+    this fills ``pair_dst[pair_ptr[lo]:pair_ptr[hi]]``, ``sum_ptr[pair_ptr[lo] + 1 :
+    pair_ptr[hi] + 1]`` and the rows of ``sums`` between. ``sums`` may have any integer dtype
+    that holds the counted ``vmax``. Ranges of sources write disjoint slices, so they can run
+    concurrently.
+    """
+    L = depth.shape[0]
+    W = 1 + m + K
+    anchor, delta, row_off, row_len, colmax, pending, block, pool = _work_space(L, W)
+    arcd = np.empty(W, np.int64)
+    tmp = np.empty(W, np.int64)
+    for source in range(lo, hi):
+        pool = _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
+                       rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
+                       arcd, tmp)
+        P = pair_ptr[source]
+        S = sum_ptr[P]
+        for l in range(L):
+            a = anchor[l]
+            if a < 0:
+                continue
+            off = row_off[a]
+            d = delta[l]
+            for i in range(row_len[a]):
+                compose_into(pool[off + i], d, sums[S], m, K)
+                S += 1
+            pair_dst[P] = l
+            P += 1
+            sum_ptr[P] = S
+            anchor[l] = -1
+
+
+def closure_rows(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
+                 fast, max_antichain=0):
+    """Both passes for the sources ``[lo, hi)``, single-threaded: ``(pair_ptr int64[n+1],
+    pair_dst int32[P], sum_ptr int64[P+1], sums[S, W])`` with ``sums`` in the narrowest
+    integer dtype that holds every entry.
+
+    Raises
+    ------
+    AntichainOverflow
+        With ``args == (source, target, size)``, if an antichain exceeds ``max_antichain``.
+    """
+    graph = (m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank, fast)
+    status, s, t, size, n_pairs, n_rows, vmax, _ = closure_counts(lo, hi, *graph, max_antichain)
+    if status != OK:
+        raise AntichainOverflow(s, t, size)
+    n = hi - lo
+    pair_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(n_pairs, out=pair_ptr[1:])
+    P = int(pair_ptr[-1])
+    sum_ptr = np.zeros(P + 1, np.int64)
+    pair_dst = np.empty(P, np.int32)
+    sums = np.empty((int(n_rows.sum()), 1 + m + K), smallest_dtype(int(vmax)))
+    # closure_fill indexes pair_ptr by source: shift a view so that entry ``lo`` comes first
+    full_ptr = np.zeros(hi + 1, np.int64)
+    full_ptr[lo:] = pair_ptr
+    closure_fill(lo, hi, *graph, full_ptr, pair_dst, sum_ptr, sums)
+    return pair_ptr, pair_dst, sum_ptr, sums
+
+
+@njit(cache=True, nogil=True)
+def transpose_pairs(pair_ptr, pair_dst, L):
+    """The pairs grouped by target: a counting sort. Cost O(L + P).
+
+    Returns
+    -------
+    t_ptr : int64[L+1]
+        Pairs into target ``l`` are ``t_ptr[l]:t_ptr[l+1]``.
+    t_src : int32[P]
+        Their sources, ascending within a target.
+    t_pair : int64[P]
+        Their index in ``pair_dst`` (the summaries are ``sums[sum_ptr[i]:sum_ptr[i+1]]``).
+    """
+    P = pair_dst.shape[0]
+    t_ptr = np.zeros(L + 1, np.int64)
+    for i in range(P):
+        t_ptr[pair_dst[i] + 1] += 1
+    for l in range(L):
+        t_ptr[l + 1] += t_ptr[l]
+    fill = t_ptr[:L].copy()
+    t_src = np.empty(P, np.int32)
+    t_pair = np.empty(P, np.int64)
+    for s in range(pair_ptr.shape[0] - 1):
+        for i in range(pair_ptr[s], pair_ptr[s + 1]):
+            d = pair_dst[i]
+            k = fill[d]
+            fill[d] = k + 1
+            t_src[k] = s
+            t_pair[k] = i
+    return t_ptr, t_src, t_pair
+
+
+@njit(cache=True, nogil=True)
+def scatter_dense(pair_ptr, pair_dst, sum_ptr, sums, L, A, count_like):
+    """The ragged ``Psi`` as ``dense[L, L, A, W]`` (the dtype of ``sums``) and
+    ``count[L, L]`` (the dtype of ``count_like``); unused slots are zero. Cost O(L^2 * A * W)
+    to clear, O(S * W) to fill."""
+    W = sums.shape[1]
+    dense = np.zeros((L, L, A, W), sums.dtype)
+    count = np.zeros((L, L), count_like.dtype)
+    for s in range(pair_ptr.shape[0] - 1):
+        for i in range(pair_ptr[s], pair_ptr[s + 1]):
+            d = pair_dst[i]
+            a = sum_ptr[i]
+            c = sum_ptr[i + 1] - a
+            count[s, d] = c
+            for k in range(c):
+                for p in range(W):
+                    dense[s, d, k, p] = sums[a + k, p]
+    return dense, count
+
+
+@njit(cache=True, nogil=True)
+def reach_counts(out_ptr, out_dst, weight):
+    """For every location ``s``: how many locations it reaches (itself included) and the sum of
+    ``weight`` over them. A breadth-first search per location: O(L * (L + A)), O(L) space.
+
+    Returns ``(reach int64[L], weight_sum int64[L])``.
+    """
+    L = out_ptr.shape[0] - 1
+    reach = np.zeros(L, np.int64)
+    wsum = np.zeros(L, np.int64)
+    mark = np.full(L, -1, np.int64)
+    queue = np.empty(max(L, 1), np.int64)
+    for s in range(L):
+        head = 0
+        tail = 1
+        queue[0] = s
+        mark[s] = s
+        acc = weight[s]
+        while head < tail:
+            v = queue[head]
+            head += 1
+            for e in range(out_ptr[v], out_ptr[v + 1]):
+                w = out_dst[e]
+                if mark[w] != s:
+                    mark[w] = s
+                    queue[tail] = w
+                    tail += 1
+                    acc += weight[w]
+        reach[s] = tail
+        wsum[s] = acc
+    return reach, wsum

@@ -18,6 +18,8 @@ from .timestamp import MAX_COORD, check_timestamp
 
 __all__ = ["batch_arrays"]
 
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
 
 def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
@@ -92,9 +94,10 @@ def batch_arrays(graph: Graph, depth: np.ndarray, loc, ts, diff):
                     f"depth {int(depth[loc_a[i]])}; they must be 0")
     ts_a = np.ascontiguousarray(ts_a)
 
-    diff_a = np.asarray(diff)
-    if diff_a.dtype.kind not in "iu" or diff_a.ndim != 1:
-        bad = next((i for i, v in enumerate(diff) if not _is_int(v)), 0)
+    diff_a = _try_array(diff)
+    if diff_a is None or diff_a.dtype.kind not in "iu" or diff_a.ndim != 1:
+        bad = next((i for i, v in enumerate(diff)
+                    if not _is_int(v) or not INT64_MIN <= v <= INT64_MAX), 0)
         raise BatchError(f"row {bad}: diff {diff[bad]!r} is not a signed 64-bit integer")
     if diff_a.dtype.kind == "u" and (diff_a > np.iinfo(np.int64).max).any():
         i = _first(diff_a > np.iinfo(np.int64).max)

@@ -19,7 +19,7 @@ changes nothing.
 >>> g = example_graph()
 >>> tr = BatchedTracker(g)
 >>> tr.update([g.source(1, 0)], [(0, 0)], [1])[:2]
-[FrontierChange(loc=1, ts=(0, 0), diff=1), FrontierChange(loc=2, ts=(0, 1), diff=1)]
+[FrontierChange(loc=0, ts=(0, 0), diff=1), FrontierChange(loc=1, ts=(0, 0), diff=1)]
 >>> tr.frontier(g.target(2, 0))
 [(0, 1)]
 """
@@ -106,6 +106,8 @@ class BatchedTracker:
         :class:`~engine.errors.AntichainOverflowError`.
     memory_budget : int
         Bytes ``Psi`` may take for ``auto`` to choose the closure strategy.
+    psi_layout : {"auto", "dense", "ragged"}
+        Storage of ``Psi`` for the closure strategy (see :func:`engine.psi.compute_psi`).
 
     Attributes
     ----------
@@ -118,7 +120,7 @@ class BatchedTracker:
 
     def __init__(self, graph: Graph, *, strict: bool = False, strategy: "str | Strategy" = "auto",
                  max_antichain: int | None = None, memory_budget: int = 256 << 20,
-                 max_steps: int = 50_000_000):
+                 psi_layout: str = "auto", max_steps: int = 50_000_000):
         self.graph = graph
         self.strict = bool(strict)
         self.ga = GraphArrays.from_graph(graph)
@@ -129,7 +131,8 @@ class BatchedTracker:
         self.psi = None
         if self.strategy is Strategy.CLOSURE:
             from .psi import compute_psi
-            self.psi = compute_psi(graph, max_antichain=max_antichain)
+            self.psi = compute_psi(graph, max_antichain=max_antichain, layout=psi_layout,
+                                   memory_budget=memory_budget)
         W, L = self.ga.width, self.ga.L
         self._width = (graph.m + self.ga.depth).tolist()
         self._loc = np.zeros(0, np.int32)
@@ -146,7 +149,7 @@ class BatchedTracker:
         if strategy is not Strategy.AUTO:
             return strategy
         from .psi import estimate_bytes
-        return Strategy.CLOSURE if estimate_bytes(self.graph) <= self.memory_budget // 8 \
+        return Strategy.CLOSURE if estimate_bytes(self.graph) <= self.memory_budget \
             else Strategy.EDGEWISE
 
     # -- the batch path ------------------------------------------------------------------------
@@ -201,9 +204,17 @@ class BatchedTracker:
         ga = self.ga
         if self.strategy is Strategy.CLOSURE:
             from gpu_kernels.propagate import gather_closure
+            from .psi import PsiLayout
             p = self.psi
-            return gather_closure(ga.m, ga.out_ptr, ga.out_dst, p.t_ptr, p.t_src, p.t_sum_ptr,
-                                  p.t_sums, self._F_ptr, self._F_ts, self._I_ptr, self._I_ts, seeds)
+            dense = p.layout is PsiLayout.DENSE
+            none_i64, none_i32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
+            return gather_closure(
+                ga.m, none_i64 if dense else p.pair_ptr, none_i32 if dense else p.pair_dst,
+                none_i64 if dense else p.sum_ptr, none_i64 if dense else p.t_ptr,
+                none_i32 if dense else p.t_src, none_i64 if dense else p.t_pair,
+                p.count if dense else np.zeros((1, 1), np.uint8),
+                p.sums.reshape(-1, p.sums.shape[-1]), p.max_antichain if dense else 0,
+                self._F_ptr, self._F_ts, self._I_ptr, self._I_ts, seeds)
         from gpu_kernels.propagate import edgewise
         new_ptr, new_ts, region, steps = edgewise(
             ga.m, ga.in_ptr, ga.in_src, ga.in_sum, ga.out_ptr, ga.out_dst, ga.order, ga.rank,

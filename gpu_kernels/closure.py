@@ -26,9 +26,10 @@ upward closure, and the iteration stops exactly when no candidate adds a non-dom
 summary. Composition, order and equality are the scalar core of ``summary_rows``.
 
 The output is produced in two passes, the usual GPU pattern: :func:`closure_counts` settles
-each source and reports its pairs, summaries and largest entry (so the host can size the
-output exactly and choose the narrowest dtype), then :func:`closure_fill` settles it again
-and writes the rows ``anchor rows ; delta`` straight into the final arrays.
+each source and reports its pairs, summaries, largest entry and largest antichain (so the host
+can size the output exactly, choose the narrowest dtype and the layout), then
+:func:`closure_fill` (ragged CSR) or :func:`closure_fill_dense` settles it again and writes
+the rows ``anchor rows ; delta`` straight into the final arrays.
 :func:`closure_rows` runs both for one range.
 
 Inputs (the arrays of ``GraphArrays``, ``A`` arcs, ``W = 1 + m + K``)
@@ -76,7 +77,8 @@ from numba import njit
 from .summary_rows import compose_into, smallest_dtype, summary_equal, summary_le
 
 __all__ = ["OK", "ANTICHAIN_OVERFLOW", "AntichainOverflow", "translation_mask", "closure_counts",
-           "closure_fill", "closure_rows", "transpose_pairs", "scatter_dense", "reach_counts"]
+           "closure_fill", "closure_fill_dense", "closure_rows", "transpose_pairs", "reach_counts",
+           "merge_excess"]
 
 #: Status codes of :func:`closure_counts`.
 OK, ANTICHAIN_OVERFLOW = 0, 1
@@ -342,15 +344,15 @@ def closure_counts(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst
 
 @njit(cache=True, nogil=True)
 def closure_fill(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
-                 fast, pair_ptr, pair_dst, sum_ptr, sums):
+                 fast, pair_ptr, row_ptr, pair_dst, sum_ptr, sums):
     """Second pass: write ``Psi[s, :]`` for ``s in [lo, hi)`` into the final CSR arrays.
 
-    ``pair_ptr`` (indexed by source, ``pair_ptr[s]`` for ``s in [lo, hi]``) and
-    ``sum_ptr[pair_ptr[lo]]`` must already hold the offsets that :func:`closure_counts` sized;
-    this fills ``pair_dst[pair_ptr[lo]:pair_ptr[hi]]``, ``sum_ptr[pair_ptr[lo] + 1 :
-    pair_ptr[hi] + 1]`` and the rows of ``sums`` between. ``sums`` may have any integer dtype
-    that holds the counted ``vmax``. Ranges of sources write disjoint slices, so they can run
-    concurrently.
+    ``pair_ptr`` and ``row_ptr`` (``int64``, indexed by source) hold the first pair and the
+    first summary row of every source, the prefix sums of :func:`closure_counts`' counts.
+    This fills ``pair_dst[pair_ptr[lo]:pair_ptr[hi]]``, ``sum_ptr`` over the same indices,
+    and ``sums[row_ptr[lo]:row_ptr[hi]]``; the caller sets ``sum_ptr[P] = S``. ``sums`` may
+    have any integer dtype that holds the counted ``vmax``. Ranges of sources write disjoint
+    slices and read nothing the others write, so they can run concurrently.
     """
     L = depth.shape[0]
     W = 1 + m + K
@@ -362,19 +364,47 @@ def closure_fill(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, 
                        rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
                        arcd, tmp)
         P = pair_ptr[source]
-        S = sum_ptr[P]
+        S = row_ptr[source]
+        for l in range(L):
+            a = anchor[l]
+            if a < 0:
+                continue
+            pair_dst[P] = l
+            sum_ptr[P] = S
+            P += 1
+            off = row_off[a]
+            d = delta[l]
+            for i in range(row_len[a]):
+                compose_into(pool[off + i], d, sums[S], m, K)
+                S += 1
+            anchor[l] = -1
+
+
+@njit(cache=True, nogil=True)
+def closure_fill_dense(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
+                       rank, fast, dense, count):
+    """Second pass, dense layout: ``dense[s, l, :c]`` (``dtype[L, L, A, W]``, zero
+    beforehand) receives ``Psi[s, l]`` and ``count[s, l] = c`` for ``s in [lo, hi)``. Ranges
+    of sources write disjoint slices, so they can run concurrently."""
+    L = depth.shape[0]
+    W = 1 + m + K
+    anchor, delta, row_off, row_len, colmax, pending, block, pool = _work_space(L, W)
+    arcd = np.empty(W, np.int64)
+    tmp = np.empty(W, np.int64)
+    for source in range(lo, hi):
+        pool = _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
+                       rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
+                       arcd, tmp)
         for l in range(L):
             a = anchor[l]
             if a < 0:
                 continue
             off = row_off[a]
             d = delta[l]
-            for i in range(row_len[a]):
-                compose_into(pool[off + i], d, sums[S], m, K)
-                S += 1
-            pair_dst[P] = l
-            P += 1
-            sum_ptr[P] = S
+            cnt = row_len[a]
+            for i in range(cnt):
+                compose_into(pool[off + i], d, dense[source, l, i], m, K)
+            count[source, l] = cnt
             anchor[l] = -1
 
 
@@ -393,18 +423,18 @@ def closure_rows(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, 
     status, s, t, size, n_pairs, n_rows, vmax, _ = closure_counts(lo, hi, *graph, max_antichain)
     if status != OK:
         raise AntichainOverflow(s, t, size)
-    n = hi - lo
-    pair_ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(n_pairs, out=pair_ptr[1:])
-    P = int(pair_ptr[-1])
-    sum_ptr = np.zeros(P + 1, np.int64)
+    # closure_fill indexes the offsets by source: entries before ``lo`` are unused
+    pair_ptr = np.zeros(hi + 1, np.int64)
+    row_ptr = np.zeros(hi + 1, np.int64)
+    np.cumsum(n_pairs, out=pair_ptr[lo + 1:])
+    np.cumsum(n_rows, out=row_ptr[lo + 1:])
+    P, S = int(pair_ptr[-1]), int(row_ptr[-1])
     pair_dst = np.empty(P, np.int32)
-    sums = np.empty((int(n_rows.sum()), 1 + m + K), smallest_dtype(int(vmax)))
-    # closure_fill indexes pair_ptr by source: shift a view so that entry ``lo`` comes first
-    full_ptr = np.zeros(hi + 1, np.int64)
-    full_ptr[lo:] = pair_ptr
-    closure_fill(lo, hi, *graph, full_ptr, pair_dst, sum_ptr, sums)
-    return pair_ptr, pair_dst, sum_ptr, sums
+    sum_ptr = np.empty(P + 1, np.int64)
+    sum_ptr[P] = S
+    sums = np.empty((S, 1 + m + K), smallest_dtype(int(vmax)))
+    closure_fill(lo, hi, *graph, pair_ptr, row_ptr, pair_dst, sum_ptr, sums)
+    return pair_ptr[lo:], pair_dst, sum_ptr, sums
 
 
 @njit(cache=True, nogil=True)
@@ -440,26 +470,6 @@ def transpose_pairs(pair_ptr, pair_dst, L):
 
 
 @njit(cache=True, nogil=True)
-def scatter_dense(pair_ptr, pair_dst, sum_ptr, sums, L, A, count_like):
-    """The ragged ``Psi`` as ``dense[L, L, A, W]`` (the dtype of ``sums``) and
-    ``count[L, L]`` (the dtype of ``count_like``); unused slots are zero. Cost O(L^2 * A * W)
-    to clear, O(S * W) to fill."""
-    W = sums.shape[1]
-    dense = np.zeros((L, L, A, W), sums.dtype)
-    count = np.zeros((L, L), count_like.dtype)
-    for s in range(pair_ptr.shape[0] - 1):
-        for i in range(pair_ptr[s], pair_ptr[s + 1]):
-            d = pair_dst[i]
-            a = sum_ptr[i]
-            c = sum_ptr[i + 1] - a
-            count[s, d] = c
-            for k in range(c):
-                for p in range(W):
-                    dense[s, d, k, p] = sums[a + k, p]
-    return dense, count
-
-
-@njit(cache=True, nogil=True)
 def reach_counts(out_ptr, out_dst, weight):
     """For every location ``s``: how many locations it reaches (itself included) and the sum of
     ``weight`` over them. A breadth-first search per location: O(L * (L + A)), O(L) space.
@@ -490,3 +500,99 @@ def reach_counts(out_ptr, out_dst, weight):
         reach[s] = tail
         wsum[s] = acc
     return reach, wsum
+
+
+@njit(cache=True, nogil=True)
+def merge_excess(comp, rank, depth, in_ptr, in_src, in_sum):
+    """For every location, the in-arcs beyond the first that can carry a minimal summary:
+    ``int64[L]``, the antichain growth the size estimate charges to it. ``comp`` numbers
+    the strongly connected components (``GraphArrays.scc``).
+
+    A component all of whose cycles strictly advance (DESIGN.md 2.4: then ``Psi`` is the
+    minimum over simple paths) is recognised by a sufficient test: its internal arcs keep
+    every counter, and without the arcs that advance something (a non-zero entry) it has no
+    cycle. In such a component the back arcs of the DFS order (``rank[src] >= rank[dst]``)
+    only close cycles and are not charged. Cost O(L + A).
+    """
+    L = depth.shape[0]
+    n = 0
+    for l in range(L):
+        if comp[l] + 1 > n:
+            n = comp[l] + 1
+    strict = np.ones(n, np.uint8)
+    size = np.zeros(n, np.int64)
+    for l in range(L):
+        size[comp[l]] += 1
+    # internal arcs that keep every counter and advance nothing: Kahn's algorithm on them
+    indeg = np.zeros(L, np.int64)
+    W = in_sum.shape[1]
+    for v in range(L):
+        for e in range(in_ptr[v], in_ptr[v + 1]):
+            u = in_src[e]
+            if comp[u] != comp[v]:
+                continue
+            if in_sum[e, 0] != depth[u] or depth[u] != depth[v]:
+                strict[comp[v]] = 0
+            zero = True
+            for p in range(1, W):
+                if in_sum[e, p] != 0:
+                    zero = False
+            if zero:
+                indeg[v] += 1
+    # out-arcs of the zero subgraph, from the in-arcs
+    out_cnt = np.zeros(L + 1, np.int64)
+    for v in range(L):
+        for e in range(in_ptr[v], in_ptr[v + 1]):
+            u = in_src[e]
+            if comp[u] == comp[v] and _is_zero(in_sum[e], W):
+                out_cnt[u + 1] += 1
+    for l in range(L):
+        out_cnt[l + 1] += out_cnt[l]
+    fill = out_cnt[:L].copy()
+    zdst = np.empty(out_cnt[L], np.int64)
+    for v in range(L):
+        for e in range(in_ptr[v], in_ptr[v + 1]):
+            u = in_src[e]
+            if comp[u] == comp[v] and _is_zero(in_sum[e], W):
+                zdst[fill[u]] = v
+                fill[u] += 1
+    queue = np.empty(max(L, 1), np.int64)
+    head = 0
+    tail = 0
+    for l in range(L):
+        if indeg[l] == 0:
+            queue[tail] = l
+            tail += 1
+    removed = np.zeros(n, np.int64)
+    while head < tail:
+        v = queue[head]
+        head += 1
+        removed[comp[v]] += 1
+        for i in range(out_cnt[v], out_cnt[v + 1]):
+            w = zdst[i]
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                queue[tail] = w
+                tail += 1
+    for c in range(n):
+        if removed[c] != size[c]:
+            strict[c] = 0
+    excess = np.zeros(L, np.int64)
+    for v in range(L):
+        k = 0
+        for e in range(in_ptr[v], in_ptr[v + 1]):
+            u = in_src[e]
+            if comp[u] == comp[v] and strict[comp[v]] == 1 and rank[u] >= rank[v]:
+                continue
+            k += 1
+        if k > 1:
+            excess[v] = k - 1
+    return excess
+
+
+@njit(cache=True, inline="always")
+def _is_zero(row, W):
+    for p in range(1, W):
+        if row[p] != 0:
+            return False
+    return True

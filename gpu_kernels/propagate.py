@@ -37,7 +37,7 @@ from numba import njit
 from .pareto import antichain_insert, sort_rows_inplace
 from .summary_rows import apply_into, ts_cmp
 
-__all__ = ["edgewise", "frontier_changes"]
+__all__ = ["edgewise", "gather_closure", "frontier_changes"]
 
 
 @njit(cache=True, nogil=True)
@@ -190,3 +190,89 @@ def edgewise(m, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank, scc, scc_
     for l in range(L):
         new_ts[new_ptr[l]:new_ptr[l + 1]] = pool[cur_start[l]:cur_start[l] + cur_len[l]]
     return new_ptr, new_ts, np.nonzero(touched)[0], steps
+
+
+@njit(cache=True, nogil=True)
+def _affected(L, seeds, pair_ptr, pair_dst, count, dense):
+    """``bool[L]``: every location some seed reaches (``Psi`` rows say which)."""
+    hit = np.zeros(L, dtype=np.bool_)
+    for s in seeds:
+        if dense:
+            for l2 in range(L):
+                if count[s, l2] > 0:
+                    hit[l2] = True
+        else:
+            for p in range(pair_ptr[s], pair_ptr[s + 1]):
+                hit[pair_dst[p]] = True
+    return hit
+
+
+@njit(cache=True, nogil=True)
+def gather_closure(m, pair_ptr, pair_dst, sum_ptr, t_ptr, t_src, t_pair, count, sums, dense_A,
+                   F_ptr, F_ts, I_ptr, I_ts, seeds):
+    """The *closure* strategy: recompute the implied frontier of every location a changed
+    ``F`` reaches, gathering through ``Psi``:
+
+        I(l2) = frontier( s(t) : l1 reaches l2, t in F(l1), s in Psi[l1, l2] )
+
+    ``Psi`` is ragged (``pair_*``/``sum_ptr`` rows by source and ``t_*`` pairs by target, with
+    ``sums[S, W]``) or, when ``dense_A > 0``, dense (``count[L, L]`` and the dense
+    ``[L, L, A, W]`` rows flattened to ``sums[L * L * A, W]``). Every
+    target is independent of the others: one thread (block) per target on the GPU.
+
+    Returns ``(I_ptr, I_ts, touched)`` like :func:`edgewise`. Cost: for each affected target,
+    O(sum over its sources of |F(l1)| * |Psi[l1, l2]| * |I(l2)| * W).
+    """
+    L = I_ptr.shape[0] - 1
+    W = F_ts.shape[1]
+    K = W - m
+    dense = dense_A > 0
+    hit = _affected(L, seeds, pair_ptr, pair_dst, count, dense)
+    new_len = I_ptr[1:] - I_ptr[:-1]
+    pool = np.empty((16, W), dtype=np.int64)
+    start = np.zeros(L, dtype=np.int64)
+    used = 0
+    scratch = np.empty((64, W), dtype=np.int64)
+    cand = np.empty(W, dtype=np.int64)
+    for l2 in range(L):
+        if not hit[l2]:
+            continue
+        n = 0
+        if dense:
+            for l1 in range(L):
+                k = count[l1, l2]
+                if k == 0 or F_ptr[l1 + 1] == F_ptr[l1]:
+                    continue
+                base = (l1 * L + l2) * dense_A
+                for j in range(base, base + k):
+                    for f in range(F_ptr[l1], F_ptr[l1 + 1]):
+                        apply_into(sums[j], F_ts[f], cand, m, K)
+                        scratch = _grow(scratch, n + 1)
+                        n = antichain_insert(scratch, n, cand, m, W)
+        else:
+            for q in range(t_ptr[l2], t_ptr[l2 + 1]):
+                l1 = t_src[q]
+                if F_ptr[l1 + 1] == F_ptr[l1]:
+                    continue
+                p = t_pair[q]
+                for j in range(sum_ptr[p], sum_ptr[p + 1]):
+                    for f in range(F_ptr[l1], F_ptr[l1 + 1]):
+                        apply_into(sums[j], F_ts[f], cand, m, K)
+                        scratch = _grow(scratch, n + 1)
+                        n = antichain_insert(scratch, n, cand, m, W)
+        sort_rows_inplace(scratch, n, W)
+        pool = _grow(pool, used + n)
+        pool[used:used + n] = scratch[:n]
+        start[l2] = used
+        new_len[l2] = n
+        used += n
+    new_ptr = np.zeros(L + 1, dtype=np.int64)
+    for l in range(L):
+        new_ptr[l + 1] = new_ptr[l] + new_len[l]
+    new_ts = np.empty((new_ptr[L], W), dtype=np.int64)
+    for l in range(L):
+        if hit[l]:
+            new_ts[new_ptr[l]:new_ptr[l + 1]] = pool[start[l]:start[l] + new_len[l]]
+        else:
+            new_ts[new_ptr[l]:new_ptr[l + 1]] = I_ts[I_ptr[l]:I_ptr[l + 1]]
+    return new_ptr, new_ts, np.nonzero(hit)[0]

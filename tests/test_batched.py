@@ -15,13 +15,20 @@ graphs = st.one_of(random_graphs(max_ops=4, max_depth=2), structured_graphs(max_
 STRATEGIES = ["edgewise", "closure"]
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+def make(graph, strategy, **kw):
+    """``closure-dense`` / ``closure-ragged`` force the layout of Psi."""
+    if strategy.startswith("closure-"):
+        return BatchedTracker(graph, strategy="closure", psi_layout=strategy.split("-")[1], **kw)
+    return BatchedTracker(graph, strategy=strategy, **kw)
+
+
+@pytest.mark.parametrize("strategy", ["edgewise", "closure-dense", "closure-ragged"])
 @examples(150)
 @given(data=st.data())
 def test_batched_equals_reference(strategy, data):
     graph = data.draw(graphs)
     ref = ImpliedFrontierTracker(graph)
-    eng = BatchedTracker(graph, strategy=strategy)
+    eng = make(graph, strategy)
     for batch in data.draw(batch_sequences(graph)) + [None]:
         if batch is None:     # finally drain every live pointstamp: all frontiers retreat
             rows = [(l, t, -c) for (l, t), c in ref.counts.items()]

@@ -254,3 +254,26 @@ class BatchedTracker:
         """Bytes of resident state: count table, frontiers, and ``Psi`` when present."""
         arrays = (self._loc, self._ts, self._cnt, self._F_ptr, self._F_ts, self._I_ptr, self._I_ts)
         return sum(a.nbytes for a in arrays) + (self.psi.nbytes if self.psi is not None else 0)
+
+
+def warm_up(m: int, K: int) -> None:
+    """Load (or compile) the Numba kernels for timestamps of width ``m + K`` on a tiny graph,
+    so that timings taken afterwards measure work, not JIT compilation or cache loading."""
+    from .graph import GraphBuilder
+    from .summary import Summary
+
+    b = GraphBuilder(m=m)
+    a = b.add_operator(1, 1, depth=K)
+    c = b.add_operator(1, 1, depth=K)
+    b.add_summary(a, 0, 0, Summary.identity(K, m))
+    b.add_summary(c, 0, 0, Summary.delay(K, m))
+    b.connect(a, 0, c, 0)
+    b.connect(c, 0, a, 0)
+    g = b.build()
+    for strategy in (Strategy.EDGEWISE, Strategy.CLOSURE):
+        for layout in ("dense", "ragged"):
+            tr = BatchedTracker(g, strategy=strategy, psi_layout=layout)
+            ts = np.zeros((2, m + K), np.int64)
+            ts[1, 0] = 1
+            tr.update_arrays(np.array([0, 1], np.int32), ts, np.array([1, 1], np.int64))
+            tr.update_arrays(np.array([0], np.int32), ts[:1], np.array([-1], np.int64))

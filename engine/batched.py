@@ -250,6 +250,59 @@ class BatchedTracker:
         """Every location's implied frontier, indexed by location."""
         return [self.frontier(l) for l in range(self.ga.L)]
 
+    # -- could-result-in and Naiad's view ------------------------------------------------------
+
+    def _rows(self):
+        if getattr(self, "_psi_rows", None) is None:
+            from .queries import PsiRowCache
+            self._psi_rows = PsiRowCache(self.ga, self.max_antichain)
+        return self._psi_rows
+
+    def _query(self, loc, ts):
+        q_loc, q_ts, _ = batch_arrays(self.graph, self.ga.depth, loc, ts, np.zeros(len(loc), np.int64))
+        return q_loc, q_ts
+
+    def could_result_in(self, loc1, ts1, loc2, ts2) -> np.ndarray:
+        """``bool[n]``: row ``i`` is ``(loc1[i], ts1[i]) <=cri (loc2[i], ts2[i])``.
+
+        ``Psi`` rows of the distinct ``loc1`` are computed on first use and kept.
+        """
+        from gpu_kernels.precursors import could_result_in
+        l1, t1 = self._query(loc1, ts1)
+        l2, t2 = self._query(loc2, ts2)
+        if len(l1) != len(l2):
+            from .errors import BatchError
+            raise BatchError(f"query columns differ in length: {len(l1)} and {len(l2)}")
+        row_of, pair_ptr, pair_dst, sum_ptr, sums = self._rows().csr(l1)
+        return could_result_in(row_of, pair_ptr, pair_dst, sum_ptr, sums, self.ga.m, l1, t1, l2, t2)
+
+    def precursor_counts(self, loc, ts) -> np.ndarray:
+        """``int64[n]``: for each query pointstamp, the number of *other* active pointstamps
+        (positive counts) that could-result-in it (Naiad's precursor count)."""
+        from gpu_kernels.precursors import precursor_counts
+        q_loc, q_ts = self._query(loc, ts)
+        active = self._cnt > 0
+        act_locs = np.unique(self._loc[active]).astype(np.int64)
+        row_of, pair_ptr, pair_dst, sum_ptr, sums = self._rows().csr(act_locs)
+        seg_ptr = np.searchsorted(self._loc, np.arange(self.ga.L + 1)).astype(np.int64)
+        return precursor_counts(row_of, pair_ptr, pair_dst, sum_ptr, sums, self.ga.m, act_locs,
+                                seg_ptr, self._ts, self._cnt, q_loc, q_ts)
+
+    def may_deliver(self, loc, ts) -> np.ndarray:
+        """``bool[n]``: a notification at ``(loc[i], ts[i])`` may be delivered -- no other
+        active pointstamp could-result-in it."""
+        return self.precursor_counts(loc, ts) == 0
+
+    def active_frontier(self) -> list[tuple[int, Timestamp]]:
+        """The active pointstamps with precursor count 0, sorted (Naiad's frontier)."""
+        active = self._cnt > 0
+        loc, ts = self._loc[active], self._ts[active]
+        if not len(loc):
+            return []
+        keep = self.precursor_counts(loc, ts) == 0
+        w = self._width
+        return [(l, tuple(row[:w[l]])) for l, row in zip(loc[keep].tolist(), ts[keep].tolist())]
+
     def nbytes(self) -> int:
         """Bytes of resident state: count table, frontiers, and ``Psi`` when present."""
         arrays = (self._loc, self._ts, self._cnt, self._F_ptr, self._F_ts, self._I_ptr, self._I_ts)

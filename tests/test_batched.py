@@ -140,3 +140,29 @@ def test_retraction_inside_a_loop_reaches_downstream(strategy):
         assert eng.update(*batch) == ref.update(*batch)
         assert eng.frontiers() == ref.frontiers()
     assert eng.frontier(g.target(scope, 0)) == []
+
+
+@examples(60)
+@given(data=st.data())
+def test_naiad_view_and_could_result_in_equal_the_reference(data):
+    """Batched precursor counts, Naiad's frontier, deliverability and could-result-in equal
+    the reference NaiadTracker's."""
+    from engine import NaiadTracker
+    from strategies import timestamps
+    graph = data.draw(graphs)
+    eng, nv = BatchedTracker(graph, strategy="edgewise"), NaiadTracker(graph)
+    L = graph.num_locations
+    for loc, ts, diff in data.draw(batch_sequences(graph)):
+        eng.update(loc, ts, diff)
+        nv.update(loc, ts, diff)
+        assert eng.active_frontier() == nv.active_frontier()
+        q = data.draw(st.lists(st.integers(0, L - 1), max_size=4))
+        q_ts = [data.draw(timestamps(graph.m, graph.depth(l))) for l in q]
+        active = nv.counts.active()
+        q_loc = q + [l for l, _ in active]
+        q_ts = q_ts + [t for _, t in active]
+        assert eng.precursor_counts(q_loc, q_ts).tolist() == [nv.precursor_count(l, t) for l, t in zip(q_loc, q_ts)]
+        assert eng.may_deliver(q_loc, q_ts).tolist() == [nv.may_deliver(l, t) for l, t in zip(q_loc, q_ts)]
+        l2 = data.draw(st.lists(st.integers(0, L - 1), min_size=len(q_loc), max_size=len(q_loc)))
+        t2 = [data.draw(timestamps(graph.m, graph.depth(l))) for l in l2]
+        assert eng.could_result_in(q_loc, q_ts, l2, t2).tolist() == nv.could_result_in(q_loc, q_ts, l2, t2)

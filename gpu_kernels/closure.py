@@ -44,7 +44,8 @@ Cost
     Per source: O(L) for the sweep, O(W) per visit of a translation location, O(candidates x
     antichain x W) per visit of any other location; the fill pass adds O(W) per summary
     written. Work space O(L * W + rows materialised for one source); no allocation per
-    location. Each visit count is bounded by the reference's.
+    location. On the synthetic workload graphs (chains, loops, diamonds) a source visits
+    each location it reaches about once, plus loop heads twice.
 Launch shape (for the CUDA kernel to come)
     One source per thread block; sources are independent and nothing synchronises between
     them. The host synchronises once between the passes, to turn counts into offsets.

@@ -1,0 +1,407 @@
+"""Benchmark of the path-summary closure ``Psi``: :func:`engine.psi.compute_psi` by graph size.
+
+What it measures
+----------------
+For each graph size ``N`` (``--sizes``, chain operators) the synthetic workload graph of
+``perf.workloads`` (shared/formats/progress-workload-v1.md, "Synthetic workloads for
+benchmarks") is generated from ``--seed``: a chain of ``N`` operators with nested feedback
+loops and delay/step diamonds, depth 1 everywhere, ``m = 1`` (about ``2 N`` locations).
+Then, in one process:
+
+* ``compute_psi`` -- :func:`engine.psi.compute_psi` with its defaults (``layout="auto"``,
+  one thread per CPU), timed with ``time.perf_counter`` around the call, ``--repeat``
+  times; the graph is built outside the timed region. Before any timing the kernels run
+  once on a small graph in both layouts, so Numba JIT compilation (or loading its on-disk
+  cache) is excluded; should a size need an entry dtype the warm-up did not compile, one
+  more untimed call runs first;
+* ``reference`` (``--reference``) -- :func:`engine.closure`, the plain-Python worklist, for
+  ``N <= --reference-limit`` (default 1000), ``--reference-repeat`` times (default 1: it
+  takes minutes at ``N = 1000``), interleaved with the ``compute_psi`` repeats. The two
+  must agree on pairs, summaries and the largest antichain, and on every row of a sample of
+  sources; a disagreement is an error. The speedup is reference time / ``compute_psi``
+  time (medians; min is also recorded).
+
+Per size it records the layout chosen, ``nbytes``, pairs, summaries, the largest antichain,
+the packed dtype, :func:`engine.psi.estimate_bytes` (and its time), and the peak RSS while
+that size ran (``ru_maxrss`` in KiB; on Linux the kernel's high-water mark is reset through
+``/proc/self/clear_refs`` before each size, otherwise it is the process's peak so far).
+
+How to run (from the repository root)
+-------------------------------------
+::
+
+    python -m perf.bench_closure                                   # 100,1000,2000,5000
+    python -m perf.bench_closure --sizes 100,1000 --reference --plot perf/results/closure.png
+    python -m perf.bench_closure --sizes 2000 --repeat 5 --threads 1
+
+How to read the output
+----------------------
+One row per size: ``L`` locations, ``min``/``median`` milliseconds of ``compute_psi``, the
+layout, resident megabytes, pairs, summaries, largest antichain, dtype, peak RSS, and with
+``--reference`` the reference's seconds and the speedup. ``targets`` lists the issue's
+goals (N = 1000 under 150 ms, N = 2000 under 2 s) and whether the median met them.
+The JSON file (``--out``) holds ``commit``, ``dirty``, ``machine``, ``parameters``,
+``warmup``, ``runs`` (one record per timed call: size, variant, repeat, ``wall_s``) and
+``sizes`` (per size: graph shape, results, times, estimate, RSS). ``--plot FILE.png`` draws
+time against locations (log-log, both variants, the targets as markers) and ``Psi`` bytes
+(actual and estimated) against locations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from engine import closure
+from engine.psi import compute_psi, estimate_bytes
+from perf.workloads import build_graph, generate_graph
+
+__all__ = ["main", "run_benchmark", "format_table", "plot", "TARGETS"]
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Wall-time goals of ``compute_psi`` (seconds) by N, from the issue (2-core machine).
+TARGETS = {1000: 0.150, 2000: 2.0}
+DEFAULT_SIZES = (100, 1000, 2000, 5000)
+#: Sources whose full rows are compared with the reference (evenly spaced).
+ROW_SAMPLE = 24
+
+
+# --- environment ---------------------------------------------------------------------------
+
+def _git(*args: str) -> str | None:
+    try:
+        r = subprocess.run(["git", "--no-optional-locks", *args], cwd=ROOT, capture_output=True,
+                           text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def _machine() -> dict:
+    import numba
+
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "cpu_count": os.cpu_count(),
+        "hostname": platform.node(),
+    }
+
+
+def _maxrss_kib() -> int:
+    scale = 1 if sys.platform.startswith("linux") else 1 / 1024  # macOS reports bytes
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
+
+
+def _reset_peak() -> bool:
+    """Reset the kernel's RSS high-water mark to the current RSS (Linux); False elsewhere."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+# --- the benchmark -------------------------------------------------------------------------
+
+def _warm_up(threads: int | None) -> dict:
+    """Compile (or load) the kernels on a small graph, both layouts; returns what it did."""
+    t0 = time.perf_counter()
+    g = build_graph(generate_graph(100, 0))
+    dtypes = set()
+    for layout in ("dense", "ragged"):
+        dtypes.add(str(compute_psi(g, layout=layout, threads=threads).dtype))
+    estimate_bytes(g)
+    return {"seconds": time.perf_counter() - t0, "dtypes": sorted(dtypes)}
+
+
+def _psi_counts(psi) -> dict:
+    return {"layout": psi.layout.value, "nbytes": int(psi.nbytes), "pairs": psi.num_pairs,
+            "summaries": psi.num_summaries, "max_antichain": psi.max_antichain,
+            "dtype": str(psi.dtype)}
+
+
+def _ref_counts(ref) -> dict:
+    sizes = [len(c) for row in ref.values() for c in row.values()]
+    return {"pairs": len(sizes), "summaries": sum(sizes), "max_antichain": max(sizes, default=0)}
+
+
+def _check_agreement(graph, psi, ref) -> None:
+    got, want = _psi_counts(psi), _ref_counts(ref)
+    for k, v in want.items():
+        if got[k] != v:
+            raise AssertionError(f"compute_psi and the reference disagree on {k}: {got[k]} vs {v}")
+    L = graph.num_locations
+    for l in sorted(set(np.linspace(0, L - 1, min(L, ROW_SAMPLE)).astype(int).tolist())):
+        if psi.row(l) != ref[l]:
+            raise AssertionError(f"compute_psi and the reference disagree on row {l} "
+                                 f"({graph.describe(l)})")
+
+
+def _stats(vals: list[float]) -> dict:
+    return {"min": min(vals), "median": statistics.median(vals)} if vals else \
+        {"min": None, "median": None}
+
+
+def run_benchmark(sizes: Sequence[int], *, repeat: int = 3, seed: int = 1,
+                  threads: int | None = None, reference: bool = False,
+                  reference_limit: int = 1000, reference_repeat: int = 1,
+                  log: Callable[..., None] = print) -> dict:
+    """Run every size; return the JSON-ready results (see the module docstring)."""
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    warm = _warm_up(threads)
+    log(f"warm-up {warm['seconds']:.1f}s (dtypes {', '.join(warm['dtypes'])})")
+    warmed = set(warm["dtypes"])
+    can_reset = _reset_peak()
+    runs: list[dict] = []
+    per_size: list[dict] = []
+    for n in sizes:
+        spec = generate_graph(n, seed)
+        graph = build_graph(spec)
+        L = graph.num_locations
+        arcs = sum(len(e.summaries) for e in graph.edges)
+        gc.collect()
+        if can_reset:
+            _reset_peak()
+        rss_before = _maxrss_kib()
+        t0 = time.perf_counter()
+        est = estimate_bytes(graph)
+        est_s = time.perf_counter() - t0
+        do_ref = reference and n <= reference_limit
+        times: list[float] = []
+        ref_times: list[float] = []
+        info = ref_info = None
+        extra_warmup = False
+        for r in range(repeat):
+            gc.collect()
+            t0 = time.perf_counter()
+            psi = compute_psi(graph, threads=threads)
+            wall = time.perf_counter() - t0
+            if str(psi.dtype) not in warmed:  # that call compiled a new specialization
+                warmed.add(str(psi.dtype))
+                extra_warmup = True
+                gc.collect()
+                t0 = time.perf_counter()
+                psi = compute_psi(graph, threads=threads)
+                wall = time.perf_counter() - t0
+            info = _psi_counts(psi)
+            times.append(wall)
+            runs.append({"n": n, "variant": "compute_psi", "repeat": r, "wall_s": wall})
+            log(f"N={n} L={L} compute_psi #{r}: {wall * 1e3:.1f} ms ({info['layout']}, "
+                f"{info['nbytes'] / 1e6:.1f} MB)")
+            if do_ref and r < reference_repeat:
+                del psi
+                gc.collect()
+                t0 = time.perf_counter()
+                ref = closure(graph)
+                rwall = time.perf_counter() - t0
+                ref_times.append(rwall)
+                runs.append({"n": n, "variant": "reference", "repeat": r, "wall_s": rwall})
+                log(f"N={n} L={L} reference #{r}: {rwall:.2f} s")
+                if ref_info is None:
+                    ref_info = _ref_counts(ref)
+                    _check_agreement(graph, compute_psi(graph, threads=threads), ref)
+                del ref
+            else:
+                del psi
+        rss_peak = _maxrss_kib()
+        rec = {
+            "n": n, "locations": L, "arcs": arcs, "loops": len(spec.loops),
+            "diamonds": len(spec.diamonds), **info,
+            "compute_psi_s": times, "compute_psi": _stats(times),
+            "estimate_bytes": int(est), "estimate_s": est_s,
+            "extra_warmup": extra_warmup,
+            "maxrss_before_kib": rss_before, "peak_rss_kib": rss_peak,
+            "peak_is_size_local": can_reset,
+        }
+        if do_ref:
+            rec["reference_s"] = ref_times
+            rec["reference"] = _stats(ref_times)
+            rec["reference_counts"] = ref_info
+            rec["speedup_median"] = statistics.median(ref_times) / rec["compute_psi"]["median"]
+            rec["speedup_min"] = min(ref_times) / rec["compute_psi"]["min"]
+        if n in TARGETS:
+            rec["target_s"] = TARGETS[n]
+            rec["target_met"] = rec["compute_psi"]["median"] <= TARGETS[n]
+        per_size.append(rec)
+    return {
+        "benchmark": "closure",
+        "started": started,
+        "commit": _git("rev-parse", "HEAD"),
+        "dirty": (None if (s := _git("status", "--porcelain", "--untracked-files=no")) is None
+                  else bool(s)),
+        "machine": _machine(),
+        "parameters": {"sizes": list(sizes), "repeat": repeat, "seed": seed,
+                       "threads": threads or os.cpu_count(), "reference": reference,
+                       "reference_limit": reference_limit,
+                       "reference_repeat": reference_repeat, "layout": "auto"},
+        "warmup": warm,
+        "runs": runs,
+        "sizes": per_size,
+    }
+
+
+# --- output --------------------------------------------------------------------------------
+
+def format_table(results: dict) -> str:
+    ref = results["parameters"]["reference"]
+    head = (f"{'N':>6} {'L':>6} {'min ms':>9} {'median ms':>10} {'layout':>7} {'MB':>8} "
+            f"{'est MB':>8} {'pairs':>10} {'summaries':>11} {'max A':>5} {'dtype':>5} "
+            f"{'peak RSS MB':>11}")
+    if ref:
+        head += f" {'ref s':>8} {'speedup':>8}"
+    lines = [head]
+    for s in results["sizes"]:
+        line = (f"{s['n']:>6} {s['locations']:>6} {s['compute_psi']['min'] * 1e3:>9.1f} "
+                f"{s['compute_psi']['median'] * 1e3:>10.1f} {s['layout']:>7} "
+                f"{s['nbytes'] / 1e6:>8.1f} {s['estimate_bytes'] / 1e6:>8.1f} {s['pairs']:>10} "
+                f"{s['summaries']:>11} {s['max_antichain']:>5} {s['dtype']:>5} "
+                f"{s['peak_rss_kib'] / 1024:>11.0f}")
+        if ref:
+            line += (f" {s['reference']['median']:>8.2f} {s['speedup_median']:>7.0f}x"
+                     if "reference" in s else f" {'-':>8} {'-':>8}")
+        lines.append(line)
+    goals = [f"N={s['n']}: median {s['compute_psi']['median'] * 1e3:.0f} ms vs target "
+             f"{s['target_s'] * 1e3:.0f} ms ({'met' if s['target_met'] else 'MISSED'})"
+             for s in results["sizes"] if "target_s" in s]
+    if goals:
+        lines.append("targets: " + "; ".join(goals))
+    m = results["machine"]
+    lines.append(f"commit {(results['commit'] or 'unknown')[:10]}"
+                 f"{'+dirty' if results['dirty'] else ''}, {m['cpu_count']} CPUs, "
+                 f"{results['parameters']['threads']} threads, {m['platform']}")
+    return "\n".join(lines)
+
+
+def plot(results: dict, path: str | os.PathLike) -> None:
+    """Time against locations (log-log) and ``Psi`` bytes against locations."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = results["sizes"]
+    L = [s["locations"] for s in sizes]
+    fig, (ax_t, ax_b) = plt.subplots(1, 2, figsize=(11, 4.4))
+    ax_t.plot(L, [s["compute_psi"]["median"] for s in sizes], marker="o",
+              label="compute_psi (median)")
+    ax_t.plot(L, [s["compute_psi"]["min"] for s in sizes], linestyle=":", marker=".",
+              label="compute_psi (min)")
+    refs = [(s["locations"], s["reference"]["median"]) for s in sizes if "reference" in s]
+    if refs:
+        ax_t.plot(*zip(*refs), marker="s", label="engine.closure reference (median)")
+    goals = [(s["locations"], s["target_s"]) for s in sizes if "target_s" in s]
+    if goals:
+        ax_t.scatter(*zip(*goals), marker="_", s=400, color="red", zorder=3,
+                     label="target (N = 1000, 2000)")
+    ax_t.set_xscale("log")
+    ax_t.set_yscale("log")
+    ax_t.set_xlabel("locations L")
+    ax_t.set_ylabel("wall time (s)")
+    ax_t.set_title("computing Psi")
+    ax_t.grid(True, which="both", alpha=0.3)
+    ax_t.legend(fontsize=8)
+    ax_b.plot(L, [s["nbytes"] for s in sizes], marker="o", label="Psi nbytes (layout auto)")
+    ax_b.plot(L, [s["estimate_bytes"] for s in sizes], linestyle="--", marker=".",
+              label="estimate_bytes")
+    for s in sizes:
+        ax_b.annotate(f"{s['layout']}, A={s['max_antichain']}", (s["locations"], s["nbytes"]),
+                      textcoords="offset points", xytext=(4, -12), fontsize=7)
+    ax_b.set_xscale("log")
+    ax_b.set_yscale("log")
+    ax_b.set_xlabel("locations L")
+    ax_b.set_ylabel("bytes")
+    ax_b.set_title("Psi storage")
+    ax_b.grid(True, which="both", alpha=0.3)
+    ax_b.legend(fontsize=8)
+    commit = (results.get("commit") or "unknown")[:10] + ("+dirty" if results.get("dirty") else "")
+    p = results["parameters"]
+    fig.suptitle(f"compute_psi on the synthetic workload (seed {p['seed']}, {p['repeat']} "
+                 f"repeats, {p['threads']} threads, commit {commit}, "
+                 f"{results['machine']['cpu_count']} CPUs)", fontsize=10)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# --- command line --------------------------------------------------------------------------
+
+def _int_list(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            val = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {part!r}") from None
+        if val != int(val) or val < 1:
+            raise argparse.ArgumentTypeError(f"expected a positive integer, got {part!r}")
+        out.append(int(val))
+    if not out:
+        raise argparse.ArgumentTypeError("empty list")
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m perf.bench_closure",
+                                description="Time compute_psi (and optionally the reference "
+                                            "closure) on the synthetic workload graphs.")
+    p.add_argument("--sizes", type=_int_list, default=list(DEFAULT_SIZES),
+                   help="chain operators N, comma-separated (default 100,1000,2000,5000)")
+    p.add_argument("--repeat", type=int, default=3, help="timed calls per size (default 3)")
+    p.add_argument("--seed", type=int, default=1, help="workload seed (default 1)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="compute_psi threads (default: one per CPU)")
+    p.add_argument("--reference", action="store_true",
+                   help="also time engine.closure for N <= --reference-limit")
+    p.add_argument("--reference-limit", type=int, default=1000,
+                   help="largest N for the reference (default 1000)")
+    p.add_argument("--reference-repeat", type=int, default=1,
+                   help="reference calls per size (default 1)")
+    p.add_argument("--out", default="perf/results/closure.json", help="JSON output file")
+    p.add_argument("--plot", metavar="FILE.png", help="also draw the results to this PNG")
+    p.add_argument("--quiet", action="store_true", help="no progress lines, only the table")
+    args = p.parse_args(argv)
+    for name in ("repeat", "reference_repeat"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.threads is not None and args.threads < 1:
+        p.error("--threads must be at least 1")
+    log = (lambda *a, **k: None) if args.quiet else (lambda *a, **k: print(*a, **k, flush=True))
+    results = run_benchmark(sorted(args.sizes), repeat=args.repeat, seed=args.seed,
+                            threads=args.threads, reference=args.reference,
+                            reference_limit=args.reference_limit,
+                            reference_repeat=min(args.reference_repeat, args.repeat), log=log)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    print(format_table(results))
+    print(f"\nwrote {out}")
+    if args.plot:
+        plot(results, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

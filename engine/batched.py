@@ -37,6 +37,7 @@ from .counts import FrontierChange
 from .errors import BackendError, ConvergenceError, NegativeCountError
 from .graph import Graph
 from .graph_arrays import GraphArrays
+from .kernels import KernelSet, cpu_kernels
 from .timestamp import Timestamp
 
 __all__ = ["Strategy", "BatchedTracker", "TableCounts"]
@@ -73,7 +74,8 @@ class TableCounts:
 
     def items(self) -> Iterator[tuple[tuple[int, Timestamp], int]]:
         t = self._t
-        for l, row, c in zip(t._loc.tolist(), t._ts.tolist(), t._cnt.tolist()):
+        loc, ts, cnt = t.table()
+        for l, row, c in zip(loc.tolist(), ts.tolist(), cnt.tolist()):
             yield (l, tuple(row[:t._width[l]])), c
 
     def count(self, loc: int, ts: Sequence[int]) -> int:
@@ -109,6 +111,8 @@ class BatchedTracker:
         Bytes ``Psi`` may take for ``auto`` to choose the closure strategy.
     psi_layout : {"auto", "dense", "ragged"}
         Storage of ``Psi`` for the closure strategy (see :func:`engine.psi.compute_psi`).
+    kernels : KernelSet, optional
+        The backend (array namespace + kernels); default the cpu backend.
 
     Attributes
     ----------
@@ -117,13 +121,11 @@ class BatchedTracker:
         last batch.
     """
 
-    name = "cpu"
-    #: Whether the kernels run on an accelerator (decides the ``auto`` strategy).
-    on_device = False
-
     def __init__(self, graph: Graph, *, strict: bool = False, strategy: "str | Strategy" = "auto",
                  max_antichain: int | None = None, memory_budget: int = 256 << 20,
-                 psi_layout: str = "auto", max_steps: int = 50_000_000):
+                 psi_layout: str = "auto", max_steps: int = 50_000_000,
+                 kernels: KernelSet | None = None):
+        self.kernels = kernels if kernels is not None else cpu_kernels
         self.graph = graph
         self.strict = bool(strict)
         self.ga = GraphArrays.from_graph(graph)
@@ -138,13 +140,16 @@ class BatchedTracker:
                                    memory_budget=memory_budget)
         W, L = self.ga.width, self.ga.L
         self._width = (graph.m + self.ga.depth).tolist()
-        self._loc = np.zeros(0, np.int32)
-        self._ts = np.zeros((0, W), np.int64)
-        self._cnt = np.zeros(0, np.int64)
-        self._F_ptr = np.zeros(L + 1, np.int64)
-        self._F_ts = np.zeros((0, W), np.int64)
-        self._I_ptr = np.zeros(L + 1, np.int64)
-        self._I_ts = np.zeros((0, W), np.int64)
+        xp = self.kernels.xp
+        # resident state, on the backend's device: the count table (sorted by (loc, ts), no
+        # zero counts), F (frontier of positive counts) and I (implied frontier) as CSR by location
+        self._loc = xp.zeros(0, xp.int32)
+        self._ts = xp.zeros((0, W), xp.int64)
+        self._cnt = xp.zeros(0, xp.int64)
+        self._F_ptr = xp.zeros(L + 1, xp.int64)
+        self._F_ts = xp.zeros((0, W), xp.int64)
+        self._I_ptr = xp.zeros(L + 1, xp.int64)
+        self._I_ts = xp.zeros((0, W), xp.int64)
         self.counts = TableCounts(self)
         self.last_timing = {"apply_s": 0.0, "propagate_s": 0.0}
 
@@ -157,7 +162,7 @@ class BatchedTracker:
         backend takes ``closure`` when ``estimate_bytes(graph)`` fits ``memory_budget``."""
         if strategy is not Strategy.AUTO:
             return strategy
-        if not self.on_device:
+        if not self.kernels.on_device:
             return Strategy.EDGEWISE
         from .psi import estimate_bytes
         return Strategy.CLOSURE if estimate_bytes(self.ga) <= self.memory_budget \
@@ -172,68 +177,59 @@ class BatchedTracker:
         -------
         (loc int32[c], ts int64[c, m+K], diff int64[c]) sorted by ``(loc, ts)``; ``diff`` is
         +1 for a timestamp entering a location's implied frontier and -1 for one leaving.
+        Host (NumPy) arrays whatever the backend.
         """
-        from gpu_kernels.consolidate import consolidate, merge_counts
-        from gpu_kernels.pareto import replace_segments, segment_frontiers
-        from gpu_kernels.propagate import frontier_changes
-
+        k, xp, ga = self.kernels, self.kernels.xp, self.ga
         start = time.perf_counter()
-        ga = self.ga
         b_loc, b_ts, b_diff = batch_arrays(self.graph, ga.depth, loc, ts, diff)
-        c_loc, c_ts, c_diff = consolidate(b_loc, b_ts, b_diff)
-        flip = np.zeros(ga.L, dtype=np.bool_)
-        n_loc, n_ts, n_cnt, bad = merge_counts(self._loc, self._ts, self._cnt, c_loc, c_ts, c_diff,
-                                               self.strict, flip)
-        if bad >= 0:
-            l = int(c_loc[bad])
-            t = tuple(int(x) for x in c_ts[bad][:self._width[l]])
-            old = self.counts.count(l, t)
-            raise NegativeCountError(
-                f"strict mode: pointstamp ({l}, {t}) at {self.graph.describe(l)} would have count "
-                f"{old + int(c_diff[bad])} (now {old}, batch changes it by {int(c_diff[bad])}); "
-                f"batch rejected, nothing applied")
+        # 1. consolidate (on the backend: only the deltas travel)
+        c_loc, c_ts, c_diff = k.consolidate(k.asarray(b_loc), k.asarray(b_ts), k.asarray(b_diff))
+        # 2. merge into the count table; recompute F where the positive set changed
+        flip = xp.zeros(ga.L, dtype=xp.bool_)
+        n_loc, n_ts, n_cnt, bad = k.merge_counts(self._loc, self._ts, self._cnt, c_loc, c_ts,
+                                                 c_diff, self.strict, flip)
+        if int(bad) >= 0:
+            self._reject_negative(k.to_host(c_loc[bad:bad + 1])[0],
+                                  k.to_host(c_ts[bad:bad + 1])[0], int(c_diff[bad]))
         self._loc, self._ts, self._cnt = n_loc, n_ts, n_cnt
-        flipped = np.flatnonzero(flip).astype(np.int64)
+        flipped = xp.flatnonzero(flip).astype(xp.int64)
         if flipped.size:
-            seg_ptr = np.searchsorted(n_loc, np.arange(ga.L + 1, dtype=np.int64)).astype(np.int64)
-            sel_ptr, sel_ts = segment_frontiers(n_ts, n_cnt, seg_ptr, flipped, ga.m)
-            self._F_ptr, self._F_ts, seeds = replace_segments(self._F_ptr, self._F_ts, flipped,
-                                                              sel_ptr, sel_ts)
+            seg_ptr = xp.searchsorted(n_loc, xp.arange(ga.L + 1, dtype=xp.int64)).astype(xp.int64)
+            sel_ptr, sel_ts = k.segment_frontiers(n_ts, n_cnt, seg_ptr, flipped, ga.m)
+            self._F_ptr, self._F_ts, seeds = k.replace_segments(self._F_ptr, self._F_ts, flipped,
+                                                                sel_ptr, sel_ts)
         else:
             seeds = flipped
         applied = time.perf_counter()
+        # 3. propagate; 4. emit the changes of I
         if seeds.size:
-            new_ptr, new_ts, region = self._propagate(seeds)
-            out = frontier_changes(region, self._I_ptr, self._I_ts, new_ptr, new_ts, ga.width)
+            new_ptr, new_ts, touched = self._propagate(seeds)
+            out = k.frontier_changes(touched, self._I_ptr, self._I_ts, new_ptr, new_ts, ga.width)
             self._I_ptr, self._I_ts = new_ptr, new_ts
+            out = tuple(k.to_host(a) for a in out)
         else:
             out = (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64), np.zeros(0, np.int64))
         self.last_timing = {"apply_s": applied - start, "propagate_s": time.perf_counter() - applied}
         return out
 
-    def _propagate(self, seeds: np.ndarray):
-        ga = self.ga
+    def _reject_negative(self, l, row, d):
+        l = int(l)
+        t = tuple(int(x) for x in row[:self._width[l]])
+        old = self.counts.count(l, t)
+        raise NegativeCountError(
+            f"strict mode: pointstamp ({l}, {t}) at {self.graph.describe(l)} would have count "
+            f"{old + d} (now {old}, batch changes it by {d}); batch rejected, nothing applied")
+
+    def _propagate(self, seeds):
+        k = self.kernels
         if self.strategy is Strategy.CLOSURE:
-            from gpu_kernels.propagate import gather_closure
-            from .psi import PsiLayout
-            p = self.psi
-            dense = p.layout is PsiLayout.DENSE
-            none_i64, none_i32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
-            return gather_closure(
-                ga.m, none_i64 if dense else p.pair_ptr, none_i32 if dense else p.pair_dst,
-                none_i64 if dense else p.sum_ptr, none_i64 if dense else p.t_ptr,
-                none_i32 if dense else p.t_src, none_i64 if dense else p.t_pair,
-                p.count if dense else np.zeros((1, 1), np.uint8),
-                p.sums.reshape(-1, p.sums.shape[-1]), p.max_antichain if dense else 0,
-                self._F_ptr, self._F_ts, self._I_ptr, self._I_ts, seeds)
-        from gpu_kernels.propagate import edgewise
-        new_ptr, new_ts, region, steps = edgewise(
-            ga.m, ga.in_ptr, ga.in_src, ga.in_sum, ga.out_ptr, ga.out_dst, ga.order, ga.rank,
-            ga.scc, ga.scc_ptr, ga.scc_members, self._F_ptr, self._F_ts, self._I_ptr,
-            self._I_ts, seeds, self.max_steps)
+            return k.gather_closure(self.ga, self.psi, self._F_ptr, self._F_ts, self._I_ptr,
+                                    self._I_ts, seeds)
+        new_ptr, new_ts, touched, steps = k.edgewise(self.ga, self._F_ptr, self._F_ts, self._I_ptr,
+                                                     self._I_ts, seeds, self.max_steps)
         if steps < 0:
             raise ConvergenceError(f"edge-wise propagation exceeded {self.max_steps} steps")
-        return new_ptr, new_ts, region
+        return new_ptr, new_ts, touched
 
     # -- the tracker API -----------------------------------------------------------------------
 
@@ -249,17 +245,27 @@ class BatchedTracker:
 
     def frontier(self, loc: int) -> list[Timestamp]:
         """The implied frontier at ``loc``, sorted."""
-        a, b = self._I_ptr[loc], self._I_ptr[loc + 1]
         w = self._width[loc]
-        return [tuple(row[:w]) for row in self._I_ts[a:b].tolist()]
+        return [tuple(row[:w]) for row in self.frontier_array(loc).tolist()]
 
     def frontier_array(self, loc: int) -> np.ndarray:
-        """The implied frontier at ``loc`` as ``int64[k, m+K]`` rows (a view)."""
-        return self._I_ts[self._I_ptr[loc]:self._I_ptr[loc + 1]]
+        """The implied frontier at ``loc`` as host ``int64[k, m+K]`` rows."""
+        a, b = int(self._I_ptr[loc]), int(self._I_ptr[loc + 1])
+        return self.kernels.to_host(self._I_ts[a:b])
 
     def frontiers(self) -> list[list[Timestamp]]:
         """Every location's implied frontier, indexed by location."""
-        return [self.frontier(l) for l in range(self.ga.L)]
+        ptr = self.kernels.to_host(self._I_ptr).tolist()
+        rows = self.kernels.to_host(self._I_ts).tolist()
+        w = self._width
+        return [[tuple(r[:w[l]]) for r in rows[ptr[l]:ptr[l + 1]]] for l in range(self.ga.L)]
+
+    def table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The count table as host arrays ``(loc int32[r], ts int64[r, m+K], cnt int64[r])``,
+        sorted by ``(loc, ts)``, non-zero counts only (to save, inspect or compare state).
+        Applying it as a batch to a fresh tracker of the same graph restores the state."""
+        h = self.kernels.to_host
+        return h(self._loc), h(self._ts), h(self._cnt)
 
     # -- could-result-in and Naiad's view ------------------------------------------------------
 
@@ -292,12 +298,12 @@ class BatchedTracker:
         (positive counts) that could-result-in it (Naiad's precursor count)."""
         from gpu_kernels.precursors import precursor_counts
         q_loc, q_ts = self._query(loc, ts)
-        active = self._cnt > 0
-        act_locs = np.unique(self._loc[active]).astype(np.int64)
+        t_loc, t_ts, t_cnt = self.table()
+        act_locs = np.unique(t_loc[t_cnt > 0]).astype(np.int64)
         row_of, pair_ptr, pair_dst, sum_ptr, sums = self._rows().csr(act_locs)
-        seg_ptr = np.searchsorted(self._loc, np.arange(self.ga.L + 1)).astype(np.int64)
+        seg_ptr = np.searchsorted(t_loc, np.arange(self.ga.L + 1)).astype(np.int64)
         return precursor_counts(row_of, pair_ptr, pair_dst, sum_ptr, sums, self.ga.m, act_locs,
-                                seg_ptr, self._ts, self._cnt, q_loc, q_ts)
+                                seg_ptr, t_ts, t_cnt, q_loc, q_ts)
 
     def may_deliver(self, loc, ts) -> np.ndarray:
         """``bool[n]``: a notification at ``(loc[i], ts[i])`` may be delivered -- no other
@@ -306,8 +312,8 @@ class BatchedTracker:
 
     def active_frontier(self) -> list[tuple[int, Timestamp]]:
         """The active pointstamps with precursor count 0, sorted (Naiad's frontier)."""
-        active = self._cnt > 0
-        loc, ts = self._loc[active], self._ts[active]
+        t_loc, t_ts, t_cnt = self.table()
+        loc, ts = t_loc[t_cnt > 0], t_ts[t_cnt > 0]
         if not len(loc):
             return []
         keep = self.precursor_counts(loc, ts) == 0

@@ -1,0 +1,119 @@
+"""The backend interface of the batched engine: an array namespace plus a handful of kernels.
+
+:class:`~engine.batched.BatchedTracker` is written once against this interface; each backend
+binds it to its own arrays and kernels (CONVENTIONS.md (a)). The ``cpu`` backend binds NumPy
+and the Numba CPU twins of ``gpu_kernels``. A device backend binds its array library (CuPy)
+and the CUDA kernels of the same modules, with the same signatures: arrays in, arrays out,
+all resident on its device; only deltas go in and frontier changes come out
+(:meth:`KernelSet.to_host`).
+
+Every method's contract is the one of the CPU twin it names; shapes and dtypes are those of
+``gpu_kernels``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["KernelSet", "CpuKernels", "cpu_kernels"]
+
+
+class KernelSet:
+    """The operations the batched engine needs from a backend.
+
+    Attributes
+    ----------
+    name : str
+        Backend name (``"cpu"``, ``"cuda"``).
+    xp : module
+        The array namespace (``numpy``, ``cupy``) for glue: ``zeros``, ``searchsorted``,
+        ``flatnonzero``, ``unique``, ``arange``.
+    on_device : bool
+        Whether arrays live on an accelerator (decides the ``auto`` propagation strategy).
+    """
+
+    name = "abstract"
+    xp = np
+    on_device = False
+
+    def asarray(self, a):
+        """Host array -> backend array (a copy to the device, or the array itself)."""
+        return self.xp.asarray(a)
+
+    def to_host(self, a) -> np.ndarray:
+        """Backend array -> NumPy array."""
+        return np.asarray(a)
+
+    # consolidation and the count table: gpu_kernels.consolidate
+    def consolidate(self, loc, ts, diff):
+        raise NotImplementedError  # interface method; every backend overrides it
+
+    def merge_counts(self, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
+        raise NotImplementedError  # interface method; every backend overrides it
+
+    # per-location frontiers: gpu_kernels.pareto
+    def segment_frontiers(self, t_ts, t_cnt, seg_ptr, locs, m):
+        raise NotImplementedError  # interface method; every backend overrides it
+
+    def replace_segments(self, ptr, rows, locs, sel_ptr, sel_rows):
+        raise NotImplementedError  # interface method; every backend overrides it
+
+    # propagation: gpu_kernels.propagate
+    def edgewise(self, ga, F_ptr, F_ts, I_ptr, I_ts, seeds, max_steps):
+        raise NotImplementedError  # interface method; every backend overrides it
+
+    def gather_closure(self, ga, psi, F_ptr, F_ts, I_ptr, I_ts, seeds):
+        raise NotImplementedError  # interface method; every backend overrides it
+
+    def frontier_changes(self, locs, old_ptr, old_ts, new_ptr, new_ts, W):
+        raise NotImplementedError  # interface method; every backend overrides it
+
+
+class CpuKernels(KernelSet):
+    """NumPy arrays and the Numba CPU twins of ``gpu_kernels``."""
+
+    name = "cpu"
+    xp = np
+    on_device = False
+
+    def consolidate(self, loc, ts, diff):
+        from gpu_kernels.consolidate import consolidate
+        return consolidate(loc, ts, diff)
+
+    def merge_counts(self, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
+        from gpu_kernels.consolidate import merge_counts
+        return merge_counts(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip)
+
+    def segment_frontiers(self, t_ts, t_cnt, seg_ptr, locs, m):
+        from gpu_kernels.pareto import segment_frontiers
+        return segment_frontiers(t_ts, t_cnt, seg_ptr, locs, m)
+
+    def replace_segments(self, ptr, rows, locs, sel_ptr, sel_rows):
+        from gpu_kernels.pareto import replace_segments
+        return replace_segments(ptr, rows, locs, sel_ptr, sel_rows)
+
+    def edgewise(self, ga, F_ptr, F_ts, I_ptr, I_ts, seeds, max_steps):
+        from gpu_kernels.propagate import edgewise
+        return edgewise(ga.m, ga.in_ptr, ga.in_src, ga.in_sum, ga.out_ptr, ga.out_dst, ga.order,
+                        ga.rank, ga.scc, ga.scc_ptr, ga.scc_members, F_ptr, F_ts, I_ptr, I_ts,
+                        seeds, max_steps)
+
+    def gather_closure(self, ga, psi, F_ptr, F_ts, I_ptr, I_ts, seeds):
+        from gpu_kernels.propagate import gather_closure
+        from .psi import PsiLayout
+        dense = psi.layout is PsiLayout.DENSE
+        i64, i32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
+        return gather_closure(
+            ga.m, i64 if dense else psi.pair_ptr, i32 if dense else psi.pair_dst,
+            i64 if dense else psi.sum_ptr, i64 if dense else psi.t_ptr,
+            i32 if dense else psi.t_src, i64 if dense else psi.t_pair,
+            psi.count if dense else np.zeros((1, 1), np.uint8),
+            psi.sums.reshape(-1, psi.sums.shape[-1]), psi.max_antichain if dense else 0,
+            F_ptr, F_ts, I_ptr, I_ts, seeds)
+
+    def frontier_changes(self, locs, old_ptr, old_ts, new_ptr, new_ts, W):
+        from gpu_kernels.propagate import frontier_changes
+        return frontier_changes(locs, old_ptr, old_ts, new_ptr, new_ts, W)
+
+
+cpu_kernels = CpuKernels()

@@ -13,12 +13,14 @@ Every method's contract is the one of the CPU twin it names; shapes and dtypes a
 
 from __future__ import annotations
 
+import abc
+
 import numpy as np
 
 __all__ = ["KernelSet", "CpuKernels", "cpu_kernels"]
 
 
-class KernelSet:
+class KernelSet(abc.ABC):
     """The operations the batched engine needs from a backend.
 
     Attributes
@@ -45,28 +47,35 @@ class KernelSet:
         return np.asarray(a)
 
     # consolidation and the count table: gpu_kernels.consolidate
+    @abc.abstractmethod
     def consolidate(self, loc, ts, diff):
-        raise NotImplementedError  # interface method; every backend overrides it
+        ...
 
+    @abc.abstractmethod
     def merge_counts(self, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
-        raise NotImplementedError  # interface method; every backend overrides it
+        ...
 
     # per-location frontiers: gpu_kernels.pareto
+    @abc.abstractmethod
     def segment_frontiers(self, t_ts, t_cnt, seg_ptr, locs, m):
-        raise NotImplementedError  # interface method; every backend overrides it
+        ...
 
+    @abc.abstractmethod
     def replace_segments(self, ptr, rows, locs, sel_ptr, sel_rows):
-        raise NotImplementedError  # interface method; every backend overrides it
+        ...
 
     # propagation: gpu_kernels.propagate
+    @abc.abstractmethod
     def edgewise(self, ga, F_ptr, F_ts, I_ptr, I_ts, seeds, max_steps):
-        raise NotImplementedError  # interface method; every backend overrides it
+        ...
 
+    @abc.abstractmethod
     def gather_closure(self, ga, psi, F_ptr, F_ts, I_ptr, I_ts, seeds):
-        raise NotImplementedError  # interface method; every backend overrides it
+        ...
 
+    @abc.abstractmethod
     def frontier_changes(self, locs, old_ptr, old_ts, new_ptr, new_ts, W):
-        raise NotImplementedError  # interface method; every backend overrides it
+        ...
 
 
 class CpuKernels(KernelSet):

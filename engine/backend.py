@@ -17,10 +17,9 @@
 
 from __future__ import annotations
 
-import enum
 import os
 
-from .errors import BackendError
+from .choices import Choice
 from .graph import Graph
 
 __all__ = ["Backend", "resolve_backend", "make_tracker", "ENV_VAR"]
@@ -28,24 +27,13 @@ __all__ = ["Backend", "resolve_backend", "make_tracker", "ENV_VAR"]
 ENV_VAR = "TFRONT_BACKEND"
 
 
-class Backend(enum.Enum):
+class Backend(Choice):
     """Frontier-tracking implementations selectable by name."""
 
     AUTO = "auto"
     CPU = "cpu"
     REFERENCE = "reference"
     TIMELY = "timely"
-
-    @classmethod
-    def parse(cls, name: "str | Backend") -> "Backend":
-        """Parse a backend name (case-insensitive); raise :class:`BackendError` naming the choices."""
-        if isinstance(name, Backend):
-            return name
-        try:
-            return cls(str(name).strip().lower())
-        except ValueError:
-            choices = ", ".join(b.value for b in cls)
-            raise BackendError(f"unknown backend {name!r}; choose one of: {choices}") from None
 
 
 def resolve_backend(name: "str | Backend | None" = None) -> tuple[Backend, str]:

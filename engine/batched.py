@@ -26,7 +26,6 @@ changes nothing.
 
 from __future__ import annotations
 
-import enum
 import time
 from typing import Iterator, Sequence
 
@@ -34,7 +33,8 @@ import numpy as np
 
 from .batch_arrays import batch_arrays
 from .counts import FrontierChange
-from .errors import BackendError, ConvergenceError, NegativeCountError
+from .choices import Choice
+from .errors import ConvergenceError, NegativeCountError
 from .graph import Graph
 from .graph_arrays import GraphArrays
 from .kernels import KernelSet, cpu_kernels
@@ -43,7 +43,7 @@ from .timestamp import Timestamp
 __all__ = ["Strategy", "BatchedTracker", "TableCounts"]
 
 
-class Strategy(enum.Enum):
+class Strategy(Choice):
     """How changed frontiers reach the implied frontiers; both give identical results."""
 
     AUTO = "auto"
@@ -51,14 +51,8 @@ class Strategy(enum.Enum):
     CLOSURE = "closure"
 
     @classmethod
-    def parse(cls, name: "str | Strategy") -> "Strategy":
-        if isinstance(name, Strategy):
-            return name
-        try:
-            return cls(str(name).strip().lower())
-        except ValueError:
-            raise BackendError(f"unknown propagation strategy {name!r}; choose one of: "
-                               f"{', '.join(s.value for s in cls)}") from None
+    def label(cls) -> str:
+        return "propagation strategy"
 
 
 class TableCounts:

@@ -33,7 +33,6 @@ True
 
 from __future__ import annotations
 
-import enum
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from gpu_kernels.summary_rows import smallest_dtype, unpack_summary_row
 
 from .errors import AntichainOverflowError, UnknownLocationError
 from .graph import Graph
+from .choices import Choice
 from .graph_arrays import GraphArrays
 from .summary import Summary
 
@@ -57,7 +57,7 @@ __all__ = ["PsiLayout", "PsiArrays", "compute_psi", "estimate_bytes", "DEFAULT_M
 DEFAULT_MEMORY_BUDGET = 1 << 30
 
 
-class PsiLayout(str, enum.Enum):
+class PsiLayout(Choice):
     """How ``Psi`` is stored; ``AUTO`` chooses (see :func:`compute_psi`)."""
 
     AUTO = "auto"
@@ -65,13 +65,8 @@ class PsiLayout(str, enum.Enum):
     RAGGED = "ragged"
 
     @classmethod
-    def parse(cls, value: "PsiLayout | str") -> "PsiLayout":
-        """The layout named by ``value``; raises ``ValueError`` listing the choices."""
-        try:
-            return cls(value)
-        except ValueError:
-            raise ValueError(f"unknown Psi layout {value!r}; expected one of "
-                             f"{[m.value for m in cls]}") from None
+    def label(cls) -> str:
+        return "Psi layout"
 
 
 @dataclass(frozen=True, eq=False, repr=False)

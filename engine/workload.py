@@ -23,7 +23,7 @@ import numpy as np
 from .errors import TimelyFrontierError, WorkloadFormatError, ZeroAdvanceCycleError
 from .graph import Graph, GraphBuilder, PortKind
 from .summary import Summary
-from .timestamp import Timestamp, check_timestamp
+from .timestamp import MAX_COORD, Timestamp, check_timestamp
 
 __all__ = ["HEADER", "EXAMPLE_PATH", "Batch", "Workload", "parse_workload", "read_workload",
            "example_graph", "write_frontier_report", "write_psi_report", "REPLAY_HEADER",
@@ -92,7 +92,7 @@ def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False
         graph line after the first batch, a change outside a batch, a missing ``end``, or a
         graph the builder rejects (a depth or channel error, a zero-advance cycle).
     """
-    lines = text.splitlines() if isinstance(text, str) else text
+    lines = text.splitlines() if isinstance(text, str) else [l.rstrip("\r\n") for l in text]
     builder = GraphBuilder(m=1)
     inputs: list[int] = []
     outputs: list[int] = []
@@ -102,7 +102,10 @@ def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False
     seen_header = False
     in_graph = True
     lineno = 0
+    skip_to = 0
     for lineno, raw in enumerate(lines, start=1):
+        if lineno < skip_to:
+            continue            # rows of a batch taken by the vectorised path
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
@@ -131,8 +134,13 @@ def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False
                         f"'batch' inside the batch that began on line {raw_batches[-1][0]} "
                         f"(missing 'end')", lineno)
                 in_graph = False
-                current = []
-                raw_batches.append((lineno, current))
+                fast = _fast_batch(lines, lineno, inputs, outputs)
+                if fast is not None:
+                    raw_batches.append((lineno, fast[0]))
+                    skip_to = fast[1] + 1
+                else:
+                    current = []
+                    raw_batches.append((lineno, current))
             elif kw == "end":
                 if args or current is None:
                     raise WorkloadFormatError("'end' takes no arguments" if args else
@@ -183,14 +191,64 @@ def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False
         raise WorkloadFormatError(
             f"the summary and edge lines {', '.join(map(str, lines))} form a cycle that can "
             f"bring data back at the same or an earlier time: {e}", lines[0] if lines else None) from e
+    lookup = np.full((2, max(len(inputs), 1), max(inputs + outputs + [1])), -1, np.int32)
+    for n, p, l in Workload(graph, inputs, outputs, []).input_ports():
+        lookup[0, n, p] = l
+    for n, p, l in Workload(graph, inputs, outputs, []).output_ports():
+        lookup[1, n, p] = l
     batches = []
     for start, rows in raw_batches:
-        loc = [graph.target(node, port) if kw == "t" else graph.source(node, port)
-               for _ln, kw, node, port, _ts, _d in rows]
-        batches.append(Batch(start, np.asarray(loc, dtype=np.int32).reshape(-1),
-                             np.asarray([r[4] for r in rows], dtype=np.int64).reshape(-1, 2),
-                             np.asarray([r[5] for r in rows], dtype=np.int64).reshape(-1)))
+        if isinstance(rows, list):      # the line-by-line path
+            rows = np.array([(kw == "s", node, port, ts[0], ts[1], diff)
+                             for _ln, kw, node, port, ts, diff in rows], dtype=object).reshape(-1, 6)
+            cols = (rows[:, 0].astype(bool), rows[:, 1].astype(np.int64), rows[:, 2].astype(np.int64),
+                    rows[:, 3:5].astype(np.int64), rows[:, 5].astype(np.int64))
+        else:
+            cols = rows
+        is_src, node, port, ts, diff = cols
+        batches.append(Batch(start, lookup[is_src.astype(np.int64), node, port], ts.reshape(-1, 2), diff))
     return Workload(graph, inputs, outputs, batches)
+
+
+_FAST_BLOCK = re.compile(r"[st0-9 \t\n+-]*\Z")
+
+
+def _fast_batch(lines: list[str], batch_line: int, inputs: list[int], outputs: list[int]):
+    """Vectorised parse of the change lines of the batch opened on line ``batch_line``.
+
+    Returns ``((is_source, node, port, ts, diff), end_line)`` or None when the block is not
+    plain ``s``/``t`` rows followed by a bare ``end`` line whose every value is in range --
+    then the line-by-line path parses it and names the offending line.
+    """
+    try:
+        end = lines.index("end", batch_line)          # 0-based index of the end line
+    except ValueError:
+        return None
+    block = "\n".join(lines[batch_line:end])
+    if not _FAST_BLOCK.match(block):
+        return None
+    tokens = block.split()
+    n = end - batch_line
+    if len(tokens) != 6 * n or (n and len(block.split("\n")) != n):
+        return None
+    arr = np.array(tokens, dtype=str).reshape(n, 6)
+    kind = arr[:, 0]
+    is_src = kind == "s"
+    if not (is_src | (kind == "t")).all():
+        return None
+    try:
+        vals = arr[:, 1:].astype(np.int64)
+    except (ValueError, OverflowError):
+        return None
+    node, port, ts, diff = vals[:, 0], vals[:, 1], vals[:, 2:4], vals[:, 4]
+    n_in, n_out = np.asarray(inputs, np.int64), np.asarray(outputs, np.int64)
+    if n and ((node < 0) | (node >= len(inputs))).any():
+        return None
+    if n and ((port < 0) | (port >= np.where(is_src, n_out[node], n_in[node]))).any():
+        return None
+    if ((ts < 0) | (ts >= MAX_COORD)).any():
+        return None
+    return (is_src, node, port, ts, diff), end + 1
 
 
 def _graph_line(builder: GraphBuilder, inputs: list[int], outputs: list[int], kw: str,

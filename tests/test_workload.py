@@ -695,3 +695,18 @@ def test_strict_negative_in_first_batch(capsys, tmp_path):
     status, out, err = run_cli(capsys, "replay", p, "--strict", "--quiet")
     assert (status, out) == (2, "")
     assert "batch 1" in err and "line 9" in err, err
+
+
+def test_vectorised_and_line_by_line_batch_parsing_agree():
+    """Plain batches take the vectorised path; a comment inside a batch forces the
+    line-by-line path. Both must give the same columns."""
+    import numpy as np
+    text = EXAMPLE_PATH.read_text()
+    plain = parse_workload(text)
+    commented = parse_workload(text.replace("\nend", "\n# a comment forces the slow path\nend"))
+    assert len(plain.batches) == len(commented.batches) == 5
+    for i, (a, b) in enumerate(zip(plain.batches, commented.batches)):
+        assert b.line == a.line + i        # one comment line was inserted per earlier batch
+        for x, y in zip((a.loc, a.ts, a.diff), (b.loc, b.ts, b.diff)):
+            assert x.dtype == y.dtype
+            np.testing.assert_array_equal(x, y)

@@ -25,6 +25,7 @@ from .errors import __all__ as _errors_all
 from .graph import Edge, Graph, GraphBuilder, Location, PortKind
 from .naiad import NaiadTracker
 from .propagation import PropagationTracker
+from .psi import PsiArrays, compute_psi
 from .reference import ImpliedFrontierTracker, implied_frontier
 from .summary import Summary
 from .timestamp import MAX_COORD, check_timestamp
@@ -36,8 +37,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Backend", "BatchedTracker", "Edge", "FrontierChange", "FrontierTracker", "Graph", "GraphBuilder",
     "ImpliedFrontierTracker", "Location", "MAX_COORD", "NaiadTracker", "PointstampCounts",
-    "PortKind", "PropagationTracker", "Strategy", "Summary", "SummaryAntichain", "Workload",
-    "check_timestamp", "closure", "closure_row", "could_result_in", "frontier",
+    "PortKind", "PropagationTracker", "PsiArrays", "Strategy", "Summary", "SummaryAntichain", "Workload",
+    "check_timestamp", "closure", "closure_row", "compute_psi", "could_result_in", "frontier",
     "implied_frontier", "make_tracker", "parse_workload", "read_workload", "resolve_backend",
     *_errors_all,
 ]

@@ -3,16 +3,24 @@
 ``TFRONT_BACKEND`` overrides the default ``auto``; an explicit argument overrides both.
 
 * ``cpu`` -- the batched engine (:class:`~engine.batched.BatchedTracker`) on NumPy + Numba
-  kernels: the product's default;
+  kernels;
+* ``cuda`` -- the same engine on a GPU: CuPy arrays and the CUDA kernels of ``gpu_kernels``
+  (:class:`~engine.cuda_backend.CudaKernels`);
 * ``reference`` -- implied frontiers recomputed from ``Psi`` by the definition (the oracle);
 * ``timely`` -- timely-style incremental local propagation in plain Python (no ``Psi``);
-* ``auto`` -- the fastest backend that can run here: ``cpu``. (The CUDA backend is the
-  subject of a later issue; until it exists ``auto`` never picks a GPU.)
+* ``auto`` -- the fastest backend that can run here: ``cuda`` when a CUDA device is actually
+  usable (:func:`~engine.cuda_backend.usable_device`), else ``cpu``; the reason says which
+  and why.
+
+An explicit ``cuda`` (argument or ``TFRONT_BACKEND``) without a usable device raises
+:class:`~engine.errors.BackendError` naming the cause (no CuPy, no device, ...).
 
 >>> Backend.parse("Reference")
 <Backend.REFERENCE: 'reference'>
->>> resolve_backend("auto")[0]
-<Backend.CPU: 'cpu'>
+>>> resolve_backend("reference")
+(<Backend.REFERENCE: 'reference'>, 'requested')
+>>> resolve_backend("auto")[0] in (Backend.CPU, Backend.CUDA)
+True
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import os
 
 from .choices import Choice
+from .errors import BackendError
 from .graph import Graph
 
 __all__ = ["Backend", "resolve_backend", "make_tracker", "ENV_VAR"]
@@ -32,6 +41,7 @@ class Backend(Choice):
 
     AUTO = "auto"
     CPU = "cpu"
+    CUDA = "cuda"
     REFERENCE = "reference"
     TIMELY = "timely"
 
@@ -39,7 +49,13 @@ class Backend(Choice):
 def resolve_backend(name: "str | Backend | None" = None) -> tuple[Backend, str]:
     """The concrete backend to use and the reason for the choice.
 
-    ``name`` wins over ``TFRONT_BACKEND``, which wins over ``auto``.
+    ``name`` wins over ``TFRONT_BACKEND``, which wins over ``auto``. ``auto`` takes ``cuda``
+    when a CUDA device is usable, else ``cpu`` (probing for a device imports CuPy, once).
+
+    Raises
+    ------
+    BackendError
+        For an unknown name, or ``cuda`` requested where no device is usable.
     """
     if name is None:
         env = os.environ.get(ENV_VAR)
@@ -47,18 +63,34 @@ def resolve_backend(name: "str | Backend | None" = None) -> tuple[Backend, str]:
     else:
         backend, origin = Backend.parse(name), "requested"
     if backend is Backend.AUTO:
-        return Backend.CPU, (f"auto ({origin}): cpu, the batched engine on NumPy + Numba "
-                             f"(no CUDA backend in this build)")
+        from .cuda_backend import usable_device
+        ok, why = usable_device()
+        if ok:
+            return Backend.CUDA, f"auto ({origin}): cuda, the batched engine on the GPU: {why}"
+        return Backend.CPU, (f"auto ({origin}): cpu, the batched engine on NumPy + Numba; "
+                             f"cuda not usable: {why}")
+    if backend is Backend.CUDA:
+        from .cuda_backend import usable_device
+        ok, why = usable_device()
+        if not ok:
+            raise BackendError(f"backend cuda ({origin}) cannot run here: {why}")
+        return backend, f"{origin}: {why}"
     return backend, origin
 
 
-def make_tracker(graph: Graph, backend: "str | Backend | None" = None, *, strict: bool = False, **options):
+def make_tracker(graph: Graph, backend: "str | Backend | None" = None, *, strict: bool = False,
+                 device: int | None = None, **options):
     """A frontier tracker for ``graph`` on the chosen backend.
 
     ``options`` go to :class:`~engine.batched.BatchedTracker` (``strategy``,
-    ``max_antichain``, ``memory_budget``) for the ``cpu`` backend.
+    ``max_antichain``, ``memory_budget``) for the ``cpu`` and ``cuda`` backends; ``device``
+    picks the GPU (an index among the visible devices) for ``cuda``.
     """
     chosen, _why = resolve_backend(backend)
+    if chosen is Backend.CUDA:
+        from .batched import BatchedTracker
+        from .cuda_backend import CudaKernels
+        return BatchedTracker(graph, strict=strict, kernels=CudaKernels(device), **options)
     if chosen is Backend.REFERENCE:
         from .reference import ImpliedFrontierTracker
         return ImpliedFrontierTracker(graph, strict=strict)

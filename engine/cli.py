@@ -1,9 +1,10 @@
-"""The ``tfront`` command line: ``tfront replay FILE`` and ``tfront psi FILE``.
+"""The ``tfront`` command line: ``tfront replay FILE``, ``tfront psi FILE`` and ``tfront info``.
 
 ``replay`` applies a workload's batches one by one and prints the frontiers after each, in
 the format of ``shared/formats/progress-workload-v1.md``; ``psi`` prints the path-summary
-closure of the workload's graph. Errors in the input exit with status 2 and a message that
-names the line.
+closure of the workload's graph; ``info`` says which backend ``auto`` (or ``--backend``)
+chooses here and why, with versions and CUDA devices. Errors in the input exit with status 2
+and a message that names the line.
 """
 
 from __future__ import annotations
@@ -44,15 +45,23 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--time", action="store_true", help="print closure timing as JSON on stderr")
     q.add_argument("--allow-zero-cycles", action="store_true",
                    help="accept cycles that do not advance time (asynchronous loops)")
+
+    i = sub.add_parser("info", help="show the backend chosen here and why, versions and CUDA devices")
+    i.add_argument("--backend", choices=backends, default=None,
+                   help="backend to resolve (default: $TFRONT_BACKEND or auto)")
     return p
 
 
 def _replay(args) -> int:
     workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles)
-    if args.time and resolve_backend(args.backend)[0] is Backend.CPU:
+    chosen = resolve_backend(args.backend)[0]
+    tracker = make_tracker(workload.graph, args.backend, strict=args.strict)
+    if args.time and chosen is Backend.CPU:
         from .batched import warm_up
         warm_up(workload.graph.m, workload.graph.max_depth)
-    tracker = make_tracker(workload.graph, args.backend, strict=args.strict)
+    elif args.time and chosen is Backend.CUDA:
+        from .cuda_backend import warm_up
+        warm_up(tracker.kernels, workload.graph.m, workload.graph.max_depth)
     out = sys.stdout
     if not args.quiet:
         out.write(REPLAY_HEADER + "\n")
@@ -76,11 +85,11 @@ def _replay(args) -> int:
 def _psi(args) -> int:
     workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles)
     backend, _why = resolve_backend(args.backend)
-    if args.time and backend is Backend.CPU:
+    if args.time and backend in (Backend.CPU, Backend.CUDA):
         from .batched import warm_up
         warm_up(workload.graph.m, workload.graph.max_depth)
     start = time.perf_counter()
-    if backend is Backend.CPU:
+    if backend in (Backend.CPU, Backend.CUDA):  # Psi is computed on the host for both
         from .psi import compute_psi
         row = compute_psi(workload.graph).row
     else:  # reference, and timely (which has no Psi of its own): the reference closure
@@ -94,10 +103,49 @@ def _psi(args) -> int:
     return 0
 
 
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def _info(args) -> int:
+    """Print the chosen backend and the reason, versions, and CUDA devices."""
+    import os
+    import platform
+
+    from .cuda_backend import device_report
+    out = sys.stdout
+    status = 0
+    try:
+        backend, why = resolve_backend(args.backend)
+        out.write(f"backend: {backend.value}\nreason: {why}\n")
+    except TimelyFrontierError as e:
+        out.write(f"backend: none\nreason: {e}\n")
+        status = 2
+    out.write("versions:\n")
+    out.write(f"  python {platform.python_version()}\n")
+    for dist in ("timely-frontier", "numpy", "numba", "numba-cuda", "cupy-cuda12x", "cupy",
+                 "rmm-cu12", "rmm"):
+        v = _version(dist)
+        if v != "not installed" or dist in ("timely-frontier", "numpy", "numba", "numba-cuda",
+                                            "cupy-cuda12x"):
+            out.write(f"  {dist} {v}\n")
+    out.write(f"CUDA_VISIBLE_DEVICES: {os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}\n")
+    out.write("devices:\n")
+    for line in device_report():
+        out.write(f"  {line}\n")
+    return status
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tfront`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
+        if args.command == "info":
+            return _info(args)
         return _replay(args) if args.command == "replay" else _psi(args)
     except (TimelyFrontierError, OSError) as e:
         print(f"tfront {args.command}: error: {e}", file=sys.stderr)

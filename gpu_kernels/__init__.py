@@ -1,8 +1,22 @@
 """CUDA kernels for the batched engine, each with a CPU twin.
 
-Kernels take arrays in and give arrays out (consolidation, segmented reduction, Pareto minima,
-closure gathers); one concern per module, each module's docstring stating its inputs, outputs
-and cost. This package imports nothing from ``engine`` or ``spark_plugin``, and imports CuPy
-only lazily, inside the functions that need a device, so it loads on machines without a GPU.
-Its contents arrive with the CUDA backend.
+Kernels take arrays in and give arrays out; one concern per module, each module's docstring
+stating its inputs, outputs and cost:
+
+* ``consolidate`` -- delta consolidation (sort + segmented reduce) and the merge into the
+  count table;
+* ``pareto`` -- per-location Pareto minima (one-outer-coordinate fast path, general path)
+  and splicing new segments into a CSR;
+* ``propagate`` -- the closure strategy (gather through ``Psi``), edge-wise relaxation, and
+  the frontier changes emitted;
+* ``closure`` -- the path-summary closure ``Psi`` (summary application and closure rounds);
+* ``precursors`` -- could-result-in and Naiad's precursor counts through ``Psi`` rows;
+* ``segments`` -- the segmented gather that rebuilds a CSR; ``summary_rows`` -- the scalar
+  core (apply, compose, order) every kernel shares; ``_cuda`` -- launch plumbing.
+
+A module's CPU twins are Numba ``@njit`` functions; its CUDA kernels (``*_cuda`` wrappers)
+are built on first use by a memoized factory from the same scalar functions. This package
+imports nothing from ``engine`` or ``spark_plugin``, and imports neither CuPy nor Numba's CUDA
+target until a CUDA kernel first runs, so it loads on machines without a GPU and a process
+can still choose Numba's simulator (``NUMBA_ENABLE_CUDASIM=1``) first.
 """

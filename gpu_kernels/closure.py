@@ -46,9 +46,10 @@ Cost
     written. Work space O(L * W + rows materialised for one source); no allocation per
     location. On the synthetic workload graphs (chains, loops, diamonds) a source visits
     each location it reaches about once, plus loop heads twice.
-Launch shape (for the CUDA kernel to come)
-    One source per thread block; sources are independent and nothing synchronises between
-    them. The host synchronises once between the passes, to turn counts into offsets.
+Launch shape
+    This two-pass sweep is the CPU kernel: one source per task, sources independent. The
+    CUDA kernel (:func:`closure_dense_cuda`, foot of the file) computes the dense layout by
+    Jacobi closure rounds instead, one thread per pair; see the notes there.
 
 Errors are status codes, never exceptions inside Numba: :data:`OK` or
 :data:`ANTICHAIN_OVERFLOW`, with the ``(source, target)`` pair whose final antichain exceeds
@@ -72,14 +73,19 @@ A chain ``0 -> 1 -> 2`` at depth 0 with ``m = 1`` where the arc ``1 -> 2`` delay
 
 from __future__ import annotations
 
+import functools
+import types
+
 import numpy as np
 from numba import njit
 
+from . import _cuda
+from .pareto import segments_equal, sort_rows_with
 from .summary_rows import compose_into, smallest_dtype, summary_equal, summary_le
 
 __all__ = ["OK", "ANTICHAIN_OVERFLOW", "AntichainOverflow", "translation_mask", "closure_counts",
            "closure_fill", "closure_fill_dense", "closure_rows", "transpose_pairs", "reach_counts",
-           "merge_excess"]
+           "merge_excess", "summary_insert", "closure_relax", "closure_dense_cuda"]
 
 #: Status codes of :func:`closure_counts`.
 OK, ANTICHAIN_OVERFLOW = 0, 1
@@ -597,3 +603,171 @@ def _is_zero(row, W):
         if row[p] != 0:
             return False
     return True
+
+
+# -- CUDA ---------------------------------------------------------------------------------------
+#
+# ``Psi`` on the device: Jacobi closure rounds over all pairs at once, in the dense layout.
+# Round ``r + 1`` recomputes every pair in parallel from round ``r``:
+#
+#     Psi'[s, l] = min( {identity if l == s}  u  { x ; a : u -a-> l, x in Psi[s, u] } )
+#
+# (``closure_relax``, built from the twin's scalar core ``compose_into``/``summary_le`` and the
+# shared row sort), starting from all-empty; a round extends the paths considered by one arc,
+# and the rounds stop when a round changes nothing: the least fixed point, which is
+# ``closure_counts``/``closure_fill``'s result. The twin's semi-naive sweep per source with its
+# translation fast path is sequential by nature; rounds trade extra work (every pair, every
+# round) for L^2-way parallelism, and suit the dense layout, which bounds L anyway. Rounds:
+# one more than the longest path (in arcs) that carries a minimal summary -- at most L for
+# graphs whose cycles all advance time (minimal summaries come from simple paths); a cycle
+# whose summary is incomparable with the identity can add a traversal.
+
+#: ``numba.cuda``, bound by :func:`_kernels` on first use. A module global, not a local of the
+#: factory, because the simulator swaps the kernels' *global* ``cuda`` for its fake module.
+cuda = None
+
+
+@njit(cache=True, inline="always")
+def summary_insert(buf, n, cand, m, K):
+    """Insert the summary row ``cand`` into the antichain ``buf[:n]`` (exact summary order):
+    skipped if an element is ``<=`` it, else the elements it is ``<=`` to are dropped.
+    Returns the new size; ``buf`` needs room for ``n + 1`` rows. The insertion step of
+    :func:`_settle` as a scalar function."""
+    W = 1 + m + K
+    for j in range(n):
+        if summary_le(buf[j], cand, m, K):
+            return n
+    k = 0
+    for j in range(n):
+        if not summary_le(cand, buf[j], m, K):
+            if k != j:
+                for p in range(W):
+                    buf[k, p] = buf[j, p]
+            k += 1
+    for p in range(W):
+        buf[k, p] = cand[p]
+    return k + 1
+
+
+@njit(cache=True, inline="always")
+def closure_relax(s, l, m, K, depth, in_ptr, in_src, in_sum, cur, cur_cnt, A, slot, cand):
+    """One closure round for the pair ``(s, l)``: the minimal elements of the identity (if
+    ``l == s``) and ``x ; a`` for every in-arc ``u -a-> l`` and ``x`` in the current
+    ``Psi[s, u]`` (rows ``cur[(s L + u) A:][:cur_cnt[s L + u]]``), sorted, into ``slot[:n]``.
+    Returns ``n``, or -1 if the antichain would need more than ``A`` rows."""
+    L = depth.shape[0]
+    W = 1 + m + K
+    n = 0
+    if l == s:
+        _identity_into(slot[0], depth[s], W)
+        n = 1
+    for e in range(in_ptr[l], in_ptr[l + 1]):
+        pu = s * L + in_src[e]
+        for i in range(cur_cnt[pu]):
+            if n == A:
+                return -1
+            compose_into(cur[pu * A + i], in_sum[e], cand, m, K)
+            n = summary_insert(slot, n, cand, m, K)
+    sort_rows_with(slot, n, W, cand)
+    return n
+
+
+@functools.cache
+def _kernels():
+    global cuda
+    cuda = _cuda.cuda()
+    relax = _cuda.device(closure_relax)
+    equal = _cuda.device(segments_equal)
+
+    @cuda.jit
+    def closure_round(m, K, depth, in_ptr, in_src, in_sum, cur, cur_cnt, nxt, nxt_cnt, cand, A,
+                      flags):
+        """Thread per pair p = s L + l: nxt pair p <- closure_relax from cur; flags[0] <- 1 if
+        any pair changed, flags[1] <- 1 if any overflowed A."""
+        p = cuda.grid(1)
+        L = depth.shape[0]
+        if p < L * L:
+            s = p // L
+            l = p - s * L
+            n = relax(s, l, m, K, depth, in_ptr, in_src, in_sum, cur, cur_cnt, A,
+                      nxt[p * A:(p + 1) * A], cand[p])
+            if n < 0:
+                flags[1] = 1
+                nxt_cnt[p] = 0
+            else:
+                nxt_cnt[p] = n
+                if not equal(nxt, p * A, p * A + n, cur, p * A, p * A + cur_cnt[p], cur.shape[1]):
+                    flags[0] = 1
+
+    return types.SimpleNamespace(closure_round=closure_round)
+
+
+def closure_dense_cuda(m, K, depth, in_ptr, in_src, in_sum, *, capacity=4, max_rounds=None,
+                       tpb=None):
+    """``Psi`` of all pairs by closure rounds on the device, dense.
+
+    Parameters
+    ----------
+    m, K, depth, in_ptr, in_src, in_sum
+        As for :func:`closure_counts` (device arrays: CuPy, or NumPy under the simulator).
+    capacity : int
+        Antichain room per pair to start with; doubled (and the rounds restarted) whenever a
+        pair overflows it.
+    max_rounds : int, optional
+        Guard against non-termination (default ``4 L^2 + 16``); exceeding it raises
+        ``RuntimeError``.
+
+    Returns
+    -------
+    (sums int64[L, L, A, W], count int64[L, L], rounds): ``sums[s, l, :count[s, l]]`` is
+    ``Psi[s, l]`` sorted lexicographically by row (``A`` the final capacity, at least the
+    largest antichain), as ``compute_psi(..., layout="dense")`` stores it.
+
+    Notes
+    -----
+    Kernel type: Numba ``@cuda.jit`` (``closure_round`` runs :func:`closure_relax`, built
+    from the twin's ``compose_into``/``summary_le``), so it shares the scalar core and runs
+    under the simulator.
+
+    Launch shape: ``L^2`` threads per round (``closure_round``), one **sync** per round for
+    the changed/overflow flags (8 bytes). Bytes per round: every pair reads its
+    in-neighbours' antichains (``8 W`` per summary) and writes its own: about
+    ``L^2 x (in-degree + 1) x A x 8 W``; memory ``2 L^2 A W x 8`` bytes, so for graphs that
+    the dense layout suits.
+    """
+    xp = _cuda.namespace(depth, in_sum)
+    L = int(depth.shape[0])
+    W = 1 + int(m) + int(K)
+    P = L * L
+    limit = int(max_rounds) if max_rounds is not None else 4 * P + 16
+    k = _kernels()
+    A = max(1, int(capacity))
+    while True:
+        cur = xp.zeros((P * A, W), xp.int64)
+        nxt = xp.zeros((P * A, W), xp.int64)
+        cur_cnt = xp.zeros(P, xp.int64)
+        nxt_cnt = xp.zeros(P, xp.int64)
+        cand = xp.empty((max(P, 1), W), xp.int64)
+        rounds = 0
+        overflow = False
+        while P:
+            flags = xp.zeros(2, xp.int64)
+            _cuda.launch(k.closure_round, P, int(m), int(K), depth, in_ptr, in_src, in_sum, cur,
+                         cur_cnt, nxt, nxt_cnt, cand, A, flags, tpb=tpb)
+            rounds += 1
+            changed, overflow = (bool(v) for v in _cuda.to_host(flags))
+            if overflow:
+                break
+            cur, nxt, cur_cnt, nxt_cnt = nxt, cur, nxt_cnt, cur_cnt
+            if not changed:
+                break
+            if rounds >= limit:
+                raise RuntimeError(f"closure rounds did not converge within {limit} rounds")
+        if not overflow:
+            sums = cur.reshape(L, L, A, W)
+            count = cur_cnt.reshape(L, L)
+            # slots past an antichain's end may hold rows of earlier rounds: zero them, as
+            # the dense layout of compute_psi has them
+            sums[xp.arange(A)[None, None, :] >= count[:, :, None]] = 0
+            return sums, count, rounds
+        A *= 2

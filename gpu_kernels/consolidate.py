@@ -17,16 +17,25 @@ CPU twins (NumPy + Numba). Inputs are the columnar batch ``loc: int32[n]``,
 
 Bytes moved per element: consolidation reads ``4 + 8 W + 8`` bytes per row and writes the
 same; the merge reads the table and the batch once and writes the new table once.
+
+CUDA kernels (:func:`consolidate_cuda`, :func:`merge_counts_cuda`, at the foot of the file):
+sort + segmented reduce, and a merge by binary search and scatter; same contracts, sharing
+the scalar core ``pack_key``/``unpack_key``/``row_cmp``.
 """
 
 from __future__ import annotations
 
+import functools
+import types
+
 import numpy as np
 from numba import njit
 
+from . import _cuda
 from .summary_rows import ts_cmp
 
-__all__ = ["consolidate", "merge_counts", "pack_plan"]
+__all__ = ["consolidate", "merge_counts", "pack_plan", "pack_key", "unpack_key", "row_cmp",
+           "consolidate_cuda", "merge_counts_cuda"]
 
 RADIX_BITS = 11
 
@@ -41,15 +50,41 @@ def pack_plan(loc_max: int, col_max: np.ndarray) -> tuple[np.ndarray, int] | Non
     return np.asarray(widths, dtype=np.int64), total
 
 
+@njit(cache=True, inline="always")
+def pack_key(l, row, widths, W):
+    """The packed key of ``(l, row)``: ``l`` then each column, ``widths[c + 1]`` bits each,
+    most significant first, so keys order like the rows (scalar core, shared with the CUDA
+    kernel)."""
+    k = np.uint64(l)
+    for c in range(W):
+        k = (k << np.uint64(widths[c + 1])) | np.uint64(row[c])
+    return k
+
+
+@njit(cache=True, inline="always")
+def unpack_key(key, widths, out_row, W):
+    """Inverse of :func:`pack_key`: write the columns into ``out_row``, return the location."""
+    for c in range(W - 1, -1, -1):
+        w = np.uint64(widths[c + 1])
+        out_row[c] = np.int64(key & ((np.uint64(1) << w) - np.uint64(1)))
+        key = key >> w
+    return np.int32(key)
+
+
+@njit(cache=True, inline="always")
+def row_cmp(la, a, lb, b, W):
+    """Lexicographic comparison of ``(la, a)`` and ``(lb, b)``: -1, 0 or 1 (the table order)."""
+    if la != lb:
+        return -1 if la < lb else 1
+    return ts_cmp(a, b, W)
+
+
 @njit(cache=True, nogil=True)
 def _pack(loc, ts, widths):
     n, W = ts.shape
     keys = np.empty(n, dtype=np.uint64)
     for i in range(n):
-        k = np.uint64(loc[i])
-        for c in range(W):
-            k = (k << np.uint64(widths[c + 1])) | np.uint64(ts[i, c])
-        keys[i] = k
+        keys[i] = pack_key(loc[i], ts[i], widths, W)
     return keys
 
 
@@ -103,11 +138,7 @@ def _segment_sum_keys(sorted_keys, sorted_diff, widths):
             total += sorted_diff[j]
             j += 1
         if total != 0:
-            for c in range(W - 1, -1, -1):
-                w = np.uint64(widths[c + 1])
-                out_ts[k, c] = np.int64(key & ((np.uint64(1) << w) - np.uint64(1)))
-                key = key >> w
-            out_loc[k] = np.int32(key)
+            out_loc[k] = unpack_key(key, widths, out_ts[k], W)
             out_diff[k] = total
             k += 1
         i = j
@@ -214,10 +245,8 @@ def merge_counts(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
             c = -1
         elif i >= r:
             c = 1
-        elif t_loc[i] != b_loc[j]:
-            c = -1 if t_loc[i] < b_loc[j] else 1
         else:
-            c = ts_cmp(t_ts[i], b_ts[j], W)
+            c = row_cmp(t_loc[i], t_ts[i], b_loc[j], b_ts[j], W)
         if c < 0:           # table row untouched
             o_loc[k] = t_loc[i]
             o_ts[k] = t_ts[i]
@@ -242,3 +271,295 @@ def merge_counts(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
             k += 1
         j += 1
     return o_loc[:k], o_ts[:k], o_cnt[:k], -1
+
+
+# -- CUDA ---------------------------------------------------------------------------------------
+#
+# Consolidation on the device is sort + segmented reduce: pack each row into one uint64 key
+# (the CPU twin's plan and scalar ``pack_key``), sort the keys (CuPy's ``argsort``: CUB's
+# radix sort), flag the first row of every run of equal keys, scan the diffs in sorted order
+# and take each run's sum as the difference of two scan entries (int64 wrap-around cancels in
+# the difference, so the sum is exact whenever it fits int64), then keep the non-zero runs.
+# Rows that do not pack into 63 bits are sorted by ``lexsort`` and compared column by column.
+#
+# The merge into the resident table does not re-sort the table: every batch row finds its
+# place by a binary search (``row_cmp``), and the new table is scattered from the old one and
+# the batch with positions from two scans -- O(r + n log r) work, one read and one write of
+# the table, where sorting the concatenation would cost ``passes x (r + n)``.
+#
+# Kernels are Numba ``@cuda.jit``: they reuse ``pack_key``/``unpack_key``/``row_cmp``/
+# ``ts_cmp`` through ``_cuda.device`` and run under the simulator. Sorting, scans and stream
+# compaction are CuPy primitives (CUB), which no hand-written kernel would beat.
+
+#: ``numba.cuda``, bound by :func:`_kernels` on first use. A module global, not a local of the
+#: factory, because the simulator swaps the kernels' *global* ``cuda`` for its fake module.
+cuda = None
+
+
+@functools.cache
+def _kernels():
+    global cuda
+    cuda = _cuda.cuda()
+    pack = _cuda.device(pack_key)
+    unpack = _cuda.device(unpack_key)
+    cmp_rows = _cuda.device(row_cmp)
+    upper_bound = _cuda.device(_cuda.upper_bound)
+
+    @cuda.jit
+    def pack_rows(loc, ts, widths, keys):
+        """keys[i] <- pack_key(loc[i], ts[i]) (uint32 or uint64 keys); thread per row; reads
+        4 + 8W bytes, writes 4 or 8."""
+        i = cuda.grid(1)
+        if i < keys.shape[0]:
+            keys[i] = pack(loc[i], ts[i], widths, ts.shape[1])
+
+    @cuda.jit
+    def key_heads(keys, head):
+        """head[i] <- row i starts a run of equal sorted keys; thread per row; 16 -> 1 bytes."""
+        i = cuda.grid(1)
+        if i < keys.shape[0]:
+            head[i] = 1 if i == 0 or keys[i] != keys[i - 1] else 0
+
+    @cuda.jit
+    def row_heads(loc, ts, perm, head):
+        """head[i] <- sorted row perm[i] differs from perm[i - 1]; thread per row (the
+        unpackable path, rows gathered through perm)."""
+        i = cuda.grid(1)
+        if i < perm.shape[0]:
+            if i == 0:
+                head[i] = 1
+            else:
+                a = perm[i - 1]
+                b = perm[i]
+                head[i] = 1 if cmp_rows(loc[a], ts[a], loc[b], ts[b], ts.shape[1]) != 0 else 0
+
+    @cuda.jit
+    def run_sums(starts, csum, total):
+        """total[s] <- sum of diffs of run s = csum[end - 1] - csum[start - 1]; thread per run."""
+        s = cuda.grid(1)
+        if s < starts.shape[0]:
+            a = starts[s]
+            b = starts[s + 1] if s + 1 < starts.shape[0] else csum.shape[0]
+            t = csum[b - 1]
+            if a > 0:
+                t = t - csum[a - 1]
+            total[s] = t
+
+    @cuda.jit
+    def emit_keys(keys, starts, keep, total, widths, out_loc, out_ts, out_diff):
+        """Output row k <- unpacked key of kept run keep[k]; thread per output row."""
+        k = cuda.grid(1)
+        if k < keep.shape[0]:
+            s = keep[k]
+            out_loc[k] = unpack(np.uint64(keys[starts[s]]), widths, out_ts[k], out_ts.shape[1])
+            out_diff[k] = total[s]
+
+    @cuda.jit
+    def emit_rows(loc, ts, perm, starts, keep, total, out_loc, out_ts, out_diff):
+        """Output row k <- first row of kept run keep[k] (unpackable path)."""
+        k = cuda.grid(1)
+        if k < keep.shape[0]:
+            s = keep[k]
+            r = perm[starts[s]]
+            out_loc[k] = loc[r]
+            for c in range(ts.shape[1]):
+                out_ts[k, c] = ts[r, c]
+            out_diff[k] = total[s]
+
+    @cuda.jit
+    def merge_probe(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, pos, newcnt, ins,
+                    drop, upd, bad):
+        """Per batch row j: its place in the table (binary search), old and new count, the
+        location flip, strict-mode violation (atomic min of j), and whether it is inserted
+        (new row), updates table row pos[j] (upd) or deletes it (drop)."""
+        j = cuda.grid(1)
+        if j < b_loc.shape[0]:
+            W = b_ts.shape[1]
+            r = t_loc.shape[0]
+            lo = 0
+            hi = r
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if cmp_rows(t_loc[mid], t_ts[mid], b_loc[j], b_ts[j], W) < 0:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            hit = False
+            if lo < r:
+                hit = cmp_rows(t_loc[lo], t_ts[lo], b_loc[j], b_ts[j], W) == 0
+            old = 0
+            if hit:
+                old = t_cnt[lo]
+            new = old + b_diff[j]
+            pos[j] = lo
+            newcnt[j] = new
+            if strict and new < 0:
+                cuda.atomic.min(bad, 0, j)
+            if (old > 0) != (new > 0):
+                flip[b_loc[j]] = True
+            if hit:
+                upd[lo] = j
+                drop[lo] = 1 if new == 0 else 0
+                ins[j] = 0
+            else:
+                ins[j] = 1 if new != 0 else 0
+
+    @cuda.jit
+    def merge_table(t_loc, t_ts, t_cnt, drop, upd, newcnt, kept_before, ins_pos, o_loc, o_ts,
+                    o_cnt):
+        """Table row i, unless dropped, goes to kept_before[i] + (inserted rows placed at or
+        before i), with its count updated if a batch row matched it; thread per table row."""
+        i = cuda.grid(1)
+        if i < t_loc.shape[0] and drop[i] == 0:
+            o = kept_before[i] + upper_bound(ins_pos, i)
+            o_loc[o] = t_loc[i]
+            for c in range(t_ts.shape[1]):
+                o_ts[o, c] = t_ts[i, c]
+            o_cnt[o] = newcnt[upd[i]] if upd[i] >= 0 else t_cnt[i]
+
+    @cuda.jit
+    def merge_batch(b_loc, b_ts, newcnt, ins_idx, ins_pos, kept_before, o_loc, o_ts, o_cnt):
+        """The k-th inserted batch row goes after the kept table rows before its place, and
+        after the k inserted rows before it; thread per inserted row."""
+        k = cuda.grid(1)
+        if k < ins_idx.shape[0]:
+            j = ins_idx[k]
+            o = kept_before[ins_pos[k]] + k
+            o_loc[o] = b_loc[j]
+            for c in range(b_ts.shape[1]):
+                o_ts[o, c] = b_ts[j, c]
+            o_cnt[o] = newcnt[j]
+
+    return types.SimpleNamespace(pack_rows=pack_rows, key_heads=key_heads, row_heads=row_heads,
+                                 run_sums=run_sums, emit_keys=emit_keys, emit_rows=emit_rows,
+                                 merge_probe=merge_probe, merge_table=merge_table,
+                                 merge_batch=merge_batch)
+
+
+def consolidate_cuda(loc, ts, diff, *, tpb=None):
+    """CUDA version of :func:`consolidate`: same inputs, same outputs, on the arrays' device.
+
+    Parameters
+    ----------
+    loc : int32[n], ts : int64[n, W] (non-negative), diff : int64[n]
+        CuPy arrays (NumPy under the simulator).
+    tpb : int, optional
+        Threads per block (default :data:`gpu_kernels._cuda.THREADS_PER_BLOCK`).
+
+    Returns
+    -------
+    (loc int32[k], ts int64[k, W], diff int64[k]) sorted by ``(loc, ts)``, zero sums dropped.
+
+    Notes
+    -----
+    Kernel types: the per-row steps are Numba ``@cuda.jit`` kernels, because they run the
+    twin's scalar ``pack_key``/``unpack_key``/``row_cmp`` (one source, simulator-tested);
+    the sort, scans and compactions are CuPy's CUB-backed primitives, which a hand-written
+    kernel would not beat.
+
+    Steps and kernels: (1) column maxima (CuPy reduction) -> host: **sync**, ``8 (W + 1)``
+    bytes, to choose the packing; (2) ``pack_rows``, one thread per row, into uint32 keys
+    when the packing needs at most 32 bits (the common case: a few thousand locations,
+    epochs and iterations in the thousands), else uint64; (3) ``argsort`` of the keys
+    (Thrust/CUB radix sort by key: one pass per 8 key bits, each moving the key and an
+    8-byte index twice) and a gather of keys and diffs; (4) ``key_heads``, one thread per row; (5) ``cumsum`` of the
+    sorted diffs; (6) ``flatnonzero`` of the heads -- **sync** for the number of runs;
+    (7) ``run_sums``, one thread per run; (8) ``flatnonzero`` of non-zero sums -- **sync**;
+    (9) ``emit_keys``, one thread per output row. Launches of ``ceil(n / 256)`` blocks of
+    256 threads.
+
+    Bytes per input row, packed path (``W = 2``: 28 bytes in): maxima 20, pack 24; the radix
+    sort about 100 (4 passes x 24 bytes for uint32 keys; 8 x 32 for uint64); gathers,
+    heads, scan, compactions and run sums about 170; the output 56 per surviving row. About
+    350 bytes per row with 32-bit keys: bandwidth-bound, see ``docs/performance-model.md``.
+    """
+    xp = _cuda.namespace(loc, ts, diff)
+    n, W = ts.shape
+    if n == 0:
+        return loc[:0].astype(xp.int32), ts[:0], diff[:0]
+    k = _kernels()
+    # 1. column maxima: one small transfer decides the packing
+    maxima = _cuda.to_host(xp.concatenate([loc.max(keepdims=True).astype(xp.int64),
+                                           ts.max(axis=0)]))
+    plan = pack_plan(int(maxima[0]), maxima[1:])
+    head = xp.empty(n, xp.uint8)
+    if plan is not None:
+        widths = xp.asarray(plan[0])
+        # keys of at most 32 bits sort as uint32: half the radix passes and bytes per pass
+        keys = xp.empty(n, xp.uint32 if plan[1] <= 32 else xp.uint64)
+        _cuda.launch(k.pack_rows, n, loc, ts, widths, keys, tpb=tpb)
+        perm = xp.argsort(keys)
+        keys = keys[perm]
+        _cuda.launch(k.key_heads, n, keys, head, tpb=tpb)
+    else:
+        perm = xp.lexsort(xp.concatenate([ts.T[::-1], loc[None, :].astype(xp.int64)]))
+        _cuda.launch(k.row_heads, n, loc, ts, perm, head, tpb=tpb)
+    csum = xp.cumsum(diff[perm])
+    starts = xp.flatnonzero(head)
+    total = xp.empty(starts.shape[0], xp.int64)
+    _cuda.launch(k.run_sums, starts.shape[0], starts, csum, total, tpb=tpb)
+    keep = xp.flatnonzero(total)
+    c = keep.shape[0]
+    out_loc = xp.empty(c, xp.int32)
+    out_ts = xp.empty((c, W), xp.int64)
+    out_diff = xp.empty(c, xp.int64)
+    if plan is not None:
+        _cuda.launch(k.emit_keys, c, keys, starts, keep, total, widths, out_loc, out_ts,
+                     out_diff, tpb=tpb)
+    else:
+        _cuda.launch(k.emit_rows, c, loc, ts, perm, starts, keep, total, out_loc, out_ts,
+                     out_diff, tpb=tpb)
+    return out_loc, out_ts, out_diff
+
+
+def merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, *, tpb=None):
+    """CUDA version of :func:`merge_counts`: same arguments and results (``bad`` a Python int).
+
+    ``flip`` (bool[L], on the device) receives the locations whose positive set changed. In
+    strict mode a violation returns empty arrays and the first offending batch row, and the
+    old table is untouched (it is never written).
+
+    Notes
+    -----
+    Kernel types: Numba ``@cuda.jit`` for the probe and the scatters (the probe runs the
+    twin's ``row_cmp``); CuPy for the scans and the compaction.
+
+    Kernels: ``merge_probe`` (thread per batch row: binary search, ``O(log r)`` row
+    comparisons); in strict mode the violation is read back -- **sync**, 8 bytes;
+    ``flatnonzero`` of the inserted rows and the output size -- **sync**; ``merge_table``
+    (thread per table row) and ``merge_batch`` (thread per inserted row) scatter the new
+    table. Bytes: the table is read once and written once (``(12 + 8W)`` bytes per row each
+    way, plus 9 bytes of drop/update flags), the batch likewise; the probes add
+    ``O(n log r)`` mostly cached reads.
+    """
+    xp = _cuda.namespace(t_ts, b_ts)
+    r, W = t_ts.shape
+    n = b_ts.shape[0]
+    if n == 0:
+        return t_loc, t_ts, t_cnt, -1
+    k = _kernels()
+    pos = xp.empty(n, xp.int64)
+    newcnt = xp.empty(n, xp.int64)
+    ins = xp.empty(n, xp.uint8)
+    drop = xp.zeros(r, xp.uint8)
+    upd = xp.full(r, -1, xp.int64)
+    bad = xp.full(1, n, xp.int64)
+    _cuda.launch(k.merge_probe, n, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, bool(strict), flip,
+                 pos, newcnt, ins, drop, upd, bad, tpb=tpb)
+    if strict:
+        first = int(bad[0])
+        if first < n:
+            return t_loc[:0], t_ts[:0], t_cnt[:0], first
+    kept_before = xp.zeros(r + 1, xp.int64)
+    kept_before[1:] = xp.cumsum(1 - drop.astype(xp.int64))
+    ins_idx = xp.flatnonzero(ins)
+    ins_pos = pos[ins_idx]
+    size = int(kept_before[r]) + int(ins_idx.shape[0])
+    o_loc = xp.empty(size, xp.int32)
+    o_ts = xp.empty((size, W), xp.int64)
+    o_cnt = xp.empty(size, xp.int64)
+    _cuda.launch(k.merge_table, r, t_loc, t_ts, t_cnt, drop, upd, newcnt, kept_before, ins_pos,
+                 o_loc, o_ts, o_cnt, tpb=tpb)
+    _cuda.launch(k.merge_batch, ins_idx.shape[0], b_loc, b_ts, newcnt, ins_idx, ins_pos,
+                 kept_before, o_loc, o_ts, o_cnt, tpb=tpb)
+    return o_loc, o_ts, o_cnt, -1

@@ -14,16 +14,26 @@ equal), hence one forward scan suffices:
 :func:`antichain_insert` is the building block for unsorted candidates (propagation): keep a
 small antichain, skip a candidate that something present is ``<=`` to, drop what it is
 ``<=`` to. Bytes moved: each table row is read once; frontier rows are written once.
+
+CUDA kernels (foot of the file): :func:`segment_frontiers_cuda`, one thread block per
+location whose threads split its segment (the same scans, chunk by chunk, then a filter
+across chunks), and :func:`replace_segments_cuda`; same contracts as the twins.
 """
 
 from __future__ import annotations
 
+import functools
+import types
+
 import numpy as np
 from numba import njit
 
+from . import _cuda
+from .segments import gather_segments_cuda
 from .summary_rows import ts_cmp, ts_le
 
-__all__ = ["segment_frontiers", "antichain_insert", "sort_rows_inplace", "replace_segments"]
+__all__ = ["segment_frontiers", "antichain_insert", "sort_rows_inplace", "sort_rows_with",
+           "replace_segments", "segments_equal", "segment_frontiers_cuda", "replace_segments_cuda"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -121,7 +131,13 @@ def antichain_insert(buf, n, cand, m, W):
 @njit(cache=True, nogil=True)
 def sort_rows_inplace(buf, n, W):
     """Insertion sort of ``buf[:n]`` lexicographically (antichains are small)."""
-    tmp = np.empty(W, dtype=np.int64)
+    sort_rows_with(buf, n, W, np.empty(W, dtype=np.int64))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sort_rows_with(buf, n, W, tmp):
+    """:func:`sort_rows_inplace` with caller-provided work space ``tmp`` (``W`` entries, not a
+    row of ``buf[:n]``): the form device code calls, where nothing may be allocated."""
     for i in range(1, n):
         for c in range(W):
             tmp[c] = buf[i, c]
@@ -132,6 +148,17 @@ def sort_rows_inplace(buf, n, W):
             j -= 1
         for c in range(W):
             buf[j + 1, c] = tmp[c]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def segments_equal(x, a, b, y, c, d, W):
+    """Rows ``x[a:b]`` equal rows ``y[c:d]`` (scalar core of the segment comparison)."""
+    if b - a != d - c:
+        return False
+    for k in range(b - a):
+        if ts_cmp(x[a + k], y[c + k], W) != 0:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -150,13 +177,7 @@ def replace_segments(ptr, rows, locs, sel_ptr, sel_rows):
         l = locs[i]
         a, b = ptr[l], ptr[l + 1]
         c, d = sel_ptr[i], sel_ptr[i + 1]
-        same = (b - a) == (d - c)
-        if same:
-            for k in range(b - a):
-                if ts_cmp(rows[a + k], sel_rows[c + k], W) != 0:
-                    same = False
-                    break
-        if not same:
+        if not segments_equal(rows, a, b, sel_rows, c, d, W):
             changed[nc] = l
             nc += 1
         new_len[l] = d - c
@@ -173,3 +194,193 @@ def replace_segments(ptr, rows, locs, sel_ptr, sel_rows):
         else:
             new_rows[new_ptr[l]:new_ptr[l + 1]] = rows[ptr[l]:ptr[l + 1]]
     return new_ptr, new_rows, changed[:nc]
+
+
+# -- CUDA ---------------------------------------------------------------------------------------
+
+#: ``numba.cuda``, bound by :func:`_kernels` on first use. A module global, not a local of the
+#: factory, because the simulator swaps the kernels' *global* ``cuda`` for its fake module.
+cuda = None
+
+#: Rows per thread the block-per-location kernel aims for, and its block size bounds.
+ROWS_PER_THREAD = 8
+MIN_THREADS, MAX_THREADS = 32, 128
+
+
+def frontier_threads(longest: int) -> int:
+    """Threads per block of :func:`segment_frontiers_cuda` for a longest segment of
+    ``longest`` rows: a power of two near ``longest / ROWS_PER_THREAD`` within
+    ``[MIN_THREADS, MAX_THREADS]`` on a device (a warp at least, since a block never runs
+    fewer lanes), and 1 on the simulator (every simulated thread costs the same, busy or not).
+
+    >>> frontier_threads(10), frontier_threads(1000), frontier_threads(10 ** 6)
+    (32, 128, 128)
+    """
+    if _cuda.simulator():
+        return 1
+    t = MIN_THREADS
+    while t < MAX_THREADS and t * ROWS_PER_THREAD < longest:
+        t *= 2
+    return t
+
+
+@functools.cache
+def _kernels():
+    global cuda
+    cuda = _cuda.cuda()
+    lt = _cuda.device(_counters_lt)
+    le = _cuda.device(ts_le)
+    equal = _cuda.device(segments_equal)
+
+    @cuda.jit
+    def frontier_marks(t_ts, t_cnt, seg_ptr, locs, cap_ptr, m, lst, nloc, keep):
+        """Block ``i`` marks the frontier rows of location ``locs[i]``: ``keep[cap_ptr[i] +
+        r - seg_ptr[l]] = 1`` for every minimal positive row ``r``.
+
+        Each of the ``T`` threads takes a contiguous chunk of the segment. Phase 1: the
+        chunk's own minimal rows, by the CPU twin's scan (prefix minimum of the counters when
+        ``m == 1``; otherwise no earlier minimal row of the chunk ``<=`` it), listed in
+        ``lst``. Barrier. Phase 2: a chunk-minimal row is minimal iff no minimal row of an
+        earlier chunk is ``<=`` it (every earlier positive row is such a row or above one);
+        when ``m == 1`` that is one comparison with the smallest counters of all earlier
+        chunks, which is the last listed row of each.
+        """
+        i = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        W = t_ts.shape[1]
+        l = locs[i]
+        a = seg_ptr[l]
+        n = seg_ptr[l + 1] - a
+        base = cap_ptr[i]
+        chunk = (n + T - 1) // T
+        lo = t * chunk
+        hi = lo + chunk
+        if hi > n:
+            hi = n
+        c = 0
+        for rr in range(lo, hi):
+            r = a + rr
+            if t_cnt[r] <= 0:
+                continue
+            if m == 1:
+                if c > 0 and not lt(t_ts[r], t_ts[lst[base + lo + c - 1]], m, W):
+                    continue
+            else:
+                dominated = False
+                for j in range(c):
+                    if le(t_ts[lst[base + lo + j]], t_ts[r], m, W):
+                        dominated = True
+                        break
+                if dominated:
+                    continue
+            lst[base + lo + c] = r
+            c += 1
+        nloc[i * T + t] = c
+        cuda.syncthreads()
+        if m == 1:
+            best = -1
+            for s in range(t):
+                cs = nloc[i * T + s]
+                if cs > 0:
+                    cand = lst[base + s * chunk + cs - 1]
+                    if best < 0 or lt(t_ts[cand], t_ts[best], m, W):
+                        best = cand
+            for k in range(c):
+                r = lst[base + lo + k]
+                if best < 0 or lt(t_ts[r], t_ts[best], m, W):
+                    keep[base + r - a] = 1
+        else:
+            for k in range(c):
+                r = lst[base + lo + k]
+                ok = True
+                for s in range(t):
+                    for j in range(nloc[i * T + s]):
+                        if le(t_ts[lst[base + s * chunk + j]], t_ts[r], m, W):
+                            ok = False
+                            break
+                    if not ok:
+                        break
+                if ok:
+                    keep[base + r - a] = 1
+
+    @cuda.jit
+    def segments_same(ptr, rows, locs, sel_ptr, sel_rows, same):
+        """same[i] <- the old segment of locs[i] equals its new one; thread per location."""
+        i = cuda.grid(1)
+        if i < locs.shape[0]:
+            l = locs[i]
+            same[i] = 1 if equal(rows, ptr[l], ptr[l + 1], sel_rows, sel_ptr[i], sel_ptr[i + 1],
+                                 rows.shape[1]) else 0
+
+    return types.SimpleNamespace(frontier_marks=frontier_marks, segments_same=segments_same)
+
+
+def segment_frontiers_cuda(t_ts, t_cnt, seg_ptr, locs, m, *, threads=None):
+    """CUDA version of :func:`segment_frontiers`: same arguments and results.
+
+    Kernel type: Numba ``@cuda.jit`` with block-level cooperation (``syncthreads``), running
+    the twin's ``_counters_lt``/``ts_le`` on each chunk; CuPy compacts the marks.
+
+    Launch shape: one block per selected location (``q`` blocks) of
+    :func:`frontier_threads` threads (``threads`` overrides), so a long segment is scanned by
+    many threads and many segments run side by side. The kernel only *marks* frontier rows in
+    a ``uint8`` array laid out like the concatenated segments; a stream compaction
+    (``flatnonzero``, CUB) and a gather then produce the CSR output, already sorted because
+    the table is.
+
+    Sync points: one, reading the total and the longest segment (16 bytes) to size the
+    marks and choose the block. Bytes: each row of the selected segments is read once in
+    phase 1 (``8 (W + 1)``); phase 2 re-reads only chunk-minimal rows (cached); the marks
+    cost 1 byte a row; output rows ``8 W`` each. Work: ``O(rows / T)`` per thread plus
+    ``O(T)`` (fast path) or ``O(chunk minima x earlier minima)`` (general path).
+    """
+    xp = _cuda.namespace(t_ts, seg_ptr)
+    q = int(locs.shape[0])
+    W = t_ts.shape[1]
+    if q == 0:
+        return xp.zeros(1, xp.int64), xp.empty((0, W), xp.int64)
+    lens = seg_ptr[locs + 1] - seg_ptr[locs]
+    cap_ptr = xp.zeros(q + 1, xp.int64)
+    cap_ptr[1:] = xp.cumsum(lens)
+    total, longest = (int(v) for v in _cuda.to_host(xp.stack([cap_ptr[q], lens.max()])))
+    T = int(threads) if threads is not None else frontier_threads(longest)
+    lst = xp.empty(max(total, 1), xp.int64)
+    nloc = xp.empty(q * T, xp.int64)
+    keep = xp.zeros(total, xp.uint8)
+    _cuda.launch_blocks(_kernels().frontier_marks, q, T, t_ts, t_cnt, seg_ptr, locs, cap_ptr,
+                        int(m), lst, nloc, keep)
+    idx = xp.flatnonzero(keep)
+    seg = xp.searchsorted(cap_ptr, idx, side="right") - 1
+    rows = t_ts[seg_ptr[locs[seg]] + (idx - cap_ptr[seg])]
+    ptr = xp.searchsorted(idx, cap_ptr, side="left").astype(xp.int64)
+    return ptr, rows
+
+
+def replace_segments_cuda(ptr, rows, locs, sel_ptr, sel_rows, *, tpb=None):
+    """CUDA version of :func:`replace_segments`: same arguments and results.
+
+    Kernel types: Numba ``@cuda.jit`` (``segments_equal`` is the twin's comparison); CuPy for
+    the new offsets (a scan).
+
+    Kernels: ``segments_same`` (thread per replaced location: ``O(segment x W)``) and the
+    segmented gather of :mod:`gpu_kernels.segments` (thread per output row). Every row of the
+    new CSR is written once (``8 W`` bytes) and read once from the old rows or the new
+    segments. Sync points: the output size (in the gather) and the compaction of
+    ``changed``.
+    """
+    xp = _cuda.namespace(ptr, rows)
+    L = ptr.shape[0] - 1
+    q = int(locs.shape[0])
+    same = xp.empty(q, xp.uint8)
+    _cuda.launch(_kernels().segments_same, q, ptr, rows, locs, sel_ptr, sel_rows, same, tpb=tpb)
+    lens = ptr[1:] - ptr[:-1]
+    lens[locs] = sel_ptr[1:] - sel_ptr[:-1]
+    new_ptr = xp.zeros(L + 1, xp.int64)
+    new_ptr[1:] = xp.cumsum(lens)
+    which = xp.zeros(L, xp.uint8)
+    which[locs] = 1
+    start = ptr[:-1].copy()
+    start[locs] = sel_ptr[:-1]
+    new_rows = gather_segments_cuda(new_ptr, which, start, rows, sel_rows, tpb=tpb)
+    return new_ptr, new_rows, locs[same == 0].astype(xp.int64)

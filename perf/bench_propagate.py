@@ -18,6 +18,11 @@ outside the timed region, and replayed through a fresh tracker per variant and r
   timely-style tracker, fed Python lists (``.tolist()`` outside the timed region); only run
   where ``N * B <= --timely-limit`` (default 1e7), since it costs Python work per change.
 
+``--backend cuda`` runs the batched variants on the GPU backend (``engine.make_tracker(graph,
+"cuda", strategy=...)``) and times each batch between two CUDA events (``"timer":
+"cuda-events"`` in the record; the warm-up below also compiles the CUDA kernels). The
+performance model these runs check is ``docs/performance-model.md``.
+
 Tracker construction is timed separately as ``setup_s`` (for ``closure`` it computes ``Psi``).
 Before any timing every variant replays a tiny workload once, so Numba JIT compilation (or
 loading the on-disk cache) is excluded. Variants run interleaved in one process: for each
@@ -103,7 +108,8 @@ from typing import Sequence
 
 import numpy as np
 
-from engine.batched import BatchedTracker, Strategy
+from engine.backend import make_tracker
+from engine.batched import Strategy
 from engine.errors import TimelyFrontierError
 from engine.propagation import PropagationTracker
 from perf.workloads import BATCH_KINDS, batch_columns, build_graph, generate_batches, generate_graph
@@ -190,10 +196,14 @@ def _git(*args: str) -> str | None:
     return r.stdout.strip() if r.returncode == 0 else None
 
 
-def _machine() -> dict:
+def _machine(backend: str = "cpu") -> dict:
     import numba
 
-    return {
+    device = {}
+    if backend == "cuda":
+        from engine.cuda_backend import usable_device
+        device = {"cuda_device": usable_device()[1]}
+    return {**device,
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
         "python": platform.python_version(),
@@ -215,18 +225,36 @@ def _digest(out) -> str:
     return h.hexdigest()[:16]
 
 
-def _make_tracker(variant: str, graph):
+def _make_tracker(variant: str, graph, backend: str = "cpu"):
     if variant == TIMELY:
         return PropagationTracker(graph)
-    return BatchedTracker(graph, strategy=variant)
+    return make_tracker(graph, backend, strategy=variant)
 
 
-def _setup(variant: str, graph):
+def _setup(variant: str, graph, backend: str = "cpu"):
     """``(tracker, seconds)``: the variant's tracker on ``graph`` (for closure: with ``Psi``)."""
     gc.collect()
     t0 = time.perf_counter()
-    tracker = _make_tracker(variant, graph)
+    tracker = _make_tracker(variant, graph, backend)
     return tracker, time.perf_counter() - t0
+
+
+def _timed_update(tracker, arr):
+    """``(out, seconds, timer)`` of one ``update_arrays``: on a device backend between two CUDA
+    events recorded on the current stream (the call returns host arrays, so the stop event
+    is reached after the whole batch), else with ``time.perf_counter``."""
+    kernels = getattr(tracker, "kernels", None)
+    if kernels is not None and kernels.on_device and kernels.xp is not np:
+        cp = kernels.xp
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        out = tracker.update_arrays(*arr)
+        stop.record()
+        stop.synchronize()
+        return out, cp.cuda.get_elapsed_time(start, stop) / 1e3, "cuda-events"
+    t0 = time.perf_counter()
+    out = tracker.update_arrays(*arr)
+    return out, time.perf_counter() - t0, "perf_counter"
 
 
 def _replay(variant: str, tracker, setup_s: float, arrays, lists, kinds,
@@ -255,14 +283,12 @@ def _replay(variant: str, tracker, setup_s: float, arrays, lists, kinds,
             t0 = time.perf_counter()
             out = tracker.update(loc, ts, diff)
             wall = time.perf_counter() - t0
-            emitted, digest = len(out), None
+            emitted, digest, timer = len(out), None, "perf_counter"
         else:
-            t0 = time.perf_counter()
-            out = tracker.update_arrays(*arr)
-            wall = time.perf_counter() - t0
+            out, wall, timer = _timed_update(tracker, arr)
             emitted, digest = int(len(out[0])), _digest(out)
         rec = {
-            "batch": i, "kind": kind, "rows": rows, "wall_s": wall,
+            "batch": i, "kind": kind, "rows": rows, "wall_s": wall, "timer": timer,
             "apply_s": float(tracker.last_timing["apply_s"]),
             "propagate_s": float(tracker.last_timing["propagate_s"]),
             "emitted": emitted,
@@ -306,7 +332,7 @@ def _skip_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _warm_up(variants: Sequence[str], seed: int) -> dict:
+def _warm_up(variants: Sequence[str], seed: int, backend: str = "cpu") -> dict:
     """Replay a tiny workload through every variant so JIT compilation is excluded later."""
     spec = generate_graph(20, seed)
     graph = build_graph(spec)
@@ -318,7 +344,7 @@ def _warm_up(variants: Sequence[str], seed: int) -> dict:
     for v in variants:
         t0 = time.perf_counter()
         try:
-            _replay(v, *_setup(v, graph), arrays, lists, kinds, None)
+            _replay(v, *_setup(v, graph, backend), arrays, lists, kinds, None)
         except SKIPPABLE as exc:
             result[v] = {"status": "skipped", "error": _skip_message(exc),
                          "seconds": time.perf_counter() - t0}
@@ -331,11 +357,13 @@ def _warm_up(variants: Sequence[str], seed: int) -> dict:
 
 def run_benchmark(sizes: Sequence[int], batches: Sequence[int], variants: Sequence[str], *,
                   repeat: int = 3, seed: int = 1, timely_limit: float = 1e7,
-                  memory_pass: bool = True, log=print) -> dict:
-    """Run every ``(N, B)`` case; return the results (without summary) as a JSON-able dict."""
+                  memory_pass: bool = True, backend: str = "cpu", log=print) -> dict:
+    """Run every ``(N, B)`` case; return the results (without summary) as a JSON-able dict.
+
+    ``backend`` (``cpu`` or ``cuda``) runs the batched variants on that backend."""
     meter = RssMeter()
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    warmup = _warm_up(variants, seed)
+    warmup = _warm_up(variants, seed, backend)
     for v, w in warmup.items():
         if w["status"] != "ok":
             log(f"warm-up: {v} skipped everywhere ({w['error']})")
@@ -380,7 +408,7 @@ def run_benchmark(sizes: Sequence[int], batches: Sequence[int], variants: Sequen
                         continue
                     phase = "setup"
                     try:
-                        tracker, setup_s = _setup(v, graph)
+                        tracker, setup_s = _setup(v, graph, backend)
                         phase = "replay"
                         rec = _replay(v, tracker, setup_s, arrays, lists, kinds, meter)
                     except SKIPPABLE as exc:
@@ -403,7 +431,7 @@ def run_benchmark(sizes: Sequence[int], batches: Sequence[int], variants: Sequen
             # batch, so that a batch's peak growth is the memory it allocates.
             for v in active if memory_pass else ():
                 try:
-                    tracker, setup_s = _setup(v, graph)
+                    tracker, setup_s = _setup(v, graph, backend)
                     rec = _replay(v, tracker, setup_s, arrays, lists, kinds, meter, trim=True)
                 except SKIPPABLE as exc:
                     msg = f"memory pass: {_skip_message(exc)}"
@@ -436,8 +464,8 @@ def run_benchmark(sizes: Sequence[int], batches: Sequence[int], variants: Sequen
         "commit": _git("rev-parse", "HEAD"),
         "dirty": (None if (s := _git("status", "--porcelain", "--untracked-files=no")) is None
                   else bool(s)),
-        "machine": _machine(),
-        "parameters": {"sizes": list(sizes), "batches": list(batches),
+        "machine": _machine(backend),
+        "parameters": {"sizes": list(sizes), "batches": list(batches), "backend": backend,
                        "variants": list(variants), "repeat": repeat, "seed": seed,
                        "timely_limit": timely_limit, "batch_kinds": list(BATCH_KINDS),
                        "targets_updates_per_s": {str(k): v for k, v in TARGETS.items()}},
@@ -687,6 +715,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="batch sizes B, comma-separated, 1e5 forms accepted (default 1e3,1e4,1e5,1e6)")
     p.add_argument("--variants", type=_variant_list, default=["edgewise", "closure"],
                    help=f"comma-separated, from {', '.join(VARIANTS)} (default edgewise,closure)")
+    p.add_argument("--backend", choices=["cpu", "cuda"], default="cpu",
+                   help="backend of the batched variants (default cpu; cuda times with CUDA "
+                        "events after the warm-up)")
     p.add_argument("--repeat", type=int, default=3, help="replays per variant and case (default 3)")
     p.add_argument("--seed", type=int, default=1, help="workload seed (default 1)")
     p.add_argument("--timely-limit", type=float, default=1e7,
@@ -703,11 +734,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.sizes, args.batches, args.repeat = list(QUICK_SIZES), list(QUICK_BATCHES), 1
     if args.repeat < 1:
         p.error(f"--repeat must be at least 1, got {args.repeat}")
+    if args.backend == "cuda":
+        from engine.backend import resolve_backend
+        try:
+            resolve_backend("cuda")
+        except TimelyFrontierError as e:
+            p.error(str(e))
 
     log = (lambda *a, **k: None) if args.quiet else (lambda *a, **k: print(*a, **k, flush=True))
     results = run_benchmark(args.sizes, sorted(args.batches), args.variants, repeat=args.repeat,
                             seed=args.seed, timely_limit=args.timely_limit,
-                            memory_pass=args.memory_pass, log=log)
+                            memory_pass=args.memory_pass, backend=args.backend, log=log)
     summarize(results)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

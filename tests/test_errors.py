@@ -559,7 +559,7 @@ def test_env_var_selects_backend(monkeypatch):
 def test_default_backend_without_env(monkeypatch):
     monkeypatch.delenv("TFRONT_BACKEND", raising=False)
     backend, why = engine.resolve_backend()
-    assert backend in (Backend.CPU, Backend.REFERENCE, Backend.TIMELY)  # auto resolves to a concrete one
+    assert backend in (Backend.CPU, Backend.CUDA, Backend.REFERENCE, Backend.TIMELY)  # a concrete one
     assert backend is not Backend.AUTO and why
 
 

@@ -21,7 +21,9 @@ from engine.cli import main
 from engine.errors import WorkloadFormatError
 from engine.workload import EXAMPLE_PATH, parse_workload, read_workload
 
-BACKENDS = [b.value for b in engine.Backend]
+# the cuda backend replays too, where a device is usable (gpu marker: skipped elsewhere)
+BACKENDS = [pytest.param(b.value, marks=pytest.mark.gpu) if b is engine.Backend.CUDA else b.value
+            for b in engine.Backend]
 
 
 def run_cli(capsys, *argv):

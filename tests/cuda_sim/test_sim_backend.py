@@ -1,0 +1,110 @@
+"""The simulated cuda backend: ``BatchedTracker`` on ``CudaKernels(simulated=True)`` -- NumPy
+standing in for CuPy, every kernel on Numba's simulator -- equals the reference tracker on
+random graphs and batches, and emits exactly the cpu backend's change arrays. So every line
+of the backend's orchestration runs before it ever meets a GPU."""
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import cuda_cases as cc
+from engine import ImpliedFrontierTracker, NegativeCountError
+from engine.cuda_backend import CudaKernels, usable_device
+from engine.workload import EXAMPLE_PATH, read_workload
+from strategies import batch_sequences, examples, random_graphs, structured_graphs
+from test_trackers import zero_cycle_graph
+
+graphs = st.one_of(random_graphs(max_ops=4, max_depth=2), structured_graphs(max_ops=12))
+KERNELS = CudaKernels(simulated=True)
+
+
+def test_simulated_backend_is_no_device():
+    assert KERNELS.on_device and KERNELS.xp is np and "simulated" in repr(KERNELS)
+    ok, why = usable_device()
+    assert not ok and "NUMBA_ENABLE_CUDASIM" in why
+
+
+@pytest.mark.parametrize("strategy", ["edgewise", "closure-dense", "closure-ragged"])
+@examples(60)
+@given(data=st.data())
+def test_simulated_cuda_equals_reference(strategy, data):
+    graph = data.draw(graphs)
+    cc.check_backend_replay(graph, data.draw(batch_sequences(graph, max_batches=4)), KERNELS,
+                            strategy)
+
+
+@pytest.mark.parametrize("strategy", ["edgewise", "closure"])
+@examples(20)
+@given(data=st.data())
+def test_strict_rejection_changes_nothing(strategy, data):
+    graph = data.draw(graphs)
+    eng = cc.make_tracker(graph, KERNELS, strategy, strict=True)
+    ref = ImpliedFrontierTracker(graph, strict=True)
+    for loc, ts, diff in data.draw(batch_sequences(graph, max_batches=3)):
+        try:
+            ref.update(loc, ts, diff)
+        except NegativeCountError:
+            state = (sorted(eng.counts.items()), eng.frontiers())
+            with pytest.raises(NegativeCountError):
+                eng.update(loc, ts, diff)
+            assert (sorted(eng.counts.items()), eng.frontiers()) == state
+        else:
+            eng.update(loc, ts, diff)
+        assert eng.frontiers() == ref.frontiers()
+
+
+@pytest.mark.parametrize("strategy", ["edgewise", "closure"])
+def test_example_workload(strategy):
+    w = read_workload(EXAMPLE_PATH)
+    cc.check_backend_replay(w.graph, [(b.loc, b.ts, b.diff) for b in w.batches], KERNELS,
+                            strategy)
+
+
+@pytest.mark.parametrize("strategy", ["edgewise", "closure"])
+def test_zero_advance_cycle_drains(strategy):
+    graph, head = zero_cycle_graph()
+    eng = cc.make_tracker(graph, KERNELS, strategy)
+    entry = graph.target(head, 0)
+    eng.update([entry], [(2, 5)], [1])
+    assert eng.frontier(graph.target(head, 1)) == [(2, 5)]
+    eng.update([entry], [(2, 5)], [-1])
+    assert eng.frontiers() == [[] for _ in range(graph.num_locations)]
+
+
+def test_larger_batch_with_duplicates():
+    """A 400-row batch of repeated rows, then its cancellation, on the example graph."""
+    g = read_workload(EXAMPLE_PATH).graph
+    rng = np.random.default_rng(7)
+    n = 200
+    depth = np.array([g.depth(l) for l in range(g.num_locations)])
+    loc = rng.integers(0, g.num_locations, n).astype(np.int32)
+    ts = np.stack([rng.integers(0, 4, n), rng.integers(0, 4, n) * (depth[loc] > 0)], axis=1)
+    loc, ts = np.concatenate([loc, loc]), np.concatenate([ts, ts])
+    diff = rng.integers(1, 3, 2 * n)
+    rows = [tuple(r[:g.m + depth[l]]) for l, r in zip(loc.tolist(), ts.tolist())]
+    eng, ref = cc.make_tracker(g, KERNELS, "edgewise"), ImpliedFrontierTracker(g)
+    assert eng.update(loc, ts, diff) == ref.update(loc.tolist(), rows, diff.tolist())
+    assert eng.frontiers() == ref.frontiers()
+    assert eng.update(loc, ts, -diff) == ref.update(loc.tolist(), rows, (-diff).tolist())
+    assert len(eng.counts) == 0 and eng.frontiers() == ref.frontiers()
+
+
+@pytest.mark.parametrize("strategy", ["edgewise", "closure"])
+def test_synthetic_benchmark_workload(strategy):
+    """The benchmark's workload (nested loops, diamonds; load, churn, drain) at N = 12,
+    B = 60: the change arrays equal the cpu backend's batch by batch."""
+    import sys
+    from pathlib import Path
+    root = str(Path(__file__).resolve().parents[2])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from perf.workloads import batch_columns, build_graph, generate_batches, generate_graph
+    spec = generate_graph(12, 3)
+    graph = build_graph(spec)
+    sim = cc.make_tracker(graph, KERNELS, strategy)
+    cpu = cc.make_tracker(graph, None, strategy)
+    for b in generate_batches(spec, 60, 3):
+        arr = batch_columns(graph, b)
+        for x, y in zip(cpu.update_arrays(*arr), sim.update_arrays(*arr)):
+            np.testing.assert_array_equal(x, y)
+    assert sim.frontiers() == cpu.frontiers() == [[] for _ in range(graph.num_locations)]

@@ -1,0 +1,92 @@
+"""Every CUDA kernel of ``gpu_kernels`` on Numba's simulator equals its CPU twin.
+
+Small inputs (the simulator costs about a millisecond per thread). Blocks of a few threads
+(``tpb``) make the kernels' bounds checks and partial blocks run; the block-per-location
+Pareto kernel runs with 1, 3 and 4 threads per block so that its cross-chunk phase runs.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import cuda_cases as cc
+from gpu_kernels import _cuda
+from strategies import batch_sequences, examples, random_graphs, structured_graphs
+
+graphs = st.one_of(random_graphs(max_ops=4, max_depth=2), structured_graphs(max_ops=8))
+
+
+def same(a):
+    return a
+
+
+def test_runs_on_the_simulator():
+    assert _cuda.simulator()
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("keys", cc.KEYS)
+def test_consolidate(seed, keys):
+    rng = np.random.default_rng(seed)
+    cc.check_consolidate(rng, same, np.asarray, n=int(rng.integers(1, 20)), keys=keys, tpb=3)
+
+
+def test_consolidate_empty_and_cancelling():
+    rng = np.random.default_rng(0)
+    cc.check_consolidate(rng, same, np.asarray, n=0)
+    loc = np.array([1, 1, 0], np.int32)
+    ts = np.array([[2, 0], [2, 0], [0, 0]], np.int64)
+    from gpu_kernels.consolidate import consolidate_cuda
+    out = consolidate_cuda(loc, ts, np.array([3, -3, 0], np.int64))
+    assert [len(a) for a in out] == [0, 0, 0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_merge_counts(seed):
+    cc.check_merge_counts(np.random.default_rng(seed), same, np.asarray, tpb=2)
+
+
+@pytest.mark.parametrize("threads", [1, 3, 4])
+@pytest.mark.parametrize("m,W", [(1, 1), (1, 3), (2, 2), (2, 4)])
+def test_segment_frontiers(m, W, threads):
+    rng = np.random.default_rng(10 * m + W + threads)
+    cc.check_segment_frontiers(rng, same, np.asarray, m=m, W=W, threads=threads)
+
+
+def test_replace_segments():
+    cc.check_replace_segments(np.random.default_rng(1), same, np.asarray, tpb=2)
+
+
+def test_gather_segments():
+    cc.check_gather_segments(np.random.default_rng(2), same, np.asarray, tpb=4)
+
+
+@examples(30)
+@given(data=st.data())
+def test_edgewise_and_frontier_changes(data):
+    graph = data.draw(graphs)
+    batches = data.draw(batch_sequences(graph, max_batches=3))
+    cc.check_edgewise(graph, batches, np.random.default_rng(3), same, np.asarray, tpb=2)
+
+
+@examples(30)
+@given(data=st.data())
+def test_gather_closure(data):
+    """Capacity 1 forces the overflow-and-retry path wherever a frontier has two rows."""
+    graph = data.draw(graphs)
+    batches = data.draw(batch_sequences(graph, max_batches=3))
+    cc.check_gather_closure(graph, batches, np.random.default_rng(4), same, np.asarray, tpb=2)
+
+
+@examples(15)
+@given(graph=st.one_of(random_graphs(max_ops=2, max_depth=2), structured_graphs(max_ops=3)))
+def test_closure_dense(graph):
+    cc.check_closure_dense(graph, same, np.asarray)
+
+
+@examples(30)
+@given(data=st.data())
+def test_precursors_and_could_result_in(data):
+    graph = data.draw(graphs)
+    batches = data.draw(batch_sequences(graph, max_batches=3))
+    cc.check_precursors(graph, batches, np.random.default_rng(5), same, np.asarray, tpb=3)

@@ -1,0 +1,124 @@
+"""The cuda backend where no GPU is needed: backend selection and its reasons, errors that
+say why, ``tfront info``, light imports, and the host-side helpers of the CUDA kernels.
+
+The kernels themselves run in ``test_cuda_sim.py`` (simulator) and ``test_cuda_gpu.py`` (a
+real device)."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import engine
+from engine import Backend, BackendError
+from engine.cli import main
+from engine.cuda_backend import CudaKernels, usable_device
+from engine.workload import EXAMPLE_PATH, example_graph
+from gpu_kernels import segments
+from gpu_kernels.pareto import frontier_threads
+from gpu_kernels.propagate import edgewise_levels
+
+HAVE_DEVICE = usable_device()[0]
+no_device = pytest.mark.skipif(HAVE_DEVICE, reason="a CUDA device is usable here")
+
+
+def test_kernel_modules_and_backend_import_light():
+    """Importing the kernel modules and the backend module loads neither CuPy nor Numba's
+    CUDA target: both load when a kernel first runs."""
+    mods = ["engine.cuda_backend", "gpu_kernels._cuda", "gpu_kernels.segments",
+            "gpu_kernels.consolidate", "gpu_kernels.pareto", "gpu_kernels.propagate",
+            "gpu_kernels.closure", "gpu_kernels.precursors"]
+    code = ("import sys\n" + "".join(f"import {m}\n" for m in mods) +
+            "print(','.join(m for m in ('cupy', 'numba.cuda') if m in sys.modules))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "", f"loaded {r.stdout.strip()}"
+
+
+def test_usable_device_never_raises():
+    for device in (None, 0, 1, 99, -1, "x", True):
+        ok, why = usable_device(device)
+        assert isinstance(ok, bool) and isinstance(why, str) and why
+
+
+@no_device
+def test_auto_picks_cpu_and_says_why(monkeypatch):
+    monkeypatch.delenv("TFRONT_BACKEND", raising=False)
+    backend, why = engine.resolve_backend()
+    assert backend is Backend.CPU
+    assert why.startswith("auto (default): cpu") and "cuda not usable" in why
+    assert engine.resolve_backend("auto")[0] is Backend.CPU
+
+
+@no_device
+def test_explicit_cuda_without_device_names_the_cause(monkeypatch):
+    reason = usable_device()[1]
+    with pytest.raises(BackendError, match="backend cuda \\(requested\\) cannot run here") as e:
+        engine.resolve_backend("cuda")
+    assert reason in str(e.value)
+    monkeypatch.setenv("TFRONT_BACKEND", "CUDA")
+    with pytest.raises(BackendError, match="TFRONT_BACKEND=CUDA"):
+        engine.resolve_backend()
+    with pytest.raises(BackendError, match="cannot run here"):
+        engine.make_tracker(example_graph(), "cuda")
+    with pytest.raises(BackendError, match="cannot run here"):
+        CudaKernels()
+
+
+def test_simulated_backend_needs_the_simulator():
+    with pytest.raises(BackendError, match="NUMBA_ENABLE_CUDASIM=1"):
+        CudaKernels(simulated=True)
+
+
+def test_info_reports_backend_versions_devices(capsys, monkeypatch):
+    monkeypatch.delenv("TFRONT_BACKEND", raising=False)
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    backend, why = engine.resolve_backend()
+    assert f"backend: {backend.value}\nreason: {why}\n" in out
+    for word in ("versions:", "numpy", "numba", "cupy-cuda12x", "CUDA_VISIBLE_DEVICES:", "devices:"):
+        assert word in out
+
+
+@no_device
+def test_info_and_replay_with_unusable_cuda(capsys):
+    assert main(["info", "--backend", "cuda"]) == 2
+    out = capsys.readouterr().out
+    assert "backend: none" in out and "cannot run here" in out
+    assert main(["replay", str(EXAMPLE_PATH), "--backend", "cuda"]) == 2
+    assert "tfront replay: error: backend cuda (requested) cannot run here" in capsys.readouterr().err
+
+
+def test_gather_segments_twin():
+    new_ptr = np.array([0, 2, 2, 3], np.int64)
+    which = np.array([1, 0, 0], np.uint8)
+    start = np.array([1, 0, 4], np.int64)
+    src0 = np.arange(10).reshape(5, 2)
+    src1 = 100 + np.arange(6).reshape(3, 2)
+    out = segments.gather_segments(new_ptr, which, start, src0, src1)
+    assert out.tolist() == [[102, 103], [104, 105], [8, 9]]
+    assert segments.gather_segments(np.zeros(3, np.int64), which[:2], start[:2], src0,
+                                    src1).shape == (0, 2)
+
+
+def test_frontier_threads_on_a_device():
+    assert [frontier_threads(n) for n in (0, 10, 256, 257, 513, 10 ** 6)] == [32, 32, 32, 64, 128, 128]
+
+
+def test_edgewise_levels():
+    """Example graph: levels grow along the chain and the loop's members share one level."""
+    from engine.graph_arrays import GraphArrays
+    ga = GraphArrays.from_graph(example_graph())
+    lv = edgewise_levels(ga.order, ga.scc, ga.scc_ptr, ga.in_ptr, ga.in_src)
+    level = lv["loc_level"]
+    for l in range(ga.L):  # every arc between components climbs at least one level
+        for a in range(ga.in_ptr[l], ga.in_ptr[l + 1]):
+            u = ga.in_src[a]
+            assert level[u] == level[l] if ga.scc[u] == ga.scc[l] else level[u] < level[l]
+    members = lv["level_members"]
+    for v in range(lv["n_levels"]):
+        grp = members[lv["level_ptr"][v]:lv["level_ptr"][v + 1]]
+        assert (level[grp] == v).all()
+        assert lv["level_cyclic"][v] == bool(lv["cyclic"][ga.scc[grp]].any())
+    assert any(lv["level_cyclic"])  # the example has a loop

@@ -1,0 +1,177 @@
+"""The real cuda backend on a GPU: every CUDA kernel against its CPU twin, and the backend
+against the reference tracker on random workloads and the replay example.
+
+Every test is marked ``gpu``: ``tests/conftest.py`` skips them, with the reason, where no CUDA
+device is usable. The check bodies are those the simulator runs (``cuda_cases.py``); here the
+arrays are CuPy arrays and the kernels run at full block size."""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import cuda_cases as cc
+from engine import Backend, ImpliedFrontierTracker
+from engine.workload import EXAMPLE_PATH, read_workload
+from strategies import batch_sequences, examples, random_graphs, structured_graphs
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # perf/ is not an installed package
+    sys.path.insert(0, str(ROOT))
+
+graphs = st.one_of(random_graphs(max_ops=4, max_depth=2), structured_graphs(max_ops=14))
+
+
+@pytest.fixture(scope="module")
+def cp():
+    import cupy
+    return cupy
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    from engine.cuda_backend import CudaKernels
+    return CudaKernels()
+
+
+# -- kernels --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("n", [1, 300, 5000])
+@pytest.mark.parametrize("keys", cc.KEYS)
+def test_consolidate(cp, seed, n, keys):
+    cc.check_consolidate(np.random.default_rng(seed), cp.asarray, cp.asnumpy, n=n, L=50,
+                         keys=keys)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("r,n", [(0, 10), (2000, 500), (50, 3000)])
+def test_merge_counts(cp, seed, r, n):
+    cc.check_merge_counts(np.random.default_rng(seed), cp.asarray, cp.asnumpy, r=r, n=n, L=40)
+
+
+@pytest.mark.parametrize("threads", [None, 1, 32, 128])
+@pytest.mark.parametrize("m,W", [(1, 1), (1, 3), (2, 2), (2, 4)])
+def test_segment_frontiers(cp, m, W, threads):
+    rng = np.random.default_rng(m * 10 + W)
+    cc.check_segment_frontiers(rng, cp.asarray, cp.asnumpy, m=m, W=W, n=5000, L=20,
+                               threads=threads)
+
+
+def test_replace_segments(cp):
+    cc.check_replace_segments(np.random.default_rng(1), cp.asarray, cp.asnumpy, L=30)
+
+
+def test_gather_segments(cp):
+    cc.check_gather_segments(np.random.default_rng(2), cp.asarray, cp.asnumpy, L=300)
+
+
+@examples(40)
+@given(data=st.data())
+def test_edgewise_and_frontier_changes(cp, data):
+    graph = data.draw(graphs)
+    cc.check_edgewise(graph, data.draw(batch_sequences(graph)), np.random.default_rng(3),
+                      cp.asarray, cp.asnumpy)
+
+
+@examples(40)
+@given(data=st.data())
+def test_gather_closure(cp, data):
+    graph = data.draw(graphs)
+    cc.check_gather_closure(graph, data.draw(batch_sequences(graph)), np.random.default_rng(4),
+                            cp.asarray, cp.asnumpy)
+
+
+@examples(30)
+@given(graph=graphs)
+def test_closure_dense(cp, graph):
+    cc.check_closure_dense(graph, cp.asarray, cp.asnumpy)
+
+
+@examples(40)
+@given(data=st.data())
+def test_precursors_and_could_result_in(cp, data):
+    graph = data.draw(graphs)
+    cc.check_precursors(graph, data.draw(batch_sequences(graph)), np.random.default_rng(5),
+                        cp.asarray, cp.asnumpy, n=64)
+
+
+# -- the backend ----------------------------------------------------------------------------
+
+def test_auto_picks_cuda(monkeypatch):
+    import engine
+    monkeypatch.delenv("TFRONT_BACKEND", raising=False)
+    backend, why = engine.resolve_backend()
+    assert backend is Backend.CUDA and "device" in why
+
+
+@pytest.mark.parametrize("strategy", ["edgewise", "closure-dense", "closure-ragged"])
+@examples(100)
+@given(data=st.data())
+def test_cuda_equals_reference(kernels, strategy, data):
+    graph = data.draw(graphs)
+    cc.check_backend_replay(graph, data.draw(batch_sequences(graph)), kernels, strategy)
+
+
+@pytest.mark.parametrize("strategy", ["edgewise", "closure"])
+def test_example_workload(kernels, strategy):
+    w = read_workload(EXAMPLE_PATH)
+    cc.check_backend_replay(w.graph, [(b.loc, b.ts, b.diff) for b in w.batches], kernels,
+                            strategy)
+
+
+@pytest.mark.parametrize("strategy", ["edgewise", "closure"])
+def test_large_random_batches_equal_cpu(kernels, strategy):
+    """1e5-row batches through pinned buffers on a synthetic graph: the change arrays equal
+    the cpu backend's, and a drain empties every frontier."""
+    from perf.workloads import batch_columns, build_graph, generate_batches, generate_graph
+    spec = generate_graph(200, 1)
+    graph = build_graph(spec)
+    arrays = [batch_columns(graph, b) for b in generate_batches(spec, 100_000, 1)]
+    gpu = cc.make_tracker(graph, kernels, strategy)
+    cpu = cc.make_tracker(graph, None, strategy)
+    for arr in arrays:
+        for a, b in zip(cpu.update_arrays(*arr), gpu.update_arrays(*arr)):
+            np.testing.assert_array_equal(a, b)
+    assert gpu.frontiers() == cpu.frontiers()
+
+
+def test_cli_replay_and_info(capsys):
+    from engine.cli import main
+    assert main(["replay", str(EXAMPLE_PATH), "--backend", "cuda", "--quiet", "--time"]) == 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert all("total_ms" in json.loads(x) for x in lines)
+    assert main(["info", "--backend", "cuda"]) == 0
+    assert "backend: cuda" in capsys.readouterr().out
+
+
+def test_bench_propagate_on_the_device(tmp_path):
+    from perf import bench_propagate as bp
+    out = tmp_path / "propagate.json"
+    assert bp.main(["--sizes", "50", "--batches", "1e3", "--repeat", "1", "--backend", "cuda",
+                    "--variants", "edgewise,closure", "--no-memory-pass", "--out", str(out),
+                    "--quiet"]) == 0
+    data = json.loads(out.read_text())
+    assert data["parameters"]["backend"] == "cuda" and data["consistency"] == []
+    assert all(x["timer"] == "cuda-events" for run in data["runs"] for x in run["batches"])
+
+
+def test_strict_rejection_changes_nothing(kernels):
+    """Strict mode on the device: a rejected batch changes nothing."""
+    from engine import NegativeCountError
+    w = read_workload(EXAMPLE_PATH)
+    eng = cc.make_tracker(w.graph, kernels, "closure", strict=True)
+    ref = ImpliedFrontierTracker(w.graph, strict=True)
+    b = w.batches[0]
+    eng.update(b.loc, b.ts, b.diff)
+    ref.update(b.loc, b.ts, b.diff)
+    state = (sorted(eng.counts.items()), eng.frontiers())
+    with pytest.raises(NegativeCountError):
+        eng.update(b.loc, b.ts, [-d - 1 for d in b.diff])
+    assert (sorted(eng.counts.items()), eng.frontiers()) == state == (
+        sorted(ref.counts.items()), ref.frontiers())

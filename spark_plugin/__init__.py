@@ -1,6 +1,37 @@
-"""Spark integration: streams count deltas from Spark executors into the engine.
+"""Spark integration: pointstamp count deltas from Spark executors into the engine, exactly once.
 
-Executors pre-consolidate deltas as Arrow record batches; a driver-side tracker applies them
-exactly once per ``(producer, seq)`` and publishes frontiers. This package is the only part of
-the project that imports PySpark. Its contents arrive with the Spark integration.
+Executors consolidate their deltas inside ``mapInArrow`` (:mod:`~spark_plugin.executor`, on
+the task's GPU when one is usable: :mod:`~spark_plugin.device`) and send Arrow record batches
+of the delta schema (:mod:`~spark_plugin.schema`); the driver's
+:class:`~spark_plugin.service.FrontierService` applies each ``(producer, seq)`` exactly once
+and publishes frontier changes. :mod:`~spark_plugin.batch` is the API for iterative jobs,
+:mod:`~spark_plugin.streaming` the Structured Streaming sink, :mod:`~spark_plugin.config` the
+``local`` / ``gpu-cluster`` / ``rapids`` configuration presets. See ``docs/spark.md``.
+
+This package is the only part of the project that imports PySpark, and it does so lazily:
+importing it loads pyarrow but neither PySpark nor CuPy.
 """
+
+from .batch import apply_frame, check_frame_schema, collect_arrow, consolidate_frame
+from .config import (Preset, Setting, build_session, preset_settings, spark_conf,
+                     write_discovery_script)
+from .device import choose_device, gpu_usable, task_device
+from .errors import (ConfigError, DeviceSelectionError, MissingBatchError, SchemaError,
+                     ServiceStateError, SubscriberError)
+from .executor import PartitionConsolidator, consolidate_table
+from .schema import (CNT, DELTA_COLUMNS, DIFF, LOC, PRODUCER, RAW_COLUMNS, SEQ, SPARK_DDL, TS,
+                     counts_schema, delta_schema, delta_table, spark_schema, wire_schema)
+from .service import ApplyResult, FrontierService, Gap, ServiceStatus, read_log
+from .streaming import DeltaSink, read_delta_stream, start_delta_stream
+
+__all__ = [
+    "ApplyResult", "CNT", "ConfigError", "DELTA_COLUMNS", "DIFF", "DeltaSink",
+    "DeviceSelectionError", "FrontierService", "Gap", "LOC", "MissingBatchError",
+    "PRODUCER", "PartitionConsolidator", "Preset", "RAW_COLUMNS", "SEQ", "SPARK_DDL",
+    "SchemaError", "ServiceStateError", "ServiceStatus", "Setting", "SubscriberError", "TS",
+    "apply_frame", "build_session", "check_frame_schema", "choose_device", "collect_arrow",
+    "consolidate_frame",
+    "consolidate_table", "counts_schema", "delta_schema", "delta_table", "gpu_usable",
+    "preset_settings", "read_delta_stream", "read_log", "spark_conf", "spark_schema",
+    "start_delta_stream", "task_device", "wire_schema", "write_discovery_script",
+]

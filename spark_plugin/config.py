@@ -1,0 +1,301 @@
+"""Spark configuration presets ``local``, ``gpu-cluster`` and ``rapids``, each key with its reason.
+
+* ``local`` -- embedded Spark in this Python process: ``local[*]``, one shuffle partition per
+  core, Arrow batches sized for delta rows, loopback networking.
+* ``gpu-cluster`` -- a cluster whose executors have NVIDIA GPUs: GPU resource amounts and
+  the discovery script, so that each task is handed a GPU address
+  (:mod:`spark_plugin.device` maps it to a CUDA device) and our ``mapInArrow`` consolidation
+  runs there with CuPy.
+* ``rapids`` -- ``gpu-cluster`` plus the RAPIDS Accelerator (``spark.plugins =
+  com.nvidia.spark.SQLPlugin``): Spark SQL runs on the GPU, Python workers are scheduled on
+  the executor's GPU, and the memory pool fractions leave room for our kernels. The plugin
+  jar cannot be downloaded here: the caller passes its path.
+
+:func:`preset_settings` lists a preset's :class:`Setting` objects (key, value, why);
+:func:`spark_conf` returns them as a dict; :func:`build_session` starts a ``SparkSession``.
+
+>>> conf = spark_conf("local", cores=2)
+>>> conf["spark.master"], conf["spark.sql.shuffle.partitions"]
+('local[2]', '2')
+>>> spark_conf("rapids", discovery_script="/opt/spark/getGpus.sh")
+Traceback (most recent call last):
+...
+spark_plugin.errors.ConfigError: the rapids preset needs the RAPIDS Accelerator jar: ...
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import stat
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from .errors import ConfigError
+
+__all__ = ["Preset", "Setting", "preset_settings", "spark_conf", "build_session",
+           "GPU_DISCOVERY_SCRIPT", "write_discovery_script", "RAPIDS_PLUGIN"]
+
+#: The RAPIDS Accelerator's Spark plugin class.
+RAPIDS_PLUGIN = "com.nvidia.spark.SQLPlugin"
+
+#: A GPU discovery script for ``spark.{executor,worker}.resource.gpu.discoveryScript``: prints
+#: the indices of the GPUs ``nvidia-smi`` sees as Spark's resource JSON.
+GPU_DISCOVERY_SCRIPT = """#!/usr/bin/env bash
+# Spark GPU discovery: print {"name": "gpu", "addresses": ["0", "1", ...]} (nvidia-smi indices).
+set -euo pipefail
+addrs=$(nvidia-smi --query-gpu=index --format=csv,noheader | tr -d ' ' | paste -sd, - \\
+    | sed 's/,/","/g')
+echo "{\\"name\\": \\"gpu\\", \\"addresses\\": [\\"${addrs}\\"]}"
+"""
+
+
+class Preset(enum.Enum):
+    """The configuration presets."""
+
+    LOCAL = "local"
+    GPU_CLUSTER = "gpu-cluster"
+    RAPIDS = "rapids"
+
+    @classmethod
+    def parse(cls, name: "str | Preset") -> "Preset":
+        """Parse a preset name (case-insensitive); raise :class:`ConfigError` naming the choices."""
+        if isinstance(name, Preset):
+            return name
+        try:
+            return cls(str(name).strip().lower())
+        except ValueError:
+            raise ConfigError(f"unknown Spark preset {name!r}; choose one of: "
+                              f"{', '.join(p.value for p in cls)}") from None
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One Spark configuration key of a preset, its value, and why it is set."""
+
+    key: str
+    value: str
+    why: str
+
+
+def preset_settings(preset: "str | Preset", *, cores: int | None = None,
+                    discovery_script: str | None = None, tasks_per_gpu: int = 4,
+                    rapids_jar: str | None = None, concurrent_gpu_tasks: int = 2,
+                    gpu_alloc_fraction: float = 0.5, gpu_max_alloc_fraction: float = 0.6,
+                    python_gpu_alloc_fraction: float = 0.15,
+                    python_gpu_max_alloc_fraction: float = 0.3) -> list[Setting]:
+    """The settings of ``preset``, in order.
+
+    Parameters
+    ----------
+    preset : {"local", "gpu-cluster", "rapids"} or Preset
+    cores : int, optional
+        ``local``: cores to use (default all: ``local[*]``, and ``os.cpu_count()`` shuffle
+        partitions).
+    discovery_script : str, optional
+        ``gpu-cluster``/``rapids`` (required): absolute path, on every executor host, of a GPU
+        discovery script (:data:`GPU_DISCOVERY_SCRIPT`, written by :func:`write_discovery_script`).
+    tasks_per_gpu : int
+        ``gpu-cluster``/``rapids``: tasks sharing one GPU (``spark.task.resource.gpu.amount =
+        1 / tasks_per_gpu``); match it to ``spark.executor.cores``.
+    rapids_jar : str, optional
+        ``rapids`` (required): path of the RAPIDS Accelerator jar on the driver,
+        ``rapids-4-spark_2.13-<version>.jar`` for Spark 4 (Scala 2.13).
+    concurrent_gpu_tasks : int
+        ``rapids``: tasks running SQL on one GPU at a time.
+    gpu_alloc_fraction, gpu_max_alloc_fraction : float
+        ``rapids``: initial and largest share of GPU memory for the executor's RMM pool.
+    python_gpu_alloc_fraction, python_gpu_max_alloc_fraction : float
+        ``rapids``: the same for all Python workers of the executor (our kernels). The two
+        maxima must leave part of the GPU free (their sum must be below 1).
+
+    Raises
+    ------
+    ConfigError
+        Unknown preset; a missing, relative or nonexistent path; fractions out of range.
+    """
+    preset = Preset.parse(preset)
+    if preset is Preset.LOCAL:
+        return _local(cores)
+    if discovery_script is None:
+        raise ConfigError(
+            f"the {preset.value} preset needs discovery_script: the absolute path, on every "
+            f"executor host, of a script printing the GPUs as {{\"name\": \"gpu\", "
+            f"\"addresses\": [\"0\", ...]}} (write one with write_discovery_script(path))")
+    if not os.path.isabs(discovery_script):
+        raise ConfigError(f"discovery_script must be an absolute path (executors resolve it on "
+                          f"their own hosts), got {discovery_script!r}")
+    if isinstance(tasks_per_gpu, bool) or not isinstance(tasks_per_gpu, int) or tasks_per_gpu < 1:
+        raise ConfigError(f"tasks_per_gpu must be a positive integer, got {tasks_per_gpu!r}")
+    settings = _gpu_cluster(discovery_script, tasks_per_gpu)
+    if preset is Preset.GPU_CLUSTER:
+        return settings
+    return settings + _rapids(rapids_jar, concurrent_gpu_tasks, gpu_alloc_fraction,
+                              gpu_max_alloc_fraction, python_gpu_alloc_fraction,
+                              python_gpu_max_alloc_fraction)
+
+
+def spark_conf(preset: "str | Preset", **options) -> dict[str, str]:
+    """:func:`preset_settings` as a ``{key: value}`` dict (for ``SparkConf.setAll``,
+    ``spark-submit --conf`` or ``spark-defaults.conf``)."""
+    return {s.key: s.value for s in preset_settings(preset, **options)}
+
+
+def build_session(preset: "str | Preset" = Preset.LOCAL, *, app_name: str = "timely-frontier",
+                  conf: Mapping[str, str] | None = None, **options):
+    """Start (or get) a ``SparkSession`` configured by ``preset``.
+
+    Parameters
+    ----------
+    preset : {"local", "gpu-cluster", "rapids"} or Preset
+    app_name : str
+    conf : mapping, optional
+        Extra or overriding settings (e.g. ``{"spark.master": "local[2,4]"}``).
+    **options
+        Preset arguments (see :func:`preset_settings`).
+
+    Notes
+    -----
+    ``local`` runs Python workers with this interpreter (``PYSPARK_PYTHON``, when unset, is
+    set to ``sys.executable``: embedded workers need the same packages) and binds to
+    loopback (``SPARK_LOCAL_IP``, when unset). ``getOrCreate`` returns an already running
+    session unchanged: static settings only apply to a new one.
+    """
+    from pyspark.sql import SparkSession
+
+    preset = Preset.parse(preset)
+    settings = spark_conf(preset, **options)
+    settings.update({str(k): str(v) for k, v in (conf or {}).items()})
+    if preset is Preset.LOCAL:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def write_discovery_script(path: str | os.PathLike) -> Path:
+    """Write :data:`GPU_DISCOVERY_SCRIPT` to ``path``, executable; return the path."""
+    p = Path(path)
+    p.write_text(GPU_DISCOVERY_SCRIPT)
+    p.chmod(p.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return p
+
+
+def _local(cores: int | None) -> list[Setting]:
+    if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores < 1):
+        raise ConfigError(f"cores must be a positive integer, got {cores!r}")
+    n = cores if cores is not None else (os.cpu_count() or 1)
+    return [
+        Setting("spark.master", f"local[{cores if cores is not None else '*'}]",
+                "embedded Spark in this process, one task slot per core"),
+        Setting("spark.sql.shuffle.partitions", str(n),
+                "one shuffle partition per core instead of 200: small local data, no idle "
+                "tasks, few tiny output batches for the driver to apply"),
+        Setting("spark.default.parallelism", str(n), "the same for RDD operations"),
+        Setting("spark.sql.execution.arrow.pyspark.enabled", "true",
+                "toPandas/createDataFrame through Arrow, like mapInArrow and toArrow"),
+        Setting("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 16),
+                "delta rows are small (about 40-60 bytes): 65,536 rows (a few MB) per Arrow "
+                "batch amortise the JVM-Python round trip (default 10,000)"),
+        Setting("spark.python.worker.reuse", "true",
+                "keep Python workers across tasks so the Numba kernels they load stay cached"),
+        Setting("spark.driver.bindAddress", "127.0.0.1", "embedded: listen on loopback only"),
+        Setting("spark.driver.host", "127.0.0.1",
+                "embedded: executors reach the driver over loopback, whatever the hostname "
+                "resolves to"),
+        Setting("spark.ui.showConsoleProgress", "false",
+                "no progress bars interleaved with the job's own output"),
+    ]
+
+
+def _gpu_cluster(script: str, tasks_per_gpu: int) -> list[Setting]:
+    return [
+        Setting("spark.executor.resource.gpu.amount", "1",
+                "one GPU per executor (the RAPIDS Accelerator supports exactly one)"),
+        Setting("spark.task.resource.gpu.amount", _fraction(1 / tasks_per_gpu),
+                f"{tasks_per_gpu} tasks share an executor's GPU; every task is still handed "
+                f"its address, which spark_plugin.device maps to a CUDA device"),
+        Setting("spark.executor.resource.gpu.discoveryScript", script,
+                "how an executor finds its GPUs (standalone, YARN and Kubernetes all run it)"),
+        Setting("spark.executor.resource.gpu.vendor", "nvidia.com",
+                "Kubernetes device-plugin resource name (ignored by other cluster managers)"),
+        Setting("spark.python.worker.reuse", "true",
+                "keep Python workers across tasks: compiled kernels and the CUDA context are "
+                "created once per worker, not per task"),
+        Setting("spark.sql.execution.arrow.pyspark.enabled", "true",
+                "toPandas/createDataFrame through Arrow"),
+        Setting("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 17),
+                "larger Arrow batches (131,072 rows) amortise host-device copies"),
+    ]
+
+
+def _rapids(jar, concurrent, alloc, max_alloc, py_alloc, py_max_alloc) -> list[Setting]:
+    if jar is None:
+        raise ConfigError(
+            "the rapids preset needs the RAPIDS Accelerator jar: pass "
+            "rapids_jar='/path/to/rapids-4-spark_2.13-<version>.jar' (Maven Central, "
+            "com.nvidia:rapids-4-spark_2.13, the version matching your Spark and CUDA)")
+    jar_path = Path(jar)
+    if jar_path.suffix != ".jar" or not jar_path.is_file():
+        raise ConfigError(f"RAPIDS Accelerator jar {str(jar)!r} "
+                          f"{'is not a .jar file' if jar_path.is_file() else 'does not exist'}")
+    for name, v in (("gpu_alloc_fraction", alloc), ("gpu_max_alloc_fraction", max_alloc),
+                    ("python_gpu_alloc_fraction", py_alloc),
+                    ("python_gpu_max_alloc_fraction", py_max_alloc)):
+        if not 0 < v < 1:
+            raise ConfigError(f"{name} must lie in (0, 1), got {v!r}")
+    if alloc > max_alloc or py_alloc > py_max_alloc:
+        raise ConfigError("an initial GPU pool fraction exceeds its maximum: gpu_alloc_fraction "
+                          f"{alloc} / max {max_alloc}, python {py_alloc} / max {py_max_alloc}")
+    if max_alloc + py_max_alloc >= 1:
+        raise ConfigError(f"gpu_max_alloc_fraction + python_gpu_max_alloc_fraction = "
+                          f"{max_alloc + py_max_alloc:g} leaves no GPU memory outside the pools "
+                          f"(CUDA contexts, cuDF and CuPy scratch); keep the sum below 1")
+    if isinstance(concurrent, bool) or not isinstance(concurrent, int) or concurrent < 1:
+        raise ConfigError(f"concurrent_gpu_tasks must be a positive integer, got {concurrent!r}")
+    jar_abs = str(jar_path.resolve())
+    return [
+        Setting("spark.plugins", RAPIDS_PLUGIN, "load the RAPIDS Accelerator"),
+        Setting("spark.jars", jar_abs, "ship the plugin jar to the driver and the executors"),
+        Setting("spark.rapids.sql.enabled", "true", "run supported SQL operators on the GPU"),
+        Setting("spark.rapids.sql.concurrentGpuTasks", str(concurrent),
+                "tasks running SQL on one GPU at a time: 2 overlaps I/O with GPU work and "
+                "still keeps the executor's GPU memory for few tasks"),
+        Setting("spark.rapids.memory.gpu.pool", "ASYNC",
+                "CUDA's stream-ordered allocator (cudaMallocAsync), less fragmentation than "
+                "a fixed arena; the executor's pool is bounded by the fractions below"),
+        Setting("spark.rapids.memory.gpu.allocFraction", _fraction(alloc),
+                "initial share of GPU memory for the executor's RMM pool: well below the "
+                "default (0.9 or 1.0 by version), to leave room for the Python workers' kernels"),
+        Setting("spark.rapids.memory.gpu.maxAllocFraction", _fraction(max_alloc),
+                "cap of the executor's pool, so it never takes the Python workers' share"),
+        Setting("spark.rapids.sql.python.gpu.enabled", "true",
+                "schedule Python workers (mapInArrow) on the executor's GPU, sharing it with "
+                "the JVM"),
+        Setting("spark.python.daemon.module", "rapids.daemon",
+                "the RAPIDS Python daemon that sets up GPU scheduling and RMM in each worker "
+                "(rapids.daemon_databricks on Databricks)"),
+        Setting("spark.executorEnv.PYTHONPATH", jar_abs,
+                "the daemon's Python files are packed in the plugin jar; the jar must be at "
+                "this path on every executor host (or distribute it with --py-files)"),
+        Setting("spark.submit.pyFiles", jar_abs,
+                "the same files for YARN, which puts --py-files on the workers' path"),
+        Setting("spark.rapids.python.memory.gpu.allocFraction", _fraction(py_alloc),
+                "initial RMM pool of all Python workers of an executor: our consolidation "
+                "kernels allocate from it (CuPy is routed through RMM)"),
+        Setting("spark.rapids.python.memory.gpu.maxAllocFraction", _fraction(py_max_alloc),
+                "cap of the Python workers' pool; with the executor's cap it leaves GPU memory "
+                "for CUDA contexts and scratch space"),
+        Setting("spark.rapids.memory.pinnedPool.size", "2g",
+                "pinned host memory for fast host-device copies (Arrow batches in and out)"),
+        Setting("spark.locality.wait", "0s",
+                "do not hold GPU tasks back waiting for data locality"),
+    ]
+
+
+def _fraction(x: float) -> str:
+    return f"{x:.6g}"

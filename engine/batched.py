@@ -320,9 +320,10 @@ class BatchedTracker:
         return sum(a.nbytes for a in arrays) + (self.psi.nbytes if self.psi is not None else 0)
 
 
-def warm_up(m: int, K: int) -> None:
-    """Load (or compile) the Numba kernels for timestamps of width ``m + K`` on a tiny graph,
-    so that timings taken afterwards measure work, not JIT compilation or cache loading."""
+def warm_up(m: int, K: int, kernels: KernelSet | None = None) -> None:
+    """Load (or compile) a backend's kernels for timestamps of width ``m + K`` on a tiny graph
+    (both strategies, both ``Psi`` layouts), so that timings taken afterwards measure work,
+    not JIT compilation or cache loading. ``kernels`` defaults to the cpu backend."""
     from .graph import GraphBuilder
     from .summary import Summary
 
@@ -334,10 +335,9 @@ def warm_up(m: int, K: int) -> None:
     b.connect(a, 0, c, 0)
     b.connect(c, 0, a, 0)
     g = b.build()
-    for strategy in (Strategy.EDGEWISE, Strategy.CLOSURE):
-        for layout in ("dense", "ragged"):
-            tr = BatchedTracker(g, strategy=strategy, psi_layout=layout)
-            ts = np.zeros((2, m + K), np.int64)
-            ts[1, 0] = 1
-            tr.update_arrays(np.array([0, 1], np.int32), ts, np.array([1, 1], np.int64))
-            tr.update_arrays(np.array([0], np.int32), ts[:1], np.array([-1], np.int64))
+    for strategy, layout in (("edgewise", "auto"), ("closure", "dense"), ("closure", "ragged")):
+        tr = BatchedTracker(g, strategy=strategy, psi_layout=layout, kernels=kernels)
+        ts = np.zeros((2, m + K), np.int64)
+        ts[1, 0] = 1
+        tr.update_arrays(np.array([0, 1], np.int32), ts, np.array([1, 1], np.int64))
+        tr.update_arrays(np.array([0], np.int32), ts[:1], np.array([-1], np.int64))

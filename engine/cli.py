@@ -1,4 +1,5 @@
-"""The ``tfront`` command line: ``tfront replay FILE``, ``tfront psi FILE`` and ``tfront info``.
+"""The ``tfront`` command line: ``tfront replay FILE``, ``tfront psi FILE``, ``tfront info`` and
+``tfront wcc EDGES`` (the Spark WCC job, :mod:`spark_plugin.wcc`).
 
 ``replay`` applies a workload's batches one by one and prints the frontiers after each, in
 the format of ``shared/formats/progress-workload-v1.md``; ``psi`` prints the path-summary
@@ -46,6 +47,15 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--allow-zero-cycles", action="store_true",
                    help="accept cycles that do not advance time (asynchronous loops)")
 
+    w = sub.add_parser("wcc", help="incremental weakly connected components on Spark (needs pyspark)")
+    w.add_argument("edges", help="edge file (SNAP text, CSV with header, Parquet) or directory of epoch files")
+    w.add_argument("--epochs", type=int, default=1, help="split a single edge file into K epochs (default 1)")
+    w.add_argument("--out", default=None, help="Parquet dataset to append epoch,vertex,component to")
+    w.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    w.add_argument("--partitions", type=int, default=None, help="Spark partitions per round (default: cores)")
+    w.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None,
+                   help="engine backend of the driver's frontier service (default: $TFRONT_BACKEND or auto)")
+
     i = sub.add_parser("info", help="show the backend chosen here and why, versions and CUDA devices")
     i.add_argument("--backend", choices=backends, default=None,
                    help="backend to resolve (default: $TFRONT_BACKEND or auto)")
@@ -56,12 +66,9 @@ def _replay(args) -> int:
     workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles)
     chosen = resolve_backend(args.backend)[0]
     tracker = make_tracker(workload.graph, args.backend, strict=args.strict)
-    if args.time and chosen is Backend.CPU:
+    if args.time and chosen in (Backend.CPU, Backend.CUDA):
         from .batched import warm_up
-        warm_up(workload.graph.m, workload.graph.max_depth)
-    elif args.time and chosen is Backend.CUDA:
-        from .cuda_backend import warm_up
-        warm_up(tracker.kernels, workload.graph.m, workload.graph.max_depth)
+        warm_up(workload.graph.m, workload.graph.max_depth, tracker.kernels)
     out = sys.stdout
     if not args.quiet:
         out.write(REPLAY_HEADER + "\n")
@@ -146,6 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "info":
             return _info(args)
+        if args.command == "wcc":
+            from spark_plugin.wcc import main_wcc  # imports pyspark only on this path
+            return main_wcc(args)
         return _replay(args) if args.command == "replay" else _psi(args)
     except (TimelyFrontierError, OSError) as e:
         print(f"tfront {args.command}: error: {e}", file=sys.stderr)

@@ -39,7 +39,7 @@ import numpy as np
 from .errors import BackendError
 from .kernels import KernelSet
 
-__all__ = ["CudaKernels", "usable_device", "device_report", "warm_up", "PINNED_THRESHOLD"]
+__all__ = ["CudaKernels", "usable_device", "device_report", "PINNED_THRESHOLD"]
 
 #: Host arrays of at least this many bytes travel through pinned (page-locked) buffers.
 PINNED_THRESHOLD = 1 << 20
@@ -341,26 +341,3 @@ class CudaKernels(KernelSet):
         with self._scope():
             return frontier_changes_cuda(locs, old_ptr, old_ts, new_ptr, new_ts, W)
 
-
-def warm_up(kernels: KernelSet, m: int, K: int) -> None:
-    """Compile the backend's kernels for timestamps of width ``m + K`` on a tiny graph (both
-    strategies, both ``Psi`` layouts), so that later timings measure work, not JIT
-    compilation (CUDA kernels compile on first launch, a few seconds each)."""
-    from .batched import BatchedTracker
-    from .graph import GraphBuilder
-    from .summary import Summary
-
-    b = GraphBuilder(m=m)
-    a = b.add_operator(1, 1, depth=K)
-    c = b.add_operator(1, 1, depth=K)
-    b.add_summary(a, 0, 0, Summary.identity(K, m))
-    b.add_summary(c, 0, 0, Summary.delay(K, m))
-    b.connect(a, 0, c, 0)
-    b.connect(c, 0, a, 0)
-    g = b.build()
-    for strategy, layout in (("edgewise", "auto"), ("closure", "dense"), ("closure", "ragged")):
-        tr = BatchedTracker(g, strategy=strategy, psi_layout=layout, kernels=kernels)
-        ts = np.zeros((2, m + K), np.int64)
-        ts[1, 0] = 1
-        tr.update_arrays(np.array([0, 1], np.int32), ts, np.array([1, 1], np.int64))
-        tr.update_arrays(np.array([0], np.int32), ts[:1], np.array([-1], np.int64))

@@ -15,7 +15,7 @@ help:
 	@echo "Targets:"
 	@echo "  make venv        create .venv and install the project with the [spark,dev] extras"
 	@echo "  make java-check  check that Java 17 or newer is available (needed by Spark)"
-	@echo "  make run         replay the example workload (tfront replay engine/examples/wcc.txt)"
+	@echo "  make run         run the WCC job on the bundled sample graph (tfront wcc, 4 epochs)"
 	@echo "  make test        run the test suite (extra pytest args: PYTEST_ARGS='-k foo')"
 	@echo "  make clean       remove .venv, build artefacts and caches"
 	@echo "Variables: PYTHON=$(PYTHON) (interpreter used to create .venv)"
@@ -48,8 +48,16 @@ java-check:
 	fi; \
 	echo "java-check: OK, Java $$major ($$ver) at $$(command -v "$$java")"
 
-run: venv java-check
-	$(VENV)/bin/tfront replay engine/examples/wcc.txt
+SAMPLE := build/sample_edges.txt
+WCC_OUT := build/wcc-out
+
+$(SAMPLE): spark_plugin/wcc_sample.py | venv
+	$(VENV)/bin/python -m spark_plugin.wcc_sample $@
+
+# The flagship job on the bundled sample graph (generated deterministically), embedded Spark.
+run: venv java-check $(SAMPLE)
+	rm -rf $(WCC_OUT)
+	$(VENV)/bin/tfront wcc $(SAMPLE) --epochs 4 --out $(WCC_OUT)
 
 test: venv java-check
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)

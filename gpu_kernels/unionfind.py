@@ -1,0 +1,257 @@
+"""Kernels of the WCC job (``spark_plugin.wcc``): local union-find, large-star, small-star.
+
+All three take the rows of one Spark partition as int64 arrays and return edges *normalised*
+as ``(a, b)`` with ``a < b`` (``a`` is the smaller id, the star's centre), plus a flag per edge
+saying whether the edge is new in this iteration (the job's loop messages).
+
+* :func:`uf_stars` -- union-find over a partition's edges; every vertex that is not the
+  smallest of its local component gets one edge ``(local minimum, vertex)``: the partition's
+  components contracted to stars before anything is shuffled. Cost ``O(n log n)`` (the sort
+  of :func:`numpy.unique`) plus near-linear union-find.
+* :func:`large_star` -- rows ``(u, v)`` grouped by ``u`` (both directions of every edge
+  present): for every neighbour ``v > u``, the edge ``(m(u), v)`` with ``m(u)`` the smallest
+  of ``u`` and its neighbours (Kiveris et al., *Connected Components in MapReduce and
+  Beyond*, SoCC 2014). The edge is new iff ``m(u) != u``.
+* :func:`small_star` -- normalised rows ``(v, u)``, ``v < u``, grouped by ``u``: ``u`` and its
+  smaller neighbours all become leaves of the smallest of them, ``m``. ``(m, u)`` is new iff
+  some input edge of the group was new; ``(m, v)`` for ``v != m`` is always new.
+
+The CPU versions are Numba ``@njit`` loops. The ``*_xp`` twins are the same functions written
+with array operations only (sort, gather, scatter-min, prefix sums) over an array module
+``xp``: with CuPy they run on the task's GPU; with NumPy they are tested against the CPU
+versions (they have not yet run on a GPU). :func:`uf_stars_xp` replaces the sequential
+union-find by min-hooking with pointer jumping, ``O(log n)`` array passes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["uf_stars", "large_star", "small_star", "uf_stars_xp", "large_star_xp",
+           "small_star_xp", "scatter_min"]
+
+
+@njit(cache=True)
+def _find(parent, x):
+    r = x
+    while parent[r] != r:
+        r = parent[r]
+    while parent[x] != r:  # path compression
+        nxt = parent[x]
+        parent[x] = r
+        x = nxt
+    return r
+
+
+@njit(cache=True)
+def _uf(ia, ib, n):
+    parent = np.arange(n)
+    for j in range(ia.shape[0]):
+        ra = _find(parent, ia[j])
+        rb = _find(parent, ib[j])
+        if ra < rb:
+            parent[rb] = ra
+        elif rb < ra:
+            parent[ra] = rb
+    for x in range(n):
+        parent[x] = _find(parent, x)
+    return parent
+
+
+def uf_stars(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Contract the edges ``(a[j], b[j])`` to stars centred on each component's smallest id.
+
+    Returns ``(root, leaf)`` int64 arrays with ``root < leaf``: one row per vertex that is not
+    the smallest of its component (a self-loop or an isolated vertex gives no row).
+    """
+    a = np.asarray(a, np.int64)
+    b = np.asarray(b, np.int64)
+    if a.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ids, inv = np.unique(np.concatenate([a, b]), return_inverse=True)
+    n = a.shape[0]
+    parent = _uf(inv[:n].astype(np.int64), inv[n:].astype(np.int64), ids.shape[0])
+    leaf = np.flatnonzero(parent != np.arange(ids.shape[0]))
+    return ids[parent[leaf]], ids[leaf]
+
+
+@njit(cache=True)
+def _large_star(u, v):
+    n = u.shape[0]
+    out_a = np.empty(n, np.int64)
+    out_b = np.empty(n, np.int64)
+    out_f = np.empty(n, np.bool_)
+    k = 0
+    i = 0
+    while i < n:
+        j = i
+        while j < n and u[j] == u[i]:
+            j += 1
+        g = u[i]
+        m = g if g < v[i] else v[i]  # rows sorted by (u, v): v[i] is the smallest neighbour
+        prev = -1
+        for t in range(i, j):
+            w = v[t]
+            if w > g and w != prev:
+                out_a[k] = m
+                out_b[k] = w
+                out_f[k] = m != g
+                k += 1
+            prev = w
+        i = j
+    return out_a[:k], out_b[:k], out_f[:k]
+
+
+def large_star(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Large-star over rows ``(u, v)`` (every edge in both directions, grouped by ``u``).
+
+    Returns ``(a, b, new)``: one normalised edge per distinct ``(u, v)`` with ``v > u``.
+    """
+    u = np.asarray(u, np.int64)
+    v = np.asarray(v, np.int64)
+    keep = u != v
+    u, v = u[keep], v[keep]
+    order = np.lexsort((v, u))
+    return _large_star(u[order], v[order])
+
+
+@njit(cache=True)
+def _small_star(lo, hi, new):
+    n = lo.shape[0]
+    out_a = np.empty(n, np.int64)
+    out_b = np.empty(n, np.int64)
+    out_f = np.empty(n, np.bool_)
+    k = 0
+    i = 0
+    while i < n:
+        j = i
+        anynew = False
+        while j < n and hi[j] == hi[i]:
+            anynew = anynew or new[j]
+            j += 1
+        m = lo[i]  # rows sorted by (hi, lo): the smallest neighbour below hi[i]
+        out_a[k] = m
+        out_b[k] = hi[i]
+        out_f[k] = anynew
+        k += 1
+        prev = m
+        for t in range(i + 1, j):
+            w = lo[t]
+            if w != prev:
+                out_a[k] = m
+                out_b[k] = w
+                out_f[k] = True
+                k += 1
+            prev = w
+        i = j
+    return out_a[:k], out_b[:k], out_f[:k]
+
+
+def small_star(lo: np.ndarray, hi: np.ndarray,
+               new: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Small-star over normalised rows ``(lo, hi)``, ``lo < hi``, grouped by ``hi``.
+
+    Returns ``(a, b, new)`` normalised edges; duplicates of the input are merged.
+    """
+    lo = np.asarray(lo, np.int64)
+    hi = np.asarray(hi, np.int64)
+    new = np.asarray(new, np.bool_)
+    order = np.lexsort((lo, hi))
+    return _small_star(lo[order], hi[order], new[order])
+
+
+# -- array-module twins (CuPy on a GPU, NumPy in tests) -------------------------------------------
+
+
+def scatter_min(xp, target, index, values) -> None:
+    """``target[index] = min(target[index], values)`` with repeated indices (in place)."""
+    if xp.__name__ == "numpy":
+        np.minimum.at(target, index, values)
+    else:
+        import cupyx
+
+        cupyx.scatter_min(target, index, values)
+
+
+def uf_stars_xp(xp, a, b):
+    """:func:`uf_stars` with array operations: min-hooking plus pointer jumping."""
+    a = xp.asarray(a, dtype=xp.int64)
+    b = xp.asarray(b, dtype=xp.int64)
+    if a.shape[0] == 0:
+        return xp.zeros(0, xp.int64), xp.zeros(0, xp.int64)
+    ids, inv = xp.unique(xp.concatenate([a, b]), return_inverse=True)
+    inv = inv.reshape(-1).astype(xp.int64)
+    n = a.shape[0]
+    ia, ib = inv[:n], inv[n:]
+    parent = xp.arange(ids.shape[0], dtype=xp.int64)
+    while True:
+        pa, pb = parent[ia], parent[ib]
+        lo, hi = xp.minimum(pa, pb), xp.maximum(pa, pb)
+        before = parent.copy()
+        scatter_min(xp, parent, hi, lo)      # hook the larger root under the smaller
+        while True:                          # pointer jumping to the roots
+            nxt = parent[parent]
+            if bool((nxt == parent).all()):
+                break
+            parent = nxt
+        if bool((parent == before).all()):
+            break
+    leaf = xp.flatnonzero(parent != xp.arange(ids.shape[0]))
+    return ids[parent[leaf]], ids[leaf]
+
+
+def _group_starts(xp, key):
+    n = key.shape[0]
+    start = xp.ones(n, dtype=xp.bool_)
+    if n > 1:
+        start[1:] = key[1:] != key[:-1]
+    return start
+
+
+def large_star_xp(xp, u, v):
+    """:func:`large_star` with array operations."""
+    u = xp.asarray(u, dtype=xp.int64)
+    v = xp.asarray(v, dtype=xp.int64)
+    keep = u != v
+    u, v = u[keep], v[keep]
+    if u.shape[0] == 0:
+        z = xp.zeros(0, xp.int64)
+        return z, z.copy(), xp.zeros(0, xp.bool_)
+    order = xp.lexsort(xp.stack([v, u]))
+    u, v = u[order], v[order]
+    start = _group_starts(xp, u)
+    group = xp.cumsum(start) - 1
+    first_v = v[xp.flatnonzero(start)]            # the smallest neighbour of each group
+    m = xp.minimum(u[xp.flatnonzero(start)], first_v)[group]
+    dup = xp.zeros(u.shape[0], dtype=xp.bool_)
+    if u.shape[0] > 1:
+        dup[1:] = (u[1:] == u[:-1]) & (v[1:] == v[:-1])
+    sel = (v > u) & ~dup
+    return m[sel], v[sel], (m != u)[sel]
+
+
+def small_star_xp(xp, lo, hi, new):
+    """:func:`small_star` with array operations."""
+    lo = xp.asarray(lo, dtype=xp.int64)
+    hi = xp.asarray(hi, dtype=xp.int64)
+    new = xp.asarray(new, dtype=xp.bool_)
+    if lo.shape[0] == 0:
+        z = xp.zeros(0, xp.int64)
+        return z, z.copy(), xp.zeros(0, xp.bool_)
+    order = xp.lexsort(xp.stack([lo, hi]))
+    lo, hi, new = lo[order], hi[order], new[order]
+    start = _group_starts(xp, hi)
+    starts = xp.flatnonzero(start)
+    group = xp.cumsum(start) - 1
+    m = lo[starts][group]
+    csum = xp.concatenate([xp.zeros(1, xp.int64), xp.cumsum(new.astype(xp.int64))])
+    ends = xp.concatenate([starts[1:], xp.asarray([lo.shape[0]], dtype=starts.dtype)])
+    anynew = (csum[ends] - csum[starts]) > 0
+    dup = xp.zeros(lo.shape[0], dtype=xp.bool_)
+    dup[1:] = (hi[1:] == hi[:-1]) & (lo[1:] == lo[:-1])
+    leaves = ~start & ~dup & (lo != m)
+    out_a = xp.concatenate([lo[starts], m[leaves]])
+    out_b = xp.concatenate([hi[starts], lo[leaves]])
+    out_f = xp.concatenate([anynew, xp.ones(int(leaves.sum()), dtype=xp.bool_)])
+    return out_a, out_b, out_f

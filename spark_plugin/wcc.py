@@ -1,0 +1,584 @@
+"""The flagship job: incremental weakly connected components on Spark, driven by frontiers.
+
+:func:`run_wcc` reads edges in epochs (:mod:`spark_plugin.wcc_io`), and per epoch computes the
+components of all edges seen so far (insertions only), in a number of Spark rounds that grows
+with ``log n``, not with the graph's diameter:
+
+1. **contract** -- the epoch's new edges plus the previous epoch's stars ``(component,
+   vertex)`` are hash-partitioned; each task runs union-find (Numba) over its rows and emits
+   one star edge per vertex (:func:`gpu_kernels.unionfind.uf_stars`);
+2. **small-star / large-star** (Kiveris et al. 2014) alternate, one shuffle each, until an
+   iteration changes no edge. The result is a star per component centred on its smallest id.
+
+The loop is a real timely dataflow graph (:func:`wcc_graph`), tracked by a
+:class:`~spark_plugin.service.FrontierService` on the driver. Every Spark task reports the
+messages it consumed and produced as pointstamp count deltas (producer ``wcc-<partition>``,
+``seq`` = global stage number; retried tasks are de-duplicated by the service); the driver
+only ever decides from frontiers (docs/wcc.md):
+
+* iteration ``i`` of epoch ``e`` is complete when the frontiers at ``star.in0`` and
+  ``label.in0`` have no element ``<= (e, i)``;
+* the loop has converged when the frontier at ``label.in0`` has no element of epoch ``e``
+  (no new edge is in flight and nobody holds a capability that could send one);
+* epoch ``e`` is final when the frontier at ``output.in0`` has no element ``(e', _)`` with
+  ``e' <= e``; only then are its labels appended to ``out``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from engine import GraphBuilder, Summary
+from engine.errors import TimelyFrontierError
+
+from .schema import delta_table
+from .service import FrontierService
+from .wcc_io import EdgeInputError, epoch_sources, read_edges
+
+__all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
+           "EdgeInputError", "WccProtocolError"]
+
+log = logging.getLogger(__name__)
+
+#: Output schema of every stage's ``mapInArrow``: data rows (a, b, f) and delta rows (the rest).
+STAGE_DDL = ("a bigint, b bigint, f boolean, loc int, ts array<bigint>, diff bigint, "
+             "producer string, seq bigint")
+PRODUCER = "wcc"
+DRIVER = "wcc-driver"
+OUTPUT = "wcc-output"
+
+
+class WccProtocolError(TimelyFrontierError, RuntimeError):
+    """A frontier did not advance as the protocol requires (a lost or duplicated delta batch)."""
+
+
+@dataclass(frozen=True)
+class WccGraph:
+    """The job's dataflow graph and the locations the driver reads.
+
+    Operators (all at loop depth 1, timestamps ``(epoch, iteration)``): ``edges`` (a), ``label``
+    (b: union-find / large-star; in0 labels from the feedback, in1 edges), ``star`` (s:
+    small-star; out0 to the feedback, out1 results), ``feedback`` (c: ``+(0, 1)``),
+    ``output`` (d).
+    """
+
+    graph: object
+    a_out: int
+    b_in0: int
+    b_in1: int
+    s_in0: int
+    s_out1: int
+    d_in0: int
+
+
+def wcc_graph() -> WccGraph:
+    """Build the WCC dataflow graph (Figure 2 of the verified-progress-tracking paper, with the
+    label operator split into its two exchange stages)."""
+    g = GraphBuilder(m=1)
+    d = g.add_operator(1, 0, depth=1, name="output")
+    a = g.add_operator(0, 1, depth=1, name="edges")
+    b = g.add_operator(2, 1, depth=1, name="label")
+    s = g.add_operator(1, 2, depth=1, name="star")
+    c = g.add_operator(1, 1, depth=1, name="feedback")
+    for i in (0, 1):
+        g.add_summary(b, i, 0, Summary.identity(1))
+    for o in (0, 1):
+        g.add_summary(s, 0, o, Summary.identity(1))
+    g.add_summary(c, 0, 0, Summary.feedback(1))
+    g.connect(a, 0, b, 1)
+    g.connect(b, 0, s, 0)
+    g.connect(s, 0, c, 0)
+    g.connect(c, 0, b, 0)
+    g.connect(s, 1, d, 0)
+    graph = g.build()
+    return WccGraph(graph, graph.source(a, 0), graph.target(b, 0), graph.target(b, 1),
+                    graph.target(s, 0), graph.source(s, 1), graph.target(d, 0))
+
+
+@dataclass(frozen=True)
+class EpochSummary:
+    """One final epoch: sizes, Spark iterations (``rounds``) and wall seconds.
+
+    ``output_frontier`` is the frontier at ``output.in0`` when the epoch was declared final
+    (every element has an epoch greater than ``epoch``).
+    """
+
+    epoch: int
+    vertices: int
+    edges: int
+    components: int
+    rounds: int
+    seconds: float
+    output_frontier: tuple = ()
+
+    def line(self) -> str:
+        return (f"epoch {self.epoch}: vertices {self.vertices}, edges {self.edges}, components "
+                f"{self.components}, rounds {self.rounds}, {self.seconds:.2f} s")
+
+
+@dataclass
+class WccResult:
+    """What :func:`run_wcc` did.
+
+    ``seconds`` is the job's wall time (the session already running); ``tracking_seconds``
+    the driver's progress-tracking time (building delta batches, ``FrontierService.apply``,
+    frontier queries); ``delta_collect_seconds`` the Spark jobs that bring the tasks' delta
+    rows to the driver (``toArrow`` of the checkpointed stage output). ``labels`` (``vertex,
+    component``, sorted by vertex) is the last epoch's labels when no ``out`` was given;
+    ``service`` the frontier service (all its counts are zero at the end); ``stages`` the
+    number of Spark stages run (two per iteration)."""
+
+    epochs: list[EpochSummary] = field(default_factory=list)
+    seconds: float = 0.0
+    tracking_seconds: float = 0.0
+    labels: pa.Table | None = None
+    service: FrontierService | None = None
+    stages: int = 0
+    delta_collect_seconds: float = 0.0
+
+
+class _Stage:
+    """The ``mapInArrow`` function of one stage: the round's work plus its progress deltas.
+
+    kind ``contract`` consumes edge messages (``f``) at ``label.in1 (e, 0)``; ``large``
+    consumes new edges (``f``, counted once per undirected edge) at ``label.in0 (e, i)``; both
+    send every output edge to ``star.in0 (e, i)``, flagged new unless it is unchanged (a star
+    of the previous epoch, or a large-star edge whose centre did not move). ``small`` consumes every row at
+    ``star.in0 (e, i)`` and sends its new edges to ``label.in0 (e, i + 1)`` (via the feedback).
+    """
+
+    def __init__(self, kind: str, epoch: int, it: int, seq: int, locs: dict, large: bool,
+                 wrap: Callable | None, use_gpu: bool = False):
+        self.kind, self.epoch, self.it, self.seq = kind, epoch, it, seq
+        self.locs, self.large, self.wrap, self.use_gpu = locs, large, wrap, use_gpu
+
+    def __call__(self, batches):
+        fn = self._run if self.wrap is None else self.wrap(self._run)
+        return fn(batches)
+
+    def _run(self, batches):
+        from pyspark import TaskContext
+
+        from gpu_kernels.unionfind import large_star, small_star, uf_stars
+
+        ctx = TaskContext.get()
+        part = ctx.partitionId() if ctx is not None else 0
+        bs = list(batches)
+        if bs:
+            t = pa.Table.from_batches(bs)
+            a = t.column("a").to_numpy(zero_copy_only=False).astype(np.int64)
+            b = t.column("b").to_numpy(zero_copy_only=False).astype(np.int64)
+            f = t.column("f").to_numpy(zero_copy_only=False).astype(np.bool_)
+        else:
+            a = b = np.zeros(0, np.int64)
+            f = np.zeros(0, np.bool_)
+        e, i, L = self.epoch, self.it, self.locs
+        kernels = _gpu_kernels() if self.use_gpu and len(a) else None
+        if kernels is None:
+            kernels = {"contract": uf_stars, "large": large_star, "small": small_star}
+        rows = []  # (loc, (epoch, iteration), diff)
+        if self.kind == "contract":
+            rows.append((L["b_in1"], (e, 0), -int(f.sum())))
+            oa, ob = kernels["contract"](a, b)
+            of = _changed_stars(a, b, f, oa, ob)
+            rows.append((L["s_in0"], (e, i), len(oa)))
+        elif self.kind == "large":
+            rows.append((L["b_in0"], (e, i), -int((f & (a < b)).sum())))
+            oa, ob, of = kernels["large"](a, b)
+            rows.append((L["s_in0"], (e, i), len(oa)))
+        else:
+            rows.append((L["s_in0"], (e, i), -len(a)))
+            oa, ob, of = kernels["small"](a, b, f)
+            rows.append((L["b_in0"], (e, i + 1), int(of.sum())))
+        yield from _data_batches(oa, ob, of, self.large)
+        rows = [r for r in rows if r[2] != 0] or [(0, (0, 0), 0)]  # marker: the seq arrives
+        yield _delta_batch(rows, f"{PRODUCER}-{part}", self.seq, self.large)
+
+
+def _gpu_kernels():
+    """The CuPy twins bound to this task's GPU, or ``None`` (no GPU assigned or usable: the
+    reason is logged once per worker by :func:`~spark_plugin.device.gpu_usable`'s caller)."""
+    from .device import choose_device, gpu_usable, task_resources
+
+    try:
+        device = choose_device(os.environ, task_resources())
+    except Exception as e:  # a bad GPU address must not fail the task: use the CPU
+        log.warning("WCC kernels on the CPU: %s", e)
+        return None
+    if device is None:
+        return None
+    ok, why = gpu_usable(device)
+    if not ok:
+        log.warning("GPU %d is assigned to this task but not usable (%s); WCC kernels run on "
+                    "the CPU", device, why)
+        return None
+    import cupy
+
+    from gpu_kernels.unionfind import large_star_xp, small_star_xp, uf_stars_xp
+
+    def on_gpu(fn):
+        def run(*arrays):
+            with cupy.cuda.Device(device):
+                return tuple(cupy.asnumpy(x) for x in fn(cupy, *(cupy.asarray(x) for x in arrays)))
+        return run
+
+    return {"contract": on_gpu(uf_stars_xp), "large": on_gpu(large_star_xp),
+            "small": on_gpu(small_star_xp)}
+
+
+def _changed_stars(a, b, f, oa, ob) -> np.ndarray:
+    """``new[j]``: the contracted edge ``(oa[j], ob[j])`` is not one of the previous epoch's
+    stars among the input (state rows ``f == False``, ``a`` the centre of leaf ``b``)."""
+    old = ~f & (a < b)
+    if not old.any() or len(oa) == 0:
+        return np.ones(len(oa), np.bool_)
+    leaf, root = b[old], a[old]
+    order = np.argsort(leaf, kind="stable")
+    leaf, root = leaf[order], root[order]
+    pos = np.minimum(np.searchsorted(leaf, ob), len(leaf) - 1)
+    return ~((leaf[pos] == ob) & (root[pos] == oa))
+
+
+def _types(large: bool):
+    return (pa.large_list(pa.int64()) if large else pa.list_(pa.int64()),
+            pa.large_string() if large else pa.string())
+
+
+def _stage_schema(large: bool) -> pa.Schema:
+    lst, txt = _types(large)
+    return pa.schema([("a", pa.int64()), ("b", pa.int64()), ("f", pa.bool_()),
+                      ("loc", pa.int32()), ("ts", lst), ("diff", pa.int64()),
+                      ("producer", txt), ("seq", pa.int64())])
+
+
+def _data_batches(a, b, f, large: bool, chunk: int = 1 << 16):
+    schema = _stage_schema(large)
+    n = len(a)
+    for s in range(0, n, chunk):
+        k = min(chunk, n - s)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(a[s:s + k], pa.int64()), pa.array(b[s:s + k], pa.int64()),
+             pa.array(f[s:s + k], pa.bool_()), pa.nulls(k, pa.int32()),
+             pa.nulls(k, schema.field("ts").type), pa.nulls(k, pa.int64()),
+             pa.nulls(k, schema.field("producer").type), pa.nulls(k, pa.int64())], schema=schema)
+
+
+def _delta_batch(rows, producer: str, seq: int, large: bool) -> pa.RecordBatch:
+    schema = _stage_schema(large)
+    k = len(rows)
+    return pa.RecordBatch.from_arrays(
+        [pa.nulls(k, pa.int64()), pa.nulls(k, pa.int64()), pa.nulls(k, pa.bool_()),
+         pa.array([r[0] for r in rows], pa.int32()),
+         pa.array([list(r[1]) for r in rows], schema.field("ts").type),
+         pa.array([r[2] for r in rows], pa.int64()),
+         pa.array([producer] * k, schema.field("producer").type),
+         pa.array([seq] * k, pa.int64())], schema=schema)
+
+
+class _Progress:
+    """tqdm bar on a terminal, plain log lines otherwise, nothing when disabled."""
+
+    def __init__(self, enabled: bool | None, total: int):
+        tty = sys.stderr.isatty()
+        self.enabled = True if enabled is None else bool(enabled)
+        self.bar = None
+        if self.enabled and tty:
+            try:
+                from tqdm import tqdm
+                self.bar = tqdm(total=total, unit="epoch", desc="wcc", file=sys.stderr,
+                                dynamic_ncols=True)
+            except ImportError:  # pragma: no cover
+                self.bar = None
+
+    def round(self, epoch: int, it: int, frontier) -> None:
+        if not self.enabled:
+            return
+        text = f"epoch {epoch} round {it} frontier label.in0 {_fmt_frontier(frontier)}"
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"round {it}, frontier {_fmt_frontier(frontier)}")
+        else:
+            print(f"wcc: {text}", file=sys.stderr, flush=True)
+
+    def epoch(self, summary: EpochSummary) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+        elif self.enabled:
+            print(f"wcc: {summary.line()} (final)", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _le(t, u) -> bool:
+    """The product order of timestamps: every coordinate of ``t`` at most ``u``'s."""
+    return all(x <= y for x, y in zip(t, u))
+
+
+def _fmt_frontier(frontier) -> str:
+    return "{" + ", ".join("(" + ", ".join(str(x) for x in t) + ")" for t in frontier) + "}"
+
+
+class _Checkpoints:
+    """Tracks the RDDs each ``localCheckpoint`` persists, to release them when superseded."""
+
+    def __init__(self, spark):
+        self.sc = spark.sparkContext
+
+    def _ids(self) -> set:
+        try:
+            return set(int(k) for k in self.sc._jsc.getPersistentRDDs().keySet().toArray())
+        except Exception:  # pragma: no cover - only a memory optimisation
+            return set()
+
+    def checkpoint(self, df):
+        before = self._ids()
+        out = df.localCheckpoint(eager=True)
+        return out, self._ids() - before
+
+    def release(self, ids) -> None:
+        if not ids:
+            return
+        try:
+            rdds = self.sc._jsc.getPersistentRDDs()
+            for i in ids:
+                r = rdds.get(i)
+                if r is not None:
+                    r.unpersist(False)
+        except Exception:  # pragma: no cover
+            pass
+
+
+def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
+            partitions: int | None = None, backend: str | None = None,
+            progress: bool | None = None, on_epoch=None, task_wrapper=None) -> WccResult:
+    """Run the incremental WCC job.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+    edges : str or Path
+        An edge file (SNAP text, CSV with a header, Parquet) split into ``epochs`` slices, or a
+        directory of epoch files (one epoch per file, sorted by name).
+    epochs : int
+        Number of slices of a single file (ignored for a directory).
+    out : str, optional
+        Parquet dataset to append ``epoch, vertex, component`` (int64) to, one append per
+        final epoch. Without it the last epoch's labels are in ``result.labels``.
+    partitions : int, optional
+        Spark partitions per stage (fixed: one producer per partition); default the
+        session's default parallelism.
+    backend : {"auto", "cpu", "cuda"}, optional
+        Engine backend of the driver's frontier service (default ``$TFRONT_BACKEND`` or
+        auto). Unless ``"cpu"``, tasks that have a usable GPU (``CUDA_VISIBLE_DEVICES`` or
+        their Spark ``gpu`` resource, :mod:`spark_plugin.device`) run the CuPy twins of the
+        kernels there; the others run the Numba CPU kernels.
+    progress : bool, optional
+        Report progress on stderr: a tqdm bar (epochs, with the round and the frontier at
+        ``label.in0``) when stderr is a terminal, plain log lines otherwise. Default on;
+        ``False`` is silent.
+    on_epoch : callable, optional
+        Called with each :class:`EpochSummary` right after the epoch is written.
+    task_wrapper : callable, optional
+        Testing hook: ``task_wrapper(fn)`` wraps every stage's task function.
+
+    Raises
+    ------
+    EdgeInputError
+        Malformed input (file and line named); nothing is written for that epoch.
+    WccProtocolError
+        A frontier did not advance as required (lost delta batch).
+    """
+    from pyspark.sql import functions as F
+
+    from .batch import collect_arrow, large_var_types
+
+    t_start = time.perf_counter()
+    P = int(partitions or spark.sparkContext.defaultParallelism)
+    if P < 1:
+        raise ValueError(f"partitions must be positive, got {partitions!r}")
+    if backend not in (None, "auto", "cpu", "cuda"):
+        raise ValueError(f"backend must be auto, cpu or cuda, got {backend!r}")
+    use_gpu = backend != "cpu"   # executors use their GPU when one is assigned and usable
+    if backend == "auto":
+        backend = None
+    wg = wcc_graph()
+    svc = FrontierService(wg.graph, backend=backend, strict=True)
+    locs = {"b_in0": wg.b_in0, "b_in1": wg.b_in1, "s_in0": wg.s_in0}
+    large = large_var_types(spark)
+    result = WccResult(service=svc)
+    ck = _Checkpoints(spark)
+    tracking = 0.0
+    collecting = 0.0
+    seq = {"driver": 0, "stage": 0, "output": 0}
+
+    def driver(rows, producer=DRIVER, key="driver"):
+        nonlocal tracking
+        t0 = time.perf_counter()
+        tbl = delta_table([r[0] for r in rows], [list(r[1]) for r in rows],
+                          [r[2] for r in rows], producer, seq[key])
+        seq[key] += 1
+        svc.apply(tbl)
+        tracking += time.perf_counter() - t0
+
+    def frontier(loc):
+        nonlocal tracking
+        t0 = time.perf_counter()
+        f = svc.frontier(loc)
+        tracking += time.perf_counter() - t0
+        return f
+
+    def stage(kind, df, e, it, key):
+        """Run one stage on ``df`` (columns a, b, f) partitioned by ``key``; apply its deltas;
+        return the checkpointed edge DataFrame and the ids of its persisted RDDs."""
+        nonlocal tracking
+        fn = _Stage(kind, e, it, seq["stage"], locs, large, task_wrapper, use_gpu)
+        s = seq["stage"]
+        seq["stage"] += 1
+        done, ids = ck.checkpoint(df.repartition(P, key).mapInArrow(fn, STAGE_DDL))
+        nonlocal collecting
+        t0 = time.perf_counter()
+        deltas = collect_arrow(done.filter(F.col("a").isNull())
+                               .select("loc", "ts", "diff", "producer", "seq"))
+        t1 = time.perf_counter()
+        res = svc.apply(deltas)
+        collecting += t1 - t0
+        tracking += time.perf_counter() - t1
+        want = {f"{PRODUCER}-{p}": s for p in range(P)}
+        got = {p for p, q in res.applied if q == s} | {p for p, q in res.duplicates if q == s}
+        if set(want) - got:
+            svc.check_complete(want)  # raises MissingBatchError naming the producers
+        return done.filter(F.col("a").isNotNull()).select("a", "b", "f"), ids
+
+    total, sources = epoch_sources(edges, epochs)
+    bar = _Progress(progress, total)
+    state = None        # converged stars (a = component, b = vertex), f false
+    state_ids: set = set()
+    labels = None       # vertex, component of all vertices seen so far
+    labels_ids: set = set()
+    n_edges = 0
+    try:
+        driver([(wg.a_out, (0, 0), 1)])  # the edge input's capability for epoch 0
+        for e, (what, read) in enumerate(sources):
+            t_epoch = time.perf_counter()
+            table = read()  # EdgeInputError before anything of this epoch happens
+            n_new = table.num_rows
+            n_edges += n_new
+            more = e + 1 < total
+            # a sends the epoch's edges to label.in1 at (e, 0); the star operator takes a
+            # capability for the epoch's results; a moves its capability on (or drops it).
+            rows = [(wg.b_in1, (e, 0), n_new), (wg.s_out1, (e, 0), 1), (wg.a_out, (e, 0), -1)]
+            if more:
+                rows.append((wg.a_out, (e + 1, 0), 1))
+            driver([r for r in rows if r[2] != 0])
+            new = spark.createDataFrame(
+                pa.table({"a": table.column("src"), "b": table.column("dst"),
+                          "f": pa.array(np.ones(n_new, np.bool_))}),
+                schema="a bigint, b bigint, f boolean")
+            inp = new if state is None else state.unionByName(new)
+            df, ids = stage("contract", inp, e, 0, F.least("a", "b"))
+            it = 0
+            while True:
+                df, ids2 = stage("small", df, e, it, F.col("b"))
+                ck.release(ids)
+                ids = ids2
+                fb, fs = frontier(wg.b_in0), frontier(wg.s_in0)
+                if any(_le(t, (e, it)) for t in fb) or any(_le(t, (e, it)) for t in fs):
+                    raise WccProtocolError(
+                        f"epoch {e} iteration {it}: all tasks reported, but the frontier at "
+                        f"label.in0 {_fmt_frontier(fb)} / star.in0 {_fmt_frontier(fs)} has not "
+                        f"passed ({e}, {it})")
+                bar.round(e, it, fb)
+                if not any(t[0] <= e for t in fb):
+                    break  # converged: no new edge of epoch e can reach the label operator
+                it += 1
+                both = df.unionByName(df.select(F.col("b").alias("a"), F.col("a").alias("b"), "f"))
+                df, ids2 = stage("large", both, e, it, F.col("a"))
+                ck.release(ids)
+                ids = ids2
+            rounds = it + 1
+            old_state_ids = state_ids
+            state, state_ids = df, ids
+            ck.release(old_state_ids)
+            # labels of every vertex seen so far: the star's centre, or the vertex itself
+            verts = new.select(F.col("a").alias("vertex")).unionByName(
+                new.select(F.col("b").alias("vertex")))
+            if labels is not None:
+                verts = verts.unionByName(labels.select("vertex"))
+            lab = verts.distinct().join(
+                state.select(F.col("b").alias("vertex"), F.col("a").alias("component")),
+                "vertex", "left").select(
+                "vertex", F.coalesce(F.col("component"), F.col("vertex")).alias("component"))
+            lab, lab_ids = ck.checkpoint(lab)
+            ck.release(labels_ids)
+            labels, labels_ids = lab, lab_ids
+            stats = labels.agg(F.count(F.lit(1)).alias("v"),
+                               F.sum((F.col("vertex") == F.col("component")).cast("long"))
+                               .alias("c")).collect()[0]
+            # star sends the results to the output operator and drops its capability; the
+            # output operator receives (stashes) them.
+            driver([(wg.d_in0, (e, it), 1), (wg.s_out1, (e, 0), -1)])
+            driver([(wg.d_in0, (e, it), -1)], producer=OUTPUT, key="output")
+            fd = frontier(wg.d_in0)
+            if any(t[0] <= e for t in fd):
+                raise WccProtocolError(f"epoch {e}: the frontier at output.in0 "
+                                       f"{_fmt_frontier(fd)} has not passed epoch {e}")
+            if out is not None:
+                labels.select(F.lit(e).cast("long").alias("epoch"), "vertex", "component") \
+                    .write.mode("append").parquet(str(out))
+            summary = EpochSummary(e, int(stats["v"] or 0), n_edges, int(stats["c"] or 0),
+                                   rounds, time.perf_counter() - t_epoch, tuple(fd))
+            result.epochs.append(summary)
+            bar.epoch(summary)
+            if on_epoch is not None:
+                on_epoch(summary)
+        if out is None and labels is not None:
+            result.labels = collect_arrow(labels.orderBy("vertex"))
+        elif labels is None:
+            result.labels = pa.table({"vertex": pa.array([], pa.int64()),
+                                      "component": pa.array([], pa.int64())})
+    finally:
+        bar.close()
+        ck.release(state_ids | labels_ids)
+    result.seconds = time.perf_counter() - t_start
+    result.tracking_seconds = tracking
+    result.delta_collect_seconds = collecting
+    result.stages = seq["stage"]
+    return result
+
+
+def main_wcc(args) -> int:
+    """The ``tfront wcc`` command (called by :mod:`engine.cli`)."""
+    from .config import build_session
+
+    if not Path(args.edges).exists():
+        raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
+    if args.epochs < 1:
+        raise EdgeInputError(f"--epochs must be a positive integer, got {args.epochs}", args.edges)
+    conf = {"spark.ui.enabled": "false"}
+    if args.master:
+        conf["spark.master"] = args.master
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = build_session("local", app_name="tfront-wcc", conf=conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        def report(s: EpochSummary) -> None:
+            print(s.line(), flush=True)
+
+        res = run_wcc(spark, args.edges, epochs=args.epochs, out=args.out,
+                      partitions=args.partitions, backend=args.backend, on_epoch=report)
+        print(f"total: {len(res.epochs)} epochs, {res.seconds:.2f} s "
+              f"(progress tracking {res.tracking_seconds:.2f} s)"
+              + (f", labels in {args.out}" if args.out else ""), flush=True)
+    finally:
+        spark.stop()
+    return 0

@@ -1,0 +1,217 @@
+"""Edge input of the WCC job: SNAP text, CSV with a header, Parquet; epochs from slices or files.
+
+* **SNAP text** (any name but ``*.csv`` / ``*.parquet``; ``.gz`` is decompressed): one edge
+  ``src dst`` per line, separated by white space or a comma; ``#`` starts a comment; blank
+  lines are skipped.
+* **CSV** (``*.csv``, ``*.csv.gz``): a header line; the columns ``src`` and ``dst`` (else the
+  first two columns); ``#`` comment lines are skipped.
+* **Parquet** (``*.parquet``, ``*.pq``): integer columns ``src`` and ``dst``.
+
+Ids must be non-negative integers that fit int64. Anything else raises
+:class:`EdgeInputError`, naming the file and the line (the row for Parquet).
+
+:func:`epoch_sources` turns a file into ``K`` consecutive, equal slices of its rows, or a
+directory into one epoch per file (sorted by name, hidden and ``_`` files skipped).
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from engine.errors import TimelyFrontierError
+
+__all__ = ["EdgeInputError", "read_edges", "epoch_sources", "edge_files", "EDGE_SCHEMA"]
+
+#: The schema :func:`read_edges` returns.
+EDGE_SCHEMA = pa.schema([pa.field("src", pa.int64(), nullable=False),
+                         pa.field("dst", pa.int64(), nullable=False)])
+
+
+class EdgeInputError(TimelyFrontierError, ValueError):
+    """An edge file is malformed: the message names the file and the line (or row).
+
+    Attributes
+    ----------
+    path : str
+    line : int or None
+        1-based line number (row number, 1-based, for Parquet); ``None`` for file-level errors.
+    """
+
+    def __init__(self, message: str, path: str, line: int | None = None):
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
+def _fmt(path) -> str:
+    return str(path)
+
+
+def _kind(path: Path) -> str:
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    if name.endswith((".parquet", ".pq")):
+        return "parquet"
+    if name.endswith(".csv"):
+        return "csv"
+    return "text"
+
+
+def _open_text(path: Path) -> str:
+    try:
+        if path.name.lower().endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                return f.read()
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise EdgeInputError(f"{_fmt(path)}: not a UTF-8 text edge file ({e})", str(path)) from None
+
+
+def read_edges(path) -> pa.Table:
+    """Read one edge file as a table ``src int64, dst int64`` (rows in file order).
+
+    Raises
+    ------
+    EdgeInputError
+        A malformed line (not two fields), a non-integer or negative id; the message reads
+        ``FILE:LINE: ...``.
+    FileNotFoundError
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"edge file {_fmt(path)!r} does not exist")
+    kind = _kind(path)
+    if kind == "parquet":
+        return _read_parquet(path)
+    text = _open_text(path)
+    return _parse_lines(path, text.splitlines(), csv=kind == "csv")
+
+
+def _parse_lines(path: Path, lines: list[str], *, csv: bool) -> pa.Table:
+    cols = (0, 1)
+    ncols = None
+    rows: list[list[str]] = []
+    numbers: list[int] = []
+    header_seen = not csv
+    for no, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if not header_seen:
+            names = [c.strip().strip('"').lower() for c in line.split(",")]
+            if "src" in names and "dst" in names:
+                cols = (names.index("src"), names.index("dst"))
+            elif len(names) < 2:
+                raise EdgeInputError(f"{_fmt(path)}:{no}: CSV header {line!r} has fewer than two "
+                                     f"columns (expected src,dst)", str(path), no)
+            ncols = len(names)
+            header_seen = True
+            continue
+        if csv:
+            fields = [c.strip() for c in line.split(",")]
+            if len(fields) != ncols:
+                raise EdgeInputError(f"{_fmt(path)}:{no}: malformed line {raw!r}: {len(fields)} "
+                                     f"fields, the header has {ncols}", str(path), no)
+            fields = [fields[cols[0]], fields[cols[1]]]
+        else:
+            if "#" in line:
+                line = line.split("#", 1)[0]
+            fields = line.replace(",", " ").split()
+            if len(fields) != 2:
+                raise EdgeInputError(f"{_fmt(path)}:{no}: malformed line {raw!r}: expected two "
+                                     f"vertex ids 'src dst'", str(path), no)
+        rows.append(fields)
+        numbers.append(no)
+    n = len(rows)
+    flat = [x for r in rows for x in r]
+    try:
+        ids = np.array(flat, dtype=np.int64) if n else np.zeros(0, np.int64)
+    except (ValueError, OverflowError):
+        ids = None
+    if ids is None or ids.shape != (2 * n,):
+        for r, no in zip(rows, numbers):
+            for x in r:
+                try:
+                    v = int(x)
+                except ValueError:
+                    raise EdgeInputError(f"{_fmt(path)}:{no}: vertex id {x!r} is not an integer",
+                                         str(path), no) from None
+                if not -(1 << 63) <= v < (1 << 63):
+                    raise EdgeInputError(f"{_fmt(path)}:{no}: vertex id {x} does not fit int64",
+                                         str(path), no)
+        raise EdgeInputError(f"{_fmt(path)}: cannot parse vertex ids", str(path))  # pragma: no cover
+    neg = np.flatnonzero(ids < 0)
+    if neg.size:
+        r = int(neg[0]) // 2
+        raise EdgeInputError(f"{_fmt(path)}:{numbers[r]}: vertex id {int(ids[neg[0]])} is "
+                             f"negative; ids must be >= 0", str(path), numbers[r])
+    ids = ids.reshape(n, 2)
+    return pa.Table.from_arrays([pa.array(ids[:, 0]), pa.array(ids[:, 1])], schema=EDGE_SCHEMA)
+
+
+def _read_parquet(path: Path) -> pa.Table:
+    import pyarrow.parquet as pq
+
+    try:
+        t = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise EdgeInputError(f"{_fmt(path)}: not a readable Parquet file ({e})", str(path)) from None
+    cols = []
+    for name in ("src", "dst"):
+        if name not in t.column_names:
+            raise EdgeInputError(f"{_fmt(path)}: Parquet file has no column {name!r} (columns: "
+                                 f"{', '.join(t.column_names) or '(none)'})", str(path))
+        c = t.column(name).combine_chunks() if t.num_rows else pa.array([], pa.int64())
+        if not pa.types.is_integer(c.type):
+            raise EdgeInputError(f"{_fmt(path)}: column {name!r} has type {c.type}, expected "
+                                 f"integer vertex ids", str(path))
+        if c.null_count:
+            row = int(np.flatnonzero(c.is_null().to_numpy(zero_copy_only=False))[0]) + 1
+            raise EdgeInputError(f"{_fmt(path)}: row {row}: column {name!r} is null", str(path),
+                                 row)
+        try:
+            v = c.cast(pa.int64()).to_numpy(zero_copy_only=False)
+        except pa.ArrowInvalid as e:
+            raise EdgeInputError(f"{_fmt(path)}: column {name!r}: {e}", str(path)) from None
+        neg = np.flatnonzero(v < 0)
+        if neg.size:
+            row = int(neg[0]) + 1
+            raise EdgeInputError(f"{_fmt(path)}: row {row}: vertex id {int(v[neg[0]])} in column "
+                                 f"{name!r} is negative; ids must be >= 0", str(path), row)
+        cols.append(pa.array(v, pa.int64()))
+    return pa.Table.from_arrays(cols, schema=EDGE_SCHEMA)
+
+
+def edge_files(directory) -> list[Path]:
+    """The epoch files of a directory, sorted by name (hidden and ``_``-prefixed skipped)."""
+    d = Path(directory)
+    return sorted(p for p in d.iterdir()
+                  if p.is_file() and not p.name.startswith((".", "_")))
+
+
+def epoch_sources(edges, epochs: int = 1) -> tuple[int, Iterator[tuple[str, "callable"]]]:
+    """``(number of epochs, iterator of (description, read()) per epoch)``.
+
+    A file is read (and validated) once, up front, and split into ``epochs`` consecutive
+    slices of equal size (the first slices one row shorter when it does not divide); a
+    directory yields one epoch per file, each read when its epoch starts.
+    """
+    path = Path(edges)
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
+        raise EdgeInputError(f"--epochs must be a positive integer, got {epochs!r}", str(path))
+    if path.is_dir():
+        files = edge_files(path)
+        return len(files), ((str(f), (lambda f=f: read_edges(f))) for f in files)
+    table = read_edges(path)
+    n = table.num_rows
+    bounds = [(e * n) // epochs for e in range(epochs + 1)]
+    return epochs, ((f"{path} rows {bounds[e] + 1}-{bounds[e + 1]}",
+                     (lambda s=bounds[e], t=bounds[e + 1]: table.slice(s, t - s)))
+                    for e in range(epochs))
+

@@ -1,0 +1,178 @@
+"""Frontier-driven completion of the WCC job, task retries, lost delta batches, bad input."""
+
+import gzip
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from engine.cli import _parser
+from spark_plugin.errors import MissingBatchError
+from spark_plugin.wcc import EdgeInputError, WccProtocolError, read_edges, run_wcc
+
+pytestmark = pytest.mark.spark
+
+EDGES = [(1, 2), (2, 3), (5, 6), (7, 7), (3, 1), (10, 11), (11, 12), (6, 2), (20, 21), (12, 20)]
+
+
+def write_text(path, edges, header="# src dst\n"):
+    with open(path, "w") as f:
+        f.write(header)
+        for s, d in edges:
+            f.write(f"{s} {d}\n")
+    return path
+
+
+def expected(edges):
+    parent = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+    for s, d in edges:
+        rs, rd = find(s), find(d)
+        if rs != rd:
+            parent[max(rs, rd)] = min(rs, rd)
+    return {v: find(v) for v in parent}
+
+
+def written(out):
+    if not os.path.exists(out):
+        return {}
+    t = pq.read_table(out)
+    res = {}
+    for e, v, c in zip(*(t.column(n).to_pylist() for n in ("epoch", "vertex", "component"))):
+        res.setdefault(e, []).append((v, c))
+    return res
+
+
+def test_epochs_are_written_after_the_output_frontier_passes_them_exactly_once(spark, tmp_path):
+    """Every task fails on its first attempt; Spark retries; each epoch is still written once,
+    after the frontier at output.in0 passed it, with the right labels."""
+    src = write_text(tmp_path / "g.txt", EDGES)
+    out = str(tmp_path / "out")
+    failures = tmp_path / "failures"
+    failures.mkdir()
+    fdir = str(failures)
+
+    def fail_first_attempt(run):
+        def wrapped(batches):
+            from pyspark import TaskContext
+
+            ctx = TaskContext.get()
+            if ctx.attemptNumber() == 0:
+                open(os.path.join(fdir, f"{ctx.stageId()}-{ctx.partitionId()}"), "w").close()
+                raise RuntimeError("injected failure on the first attempt")
+            yield from run(batches)
+        return wrapped
+
+    seen = []
+
+    def on_epoch(s):
+        now = written(out)
+        seen.append((s.epoch, sorted(now), len(now.get(s.epoch, [])), s.vertices,
+                     s.output_frontier))
+
+    res = run_wcc(spark, src, epochs=2, out=out, partitions=2, progress=False,
+                  on_epoch=on_epoch, task_wrapper=fail_first_attempt)
+    assert len(os.listdir(failures)) > 0
+    assert [x[0] for x in seen] == [0, 1]
+    for e, epochs_on_disk, rows, vertices, frontier in seen:
+        assert epochs_on_disk == list(range(e + 1))      # nothing of a later epoch yet
+        assert rows == vertices                           # this epoch written exactly once
+        assert all(t[0] > e for t in frontier)            # output frontier passed e
+    final = written(out)
+    n = len(EDGES)
+    for e in range(2):
+        edges = EDGES[:(e + 1) * n // 2]
+        assert dict(final[e]) == expected(edges)
+        assert len(final[e]) == len(expected(edges))
+    assert res.service.counts().num_rows == 0
+    st = res.service.status()
+    assert st.next_seq[f"wcc-0"] == res.stages and st.next_seq["wcc-1"] == res.stages
+
+
+def test_a_lost_delta_batch_stops_the_epoch_before_it_is_written(spark, tmp_path):
+    """Partition 0's progress deltas of epoch 1 never arrive: the frontier cannot pass, the
+    job fails with a named error, and only epoch 0 is on disk."""
+    src = write_text(tmp_path / "g.txt", EDGES)
+    out = str(tmp_path / "out")
+
+    class DropDeltas:
+        def __init__(self, run):
+            self.run = run
+            self.epoch = run.__self__.epoch
+
+        def __call__(self, batches):
+            from pyspark import TaskContext
+
+            part = TaskContext.get().partitionId()
+            for b in self.run(batches):
+                if self.epoch == 1 and part == 0 and b.column("loc").null_count == 0:
+                    continue
+                yield b
+
+    with pytest.raises((MissingBatchError, WccProtocolError), match="wcc-0"):
+        run_wcc(spark, src, epochs=2, out=out, partitions=2, progress=False,
+                task_wrapper=DropDeltas)
+    assert sorted(written(out)) == [0]
+
+
+def test_bad_epoch_file_raises_named_error_and_writes_nothing_for_it(spark, tmp_path):
+    d = tmp_path / "epochs"
+    d.mkdir()
+    write_text(d / "e0.txt", EDGES[:4])
+    with open(d / "e1.txt", "w") as f:
+        f.write("1 2\n3 x\n")
+    out = str(tmp_path / "out")
+    with pytest.raises(EdgeInputError, match=r"e1\.txt:2: vertex id 'x' is not an integer"):
+        run_wcc(spark, d, out=out, partitions=2, progress=False)
+    assert sorted(written(out)) == [0]
+
+
+@pytest.mark.parametrize(("text", "line", "what"), [
+    ("1 2\n3\n", 2, "malformed line"),
+    ("1 2\n# c\n\n3 4 5\n", 4, "malformed line"),
+    ("1 2\n1.5 3\n", 2, "is not an integer"),
+    ("1 2\n2 -3\n", 2, "is negative"),
+    ("1 2\n99999999999999999999 1\n", 2, "does not fit int64"),
+])
+def test_bad_text_input_names_file_and_line(tmp_path, text, line, what):
+    p = tmp_path / "bad.txt"
+    p.write_text(text)
+    with pytest.raises(EdgeInputError, match=rf"bad\.txt:{line}: .*{what}") as ei:
+        read_edges(p)
+    assert ei.value.line == line and ei.value.path == str(p)
+
+
+def test_input_formats(tmp_path):
+    want = [(1, 2), (3, 4), (5, 6)]
+    (tmp_path / "a.txt").write_text("# SNAP\n1\t2\n3,4 # trailing comment\n\n5  6\n")
+    with gzip.open(tmp_path / "a.txt.gz", "wt") as f:
+        f.write("1 2\n3 4\n5 6\n")
+    (tmp_path / "a.csv").write_text("w,dst,src\n9,2,1\n9,4,3\n9,6,5\n")
+    pq.write_table(pa.table({"src": pa.array([1, 3, 5], pa.int32()), "dst": [2, 4, 6]}),
+                   tmp_path / "a.parquet")
+    for name in ("a.txt", "a.txt.gz", "a.csv", "a.parquet"):
+        t = read_edges(tmp_path / name)
+        assert t.schema.names == ["src", "dst"] and t.schema.field("src").type == pa.int64()
+        assert list(zip(t.column("src").to_pylist(), t.column("dst").to_pylist())) == want, name
+    (tmp_path / "bad.csv").write_text("src,dst\n1,2\n3\n")
+    with pytest.raises(EdgeInputError, match=r"bad\.csv:3: malformed line"):
+        read_edges(tmp_path / "bad.csv")
+    pq.write_table(pa.table({"src": [1, -3], "dst": [2, 4]}), tmp_path / "neg.parquet")
+    with pytest.raises(EdgeInputError, match=r"neg\.parquet: row 2: vertex id -3"):
+        read_edges(tmp_path / "neg.parquet")
+    assert read_edges(tmp_path / "a.txt").num_rows == 3
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing\n")
+    assert read_edges(empty).num_rows == 0
+
+
+def test_cli_parses_wcc():
+    args = _parser().parse_args(["wcc", "g.txt", "--epochs", "4", "--out", "o", "--master",
+                                 "local[2]", "--partitions", "3", "--backend", "cpu"])
+    assert (args.edges, args.epochs, args.out, args.master, args.partitions, args.backend) == \
+        ("g.txt", 4, "o", "local[2]", 3, "cpu")

@@ -1,0 +1,666 @@
+"""Benchmark of the Spark WCC job (``spark_plugin.wcc.run_wcc``) against GraphX and scipy.
+
+What it measures
+----------------
+For each graph of ``--graphs`` (:data:`perf.graphs.GRAPHS`: ``rmat1m``, ``rmat10m`` -- R-MAT
+with (a, b, c, d) = (0.57, 0.19, 0.19, 0.05) and 1M / 10M edges --, ``grid300``, ``grid1000``
+-- n x n grids --, ``small`` -- 100k components of 2 to 20 vertices --, and ``tiny``,
+``grid100`` for smoke tests) the graph is generated once, deterministically, into
+``perf/results/graphs/`` (Parquet ``src, dst`` int64 and SNAP-style text, plus a ``.json``
+with the component count scipy finds). Then each system of ``--systems`` runs on it in a
+**fresh child process** (``python -m perf.bench_wcc --one SYSTEM --graph FILE ...``):
+
+* ``ours`` -- ``run_wcc(spark, graph.parquet, epochs=1, partitions=P)``;
+* ``graphx`` -- GraphX through PySpark's JVM gateway: ``GraphLoader.edgeListFile(sc, graph.txt,
+  false, P, MEMORY_ONLY, MEMORY_ONLY)``, then ``graph.ops().connectedComponents()`` and
+  ``.vertices().count()`` to force it, with ``spark.graphx.pregel.checkpointInterval``
+  (``--checkpoint-interval``, default 10) and ``sc.setCheckpointDir`` (without them the
+  Pregel lineage grows with every iteration and a 100 x 100 grid already fails);
+* ``scipy`` -- one core: read the Parquet file, build a CSR matrix, ``connected_components``
+  (weak); no Spark.
+
+Both Spark systems get the same settings: the ``local`` preset of ``spark_plugin.config``
+with ``spark.master`` = ``--master`` (default ``local[2]``), ``--partitions`` P (default: the
+master's core count) as shuffle partitions, default parallelism and input partitions, the
+same ``--driver-memory`` and the same checkpoint interval and directory.
+
+Times
+~~~~~
+* ``whole_s`` -- the whole process, including interpreter and Spark start-up, measured by the
+  parent from ``fork`` to ``wait``, minus ``verify_s`` (see below);
+* ``job_s`` -- measured by the child around the job alone, from the started session to the
+  forced result (for all three systems it includes reading the input file);
+* ``session_s`` -- the child's Spark session start-up; ``reported_s`` and ``tracking_s`` --
+  ``result.seconds`` and ``result.tracking_seconds`` of ``run_wcc``; ``tracking_share`` =
+  ``tracking_s / reported_s``.
+
+After the timed job GraphX's component count is computed (``vertices.values.distinct.count``,
+another Spark job) to check it against scipy's; that takes ``verify_s``, which is subtracted
+from the whole-process time (``whole_raw_s`` keeps the raw figure). ``ours`` reports its count
+in its result at no extra cost.
+
+Memory
+~~~~~~
+``driver_maxrss_kib``: the child Python process's ``ru_maxrss``; ``jvm_hwm_kib``: the Spark
+JVM's ``VmHWM`` from ``/proc/<pid>/status`` read just before stopping Spark (the JVM is never
+reaped by the child, so ``RUSAGE_CHILDREN`` cannot see it); ``workers_hwm_kib``: the sum of
+``VmHWM`` over the Python workers alive under the JVM at that point; ``peak_total_kib`` = the
+sum of the three (an upper bound on the peak footprint of the process tree).
+``tree_maxrss_kib`` is the ``ru_maxrss`` the parent gets from ``wait4``: the largest process
+the child reaped, in practice the child itself (the JVM outlives it and is not counted there).
+
+A system that fails, or runs past ``--timeout`` (its process group is then killed), is
+recorded with ``status`` ``"failed"`` / ``"timeout"`` and its error; the benchmark goes on.
+
+How to run (from the repository root)
+-------------------------------------
+::
+
+    python -m perf.bench_wcc --graphs grid300,rmat1m
+    python -m perf.bench_wcc --graphs rmat1m,rmat10m,grid300,grid1000,small \\
+        --systems ours,graphx,scipy --master 'local[2]' --timeout 1800 \\
+        --out perf/results/wcc.json --plot perf/results/wcc.png
+
+How to read the output
+----------------------
+The table has one row per (graph, system): status, whole-process and job seconds, Spark
+start-up, peak memory (MB, ``peak_total_kib``), component count and whether it equals scipy's,
+and for ``ours`` the share of job time spent in progress tracking. Below it, per graph, the
+speed-ups of ours over GraphX (GraphX time / our time; above 1 means ours is faster), and the
+issue's targets with PASS / FAIL / n/a. The JSON (``--out``) holds ``commit``, ``dirty``,
+``machine``, ``parameters``, ``graphs`` (metadata), ``runs`` (raw records), ``speedups``,
+``targets``. The PNG (``--plot``) shows whole-process and job time per graph and system on a
+log scale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from perf import graphs as G  # noqa: E402
+
+SYSTEMS = ("ours", "graphx", "scipy")
+DEFAULT_GRAPHS = ("rmat1m", "rmat10m", "grid300", "grid1000", "small")
+RESULT_MARK = "BENCH_WCC_RESULT "
+
+#: GraphX reference figures from the issue (seconds, whole process / job), 2-core machine.
+GRAPHX_REFERENCE = {"rmat1m": {"whole_s": 17.0, "job_s": 8.0}, "rmat10m": {"whole_s": 144.0},
+                    "grid300": {"whole_s": 121.0}}
+
+#: Targets of the issue: (graph, what, threshold).
+TARGETS = [
+    ("rmat10m", "speedup_whole", 3.0, "ours >= 3x faster than GraphX, whole process, rmat10m"),
+    ("grid300", "speedup_whole", 3.0, "ours >= 3x faster than GraphX, whole process, grid300"),
+    ("rmat1m", "speedup_job", 3.0, "ours >= 3x faster than GraphX, job time, rmat1m"),
+    ("grid1000", "ours_finishes", None, "ours finishes the 1000 x 1000 grid"),
+    ("*", "tracking_share", 0.05, "progress tracking <= 5% of our job time (every graph)"),
+]
+
+
+# --- environment ---------------------------------------------------------------------------
+
+def _git(*args: str) -> str | None:
+    try:
+        r = subprocess.run(["git", "--no-optional-locks", *args], cwd=ROOT, capture_output=True,
+                           text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def _java_version() -> str | None:
+    try:
+        r = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (r.stderr or r.stdout).splitlines()[0] if (r.stderr or r.stdout) else None
+
+
+def _machine() -> dict:
+    info = {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "hostname": platform.node(),
+        "java": _java_version(),
+    }
+    try:
+        with open("/proc/meminfo") as f:
+            info["mem_total_kib"] = int(f.readline().split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    for mod in ("numpy", "scipy", "pyarrow", "pyspark"):
+        try:
+            info[mod] = __import__(mod).__version__
+        except Exception:  # noqa: BLE001 -- a missing package is just not reported
+            info[mod] = None
+    return info
+
+
+def master_cores(master: str) -> int:
+    """Cores of a ``local[N]`` / ``local[N,F]`` / ``local[*]`` / ``local`` master."""
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    if not m:
+        return os.cpu_count() or 1
+    if m.group(1) in (None,):
+        return 1
+    return (os.cpu_count() or 1) if m.group(1) == "*" else int(m.group(1))
+
+
+# --- memory readings -----------------------------------------------------------------------
+
+def _maxrss_kib() -> int:
+    scale = 1 if sys.platform.startswith("linux") else 1 / 1024
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
+
+
+def _vm_hwm_kib(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _descendants(pid: int) -> list[int]:
+    """Process ids below ``pid`` (Linux ``/proc``), any depth."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _spark_memory(sc) -> dict:
+    """JVM and Python-worker high-water marks (KiB), read while Spark still runs."""
+    try:
+        jvm_pid = int(sc._jvm.java.lang.ProcessHandle.current().pid())
+    except Exception:  # noqa: BLE001
+        return {"jvm_pid": None, "jvm_hwm_kib": None, "workers_hwm_kib": None, "workers": 0}
+    workers = [p for p in _descendants(jvm_pid)]
+    hwm = [h for h in (_vm_hwm_kib(p) for p in workers) if h is not None]
+    return {"jvm_pid": jvm_pid, "jvm_hwm_kib": _vm_hwm_kib(jvm_pid),
+            "workers_hwm_kib": sum(hwm), "workers": len(hwm)}
+
+
+# --- the child: one system on one graph ----------------------------------------------------
+
+def spark_settings(master: str, partitions: int, driver_memory: str,
+                   checkpoint_interval: int) -> dict[str, str]:
+    """The Spark settings both Spark systems run with (on top of the ``local`` preset)."""
+    return {
+        "spark.master": master,
+        "spark.sql.shuffle.partitions": str(partitions),
+        "spark.default.parallelism": str(partitions),
+        "spark.driver.memory": driver_memory,
+        "spark.ui.enabled": "false",
+        "spark.graphx.pregel.checkpointInterval": str(checkpoint_interval),
+    }
+
+
+def start_spark(settings: dict[str, str], checkpoint_dir: str, app_name: str):
+    from spark_plugin.config import build_session
+
+    spark = build_session("local", app_name=app_name, conf=settings)
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setCheckpointDir(checkpoint_dir)
+    return spark
+
+
+def graphx_connected_components(sc, edge_list: str, partitions: int, *,
+                                count_components: bool = True) -> dict:
+    """GraphX ``connectedComponents`` on a SNAP-style edge list, through the JVM gateway.
+
+    ``GraphLoader.edgeListFile(sc, path, canonicalOrientation=false, numEdgePartitions,
+    edgeStorageLevel, vertexStorageLevel)`` (Scala default arguments passed explicitly),
+    ``graph.ops().connectedComponents()`` (the method lives on ``GraphOps``), forced by
+    ``vertices().count()``. Returns ``vertices``, ``job_s`` and, with ``count_components``,
+    ``components`` (distinct component ids, an extra job) and ``verify_s``.
+    """
+    jvm = sc._jvm
+    level = jvm.org.apache.spark.storage.StorageLevel.MEMORY_ONLY()
+    t0 = time.perf_counter()
+    graph = jvm.org.apache.spark.graphx.GraphLoader.edgeListFile(
+        sc._jsc.sc(), str(edge_list), False, int(partitions), level, level)
+    cc = graph.ops().connectedComponents()
+    vertices = int(cc.vertices().count())
+    job_s = time.perf_counter() - t0
+    out = {"vertices": vertices, "job_s": job_s}
+    if count_components:
+        t1 = time.perf_counter()
+        pairs = jvm.org.apache.spark.api.java.JavaPairRDD.fromJavaRDD(cc.vertices().toJavaRDD())
+        out["components"] = int(pairs.values().distinct().count())
+        out["verify_s"] = time.perf_counter() - t1
+    return out
+
+
+def scipy_wcc(parquet: str) -> dict:
+    """Read the Parquet edges, build a CSR matrix, weak ``connected_components``; one core.
+    Components are counted over the vertex ids that some edge touches."""
+    import numpy as np
+    import pyarrow.parquet as pq
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    t0 = time.perf_counter()
+    table = pq.read_table(parquet, columns=["src", "dst"])
+    src = table.column("src").to_numpy()
+    dst = table.column("dst").to_numpy()
+    t1 = time.perf_counter()
+    n = int(max(src.max(), dst.max())) + 1 if src.size else 0
+    mat = csr_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(n, n))
+    t2 = time.perf_counter()
+    ncomp, _ = connected_components(mat, directed=True, connection="weak")
+    present = np.zeros(n, dtype=bool)
+    present[src] = True
+    present[dst] = True
+    n_present = int(present.sum())
+    t3 = time.perf_counter()
+    return {"vertices": n_present, "components": int(ncomp) - (n - n_present), "job_s": t3 - t0,
+            "read_s": t1 - t0, "build_s": t2 - t1, "cc_s": t3 - t2}
+
+
+def run_one(system: str, graph: str, *, master: str, partitions: int, driver_memory: str,
+            checkpoint_interval: int) -> dict:
+    """Run ``system`` on the graph file ``graph`` in this process; return its record."""
+    t_start = time.perf_counter()
+    rec: dict = {"system": system}
+    if system == "scipy":
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        rec.update(scipy_wcc(graph))
+        rec["driver_maxrss_kib"] = _maxrss_kib()
+        rec["peak_total_kib"] = rec["driver_maxrss_kib"]
+        rec["child_s"] = time.perf_counter() - t_start
+        return rec
+    if system not in ("ours", "graphx"):
+        raise ValueError(f"unknown system {system!r}")
+    settings = spark_settings(master, partitions, driver_memory, checkpoint_interval)
+    ckpt = tempfile.mkdtemp(prefix=f"wcc-{system}-ckpt-")
+    try:
+        t0 = time.perf_counter()
+        spark = start_spark(settings, ckpt, f"bench-wcc-{system}")
+        rec["session_s"] = time.perf_counter() - t0
+        sc = spark.sparkContext
+        try:
+            if system == "graphx":
+                rec.update(graphx_connected_components(sc, graph, partitions))
+            else:
+                from spark_plugin.wcc import run_wcc
+
+                t1 = time.perf_counter()
+                result = run_wcc(spark, graph, epochs=1, out=None, partitions=partitions,
+                                 backend=None, progress=False)
+                rec["job_s"] = time.perf_counter() - t1
+                rec["reported_s"] = float(result.seconds)
+                rec["tracking_s"] = float(result.tracking_seconds)
+                rec["tracking_share"] = (rec["tracking_s"] / rec["reported_s"]
+                                         if rec["reported_s"] > 0 else None)
+                last = result.epochs[-1]
+                rec["vertices"] = int(last.vertices)
+                rec["components"] = int(last.components)
+                rec["rounds"] = int(last.rounds)
+                rec["epochs"] = [{k: (float(v) if isinstance(v, float) else v)
+                                  for k, v in _as_dict(e).items()} for e in result.epochs]
+            rec.update(_spark_memory(sc))
+        finally:
+            spark.stop()
+    finally:
+        shutil.rmtree(ckpt, ignore_errors=True)
+    rec["driver_maxrss_kib"] = _maxrss_kib()
+    rec["peak_total_kib"] = sum(v for v in (rec["driver_maxrss_kib"], rec.get("jvm_hwm_kib"),
+                                            rec.get("workers_hwm_kib")) if v)
+    rec["child_s"] = time.perf_counter() - t_start
+    return rec
+
+
+def _as_dict(obj) -> dict:
+    if hasattr(obj, "_asdict"):
+        return dict(obj._asdict())
+    if hasattr(obj, "__dataclass_fields__"):
+        import dataclasses
+        return dataclasses.asdict(obj)
+    return dict(vars(obj))
+
+
+# --- the parent: child processes -----------------------------------------------------------
+
+def _tail(path: Path, n: int = 3000) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return text[-n:]
+
+
+def run_child(system: str, meta: dict, args) -> dict:
+    """Run one system on one graph in a fresh process; never raises for the system's failure."""
+    graph_file = meta["txt"] if system == "graphx" else (
+        meta["txt"] if (system == "ours" and args.ours_input == "txt") else meta["parquet"])
+    cmd = [sys.executable, "-m", "perf.bench_wcc", "--one", system, "--graph", graph_file,
+           "--master", args.master, "--partitions", str(args.partitions),
+           "--driver-memory", args.driver_memory,
+           "--checkpoint-interval", str(args.checkpoint_interval)]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    rec = {"graph": meta["name"], "system": system, "input": graph_file, "cmd": cmd}
+    with tempfile.TemporaryDirectory(prefix="bench-wcc-") as tmp:
+        out_p, err_p = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        with open(out_p, "wb") as fo, open(err_p, "wb") as fe:
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fo, stderr=fe,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            deadline = t0 + args.timeout
+            status, rusage, timed_out = None, None, False
+            while True:
+                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+                if pid == proc.pid:
+                    break
+                if time.perf_counter() > deadline:
+                    timed_out = True
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)   # the child's own session
+                    except ProcessLookupError:
+                        pass
+                    _, status, rusage = os.wait4(proc.pid, 0)
+                    break
+                time.sleep(0.02)
+            whole = time.perf_counter() - t0
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if not timed_out:
+                try:   # the JVM lives in the child's session: make sure nothing is left behind
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        stdout, stderr = out_p.read_text(errors="replace"), _tail(err_p)
+    rec["whole_raw_s"] = whole
+    rec["returncode"] = proc.returncode
+    rec["tree_maxrss_kib"] = int(rusage.ru_maxrss) if rusage else None  # largest single process
+    child = None
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(RESULT_MARK):
+            child = json.loads(line[len(RESULT_MARK):])
+            break
+    if timed_out:
+        rec.update(status="timeout", error=f"no result within --timeout {args.timeout:g} s")
+    elif child is None or "error" in child:
+        rec.update(status="failed", error=(child or {}).get("error")
+                   or f"exit code {proc.returncode}; stderr tail:\n{stderr}")
+        if child:
+            rec["traceback"] = child.get("traceback")
+    else:
+        rec.update(child)
+        rec["status"] = "ok"
+        rec["whole_s"] = whole - float(child.get("verify_s") or 0.0)
+        comps = child.get("components")
+        rec["components_ok"] = (comps == meta["components"]) if comps is not None else None
+    return rec
+
+
+# --- summary, table, plot ------------------------------------------------------------------
+
+def _ok(runs: list[dict], graph: str, system: str) -> dict | None:
+    for r in runs:
+        if r["graph"] == graph and r["system"] == system and r["status"] == "ok":
+            return r
+    return None
+
+
+def speedups(runs: list[dict], graphs: Sequence[str]) -> dict:
+    """GraphX time / our time, whole process and job, per graph (where both finished)."""
+    out = {}
+    for g in graphs:
+        ours, gx, sp = _ok(runs, g, "ours"), _ok(runs, g, "graphx"), _ok(runs, g, "scipy")
+        row = {}
+        if ours and gx:
+            row["whole"] = gx["whole_s"] / ours["whole_s"]
+            row["job"] = gx["job_s"] / ours["job_s"]
+        if ours and sp:
+            row["scipy_job_over_ours"] = sp["job_s"] / ours["job_s"]
+        if row:
+            out[g] = row
+    return out
+
+
+def evaluate_targets(runs: list[dict], graphs: Sequence[str], sp: dict) -> list[dict]:
+    res = []
+    for graph, what, thr, text in TARGETS:
+        entry = {"target": text, "graph": graph, "value": None, "verdict": "n/a"}
+        if what.startswith("speedup_") and graph in graphs:
+            v = sp.get(graph, {}).get(what.split("_", 1)[1])
+            if v is not None:
+                entry.update(value=v, verdict="PASS" if v >= thr else "FAIL")
+        elif what == "ours_finishes" and graph in graphs:
+            rec = [r for r in runs if r["graph"] == graph and r["system"] == "ours"]
+            if rec:
+                entry.update(value=rec[0]["status"],
+                             verdict="PASS" if rec[0]["status"] == "ok" else "FAIL")
+        elif what == "tracking_share":
+            shares = [r["tracking_share"] for r in runs if r["system"] == "ours"
+                      and r["status"] == "ok" and r.get("tracking_share") is not None]
+            if shares:
+                entry.update(value=max(shares), verdict="PASS" if max(shares) <= thr else "FAIL")
+        res.append(entry)
+    return res
+
+
+def _fmt(v, spec: str = ".1f", none: str = "-") -> str:
+    return none if v is None else format(v, spec)
+
+
+def format_table(results: dict) -> str:
+    runs = results["runs"]
+    lines = []
+    hdr = (f"{'graph':<9} {'system':<7} {'status':<8} {'whole s':>8} {'job s':>8} {'start s':>8} "
+           f"{'peak MB':>8} {'comps':>8} {'ok':>3} {'track%':>7}")
+    lines += [hdr, "-" * len(hdr)]
+    for r in runs:
+        peak = r.get("peak_total_kib")
+        ok = {True: "yes", False: "NO", None: "-"}[r.get("components_ok")]
+        share = r.get("tracking_share")
+        lines.append(
+            f"{r['graph']:<9} {r['system']:<7} {r['status']:<8} {_fmt(r.get('whole_s'), '.2f'):>8} "
+            f"{_fmt(r.get('job_s'), '.2f'):>8} {_fmt(r.get('session_s'), '.2f'):>8} "
+            f"{_fmt(peak / 1024 if peak else None, '.0f'):>8} {_fmt(r.get('components'), 'd'):>8} "
+            f"{ok:>3} {_fmt(share * 100 if share is not None else None, '.2f'):>7}")
+        if r["status"] != "ok":
+            lines.append(f"    {r['status']}: {str(r.get('error', '')).strip().splitlines()[-1:]}")
+    lines.append("")
+    lines.append("speed-up of ours over GraphX (GraphX time / our time; > 1: ours faster)")
+    for g, s in results["speedups"].items():
+        lines.append(f"  {g:<9} whole {_fmt(s.get('whole'), '.2f')}x   job {_fmt(s.get('job'), '.2f')}x")
+    lines.append("")
+    lines.append("targets")
+    for t in results["targets"]:
+        v = t["value"]
+        vs = _fmt(v, ".3g") if isinstance(v, float) else str(v) if v is not None else "-"
+        lines.append(f"  [{t['verdict']:>4}] {t['target']}  (value {vs})")
+    p = results["parameters"]
+    lines.append("")
+    lines.append(f"commit {(results['commit'] or 'unknown')[:10]}{'+dirty' if results.get('dirty') else ''}"
+                 f", master {p['master']}, partitions {p['partitions']}, driver memory "
+                 f"{p['driver_memory']}, checkpoint interval {p['checkpoint_interval']}, "
+                 f"{results['machine']['cpu_count']} CPUs")
+    return "\n".join(lines)
+
+
+def plot(results: dict, path: str | os.PathLike) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    graphs = results["parameters"]["graphs"]
+    systems = results["parameters"]["systems"]
+    colors = {"ours": "tab:blue", "graphx": "tab:red", "scipy": "tab:gray"}
+    fig, axes = plt.subplots(1, 2, figsize=(max(8, 2.2 * len(graphs) * 2), 4.8), sharey=True)
+    width = 0.8 / max(1, len(systems))
+    for ax, key, title in ((axes[0], "whole_s", "whole process (incl. start-up)"),
+                           (axes[1], "job_s", "job only")):
+        for j, sysname in enumerate(systems):
+            xs, ys = [], []
+            for i, g in enumerate(graphs):
+                recs = [r for r in results["runs"] if r["graph"] == g and r["system"] == sysname]
+                x = i + (j - (len(systems) - 1) / 2) * width
+                if recs and recs[0]["status"] == "ok" and recs[0].get(key):
+                    xs.append(x)
+                    ys.append(recs[0][key])
+                elif recs:
+                    ax.text(x, 0.02, "timeout" if recs[0]["status"] == "timeout" else "failed",
+                            rotation=90, ha="center", va="bottom", fontsize=7,
+                            color=colors.get(sysname, "k"), transform=ax.get_xaxis_transform())
+            bars = ax.bar(xs, ys, width, label=sysname, color=colors.get(sysname))
+            for b, y in zip(bars, ys):
+                ax.text(b.get_x() + b.get_width() / 2, y, f"{y:.3g}", ha="center",
+                        va="bottom", fontsize=7)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(graphs)))
+        ax.set_xticklabels(graphs)
+        ax.set_title(title)
+        ax.grid(axis="y", which="both", alpha=0.3)
+    axes[0].set_ylabel("seconds (log scale)")
+    axes[0].legend()
+    p = results["parameters"]
+    commit = (results.get("commit") or "unknown")[:10] + ("+dirty" if results.get("dirty") else "")
+    fig.suptitle(f"WCC: ours vs GraphX vs scipy ({p['master']}, {p['partitions']} partitions, "
+                 f"commit {commit}, {results['machine']['cpu_count']} CPUs)", fontsize=10)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# --- command line --------------------------------------------------------------------------
+
+def _list(text: str, allowed: Sequence[str], what: str) -> list[str]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in items if t not in allowed]
+    if bad or not items:
+        raise argparse.ArgumentTypeError(f"unknown {what} {bad}; choose from {', '.join(allowed)}")
+    return items
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m perf.bench_wcc", description=__doc__.split("\n")[0])
+    ap.add_argument("--graphs", default=",".join(DEFAULT_GRAPHS),
+                    type=lambda s: _list(s, list(G.GRAPHS), "graph"))
+    ap.add_argument("--systems", default=",".join(SYSTEMS), type=lambda s: _list(s, SYSTEMS, "system"))
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--partitions", type=int, default=None,
+                    help="input / shuffle partitions (default: the master's cores)")
+    ap.add_argument("--driver-memory", default="8g")
+    ap.add_argument("--checkpoint-interval", type=int, default=10,
+                    help="spark.graphx.pregel.checkpointInterval (iterations)")
+    ap.add_argument("--ours-input", choices=("parquet", "txt"), default="parquet",
+                    help="which file run_wcc reads")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per system and graph")
+    ap.add_argument("--cache", default=str(ROOT / "perf" / "results" / "graphs"))
+    ap.add_argument("--out", default=str(ROOT / "perf" / "results" / "wcc.json"))
+    ap.add_argument("--plot", default=None)
+    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--one", choices=SYSTEMS, help=argparse.SUPPRESS)
+    ap.add_argument("--graph", help=argparse.SUPPRESS)
+    return ap
+
+
+def _child_main(args) -> int:
+    try:
+        rec = run_one(args.one, args.graph, master=args.master, partitions=args.partitions,
+                      driver_memory=args.driver_memory,
+                      checkpoint_interval=args.checkpoint_interval)
+    except BaseException as exc:  # noqa: BLE001 -- reported to the parent, not a crash
+        import traceback
+        rec = {"system": args.one, "error": f"{type(exc).__name__}: {exc}"[:4000],
+               "traceback": traceback.format_exc()[-6000:]}
+        print(RESULT_MARK + json.dumps(rec), flush=True)
+        return 1
+    print(RESULT_MARK + json.dumps(rec), flush=True)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.partitions is None:
+        args.partitions = master_cores(args.master)
+    if args.one:
+        if not args.graph:
+            raise SystemExit("--one needs --graph FILE")
+        return _child_main(args)
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+    metas, runs = {}, []
+    for g in args.graphs:
+        t0 = time.perf_counter()
+        metas[g] = G.ensure_graph(g, args.cache)
+        say(f"# {g}: {metas[g]['edges']} edges, {metas[g]['vertices']} vertices, "
+            f"{metas[g]['components']} components ({time.perf_counter() - t0:.1f} s to load/generate)")
+        for s in args.systems:
+            rec = run_child(s, metas[g], args)
+            runs.append(rec)
+            say(f"#   {s:<7} {rec['status']:<8} whole {_fmt(rec.get('whole_s'), '.2f')} s, "
+                f"job {_fmt(rec.get('job_s'), '.2f')} s, components {rec.get('components', '-')}"
+                + ("" if rec["status"] == "ok" else
+                   f"  [{str(rec.get('error', '')).strip().splitlines()[-1:]}]"))
+    sp = speedups(runs, args.graphs)
+    results = {
+        "benchmark": "wcc",
+        "commit": _git("rev-parse", "HEAD"),
+        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "machine": _machine(),
+        "parameters": {"graphs": args.graphs, "systems": args.systems, "master": args.master,
+                       "partitions": args.partitions, "driver_memory": args.driver_memory,
+                       "checkpoint_interval": args.checkpoint_interval,
+                       "ours_input": args.ours_input, "timeout_s": args.timeout,
+                       "spark_settings": spark_settings(args.master, args.partitions,
+                                                        args.driver_memory,
+                                                        args.checkpoint_interval)},
+        "graphs": metas,
+        "graphx_reference": GRAPHX_REFERENCE,
+        "runs": runs,
+        "speedups": sp,
+        "targets": evaluate_targets(runs, args.graphs, sp),
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    if args.plot:
+        plot(results, args.plot)
+    if not args.quiet:
+        print(format_table(results))
+        print(f"\nwrote {out}" + (f" and {args.plot}" if args.plot else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -26,7 +26,7 @@ from .closure import Closure, closure, could_result_in
 from .counts import Pointstamp, PointstampCounts
 from .errors import BatchError, UnknownLocationError
 from .graph import Graph
-from .timestamp import Timestamp, check_timestamp
+from .timestamp import check_timestamp
 
 __all__ = ["NaiadTracker"]
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence, TextIO
 
 import numpy as np
 
 from .errors import TimelyFrontierError, WorkloadFormatError, ZeroAdvanceCycleError
-from .graph import Graph, GraphBuilder, PortKind
+from .graph import Graph, GraphBuilder
 from .summary import Summary
 from .timestamp import MAX_COORD, Timestamp, check_timestamp
 
@@ -323,7 +323,6 @@ def write_psi_report(out: TextIO, workload: Workload,
 
     Returns ``{"pairs": ..., "summaries": ..., "max_antichain": ...}``.
     """
-    g = workload.graph
     targets = workload.input_ports()
     starts = [("s", n, p, l) for n, p, l in workload.output_ports()] + \
              [("t", n, p, l) for n, p, l in workload.input_ports()]

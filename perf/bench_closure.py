@@ -54,10 +54,8 @@ import datetime
 import gc
 import json
 import os
-import platform
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -67,6 +65,7 @@ import numpy as np
 
 from engine import closure
 from engine.psi import compute_psi, estimate_bytes
+from perf.environment import commit_info, machine
 from perf.workloads import build_graph, generate_graph
 
 __all__ = ["main", "run_benchmark", "format_table", "plot", "TARGETS"]
@@ -80,29 +79,6 @@ ROW_SAMPLE = 24
 
 
 # --- environment ---------------------------------------------------------------------------
-
-def _git(*args: str) -> str | None:
-    try:
-        r = subprocess.run(["git", "--no-optional-locks", *args], cwd=ROOT, capture_output=True,
-                           text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return r.stdout.strip() if r.returncode == 0 else None
-
-
-def _machine() -> dict:
-    import numba
-
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "numba": numba.__version__,
-        "cpu_count": os.cpu_count(),
-        "hostname": platform.node(),
-    }
-
 
 def _maxrss_kib() -> int:
     scale = 1 if sys.platform.startswith("linux") else 1 / 1024  # macOS reports bytes
@@ -244,10 +220,8 @@ def run_benchmark(sizes: Sequence[int], *, repeat: int = 3, seed: int = 1,
     return {
         "benchmark": "closure",
         "started": started,
-        "commit": _git("rev-parse", "HEAD"),
-        "dirty": (None if (s := _git("status", "--porcelain", "--untracked-files=no")) is None
-                  else bool(s)),
-        "machine": _machine(),
+        **commit_info(),
+        "machine": machine(),
         "parameters": {"sizes": list(sizes), "repeat": repeat, "seed": seed,
                        "threads": threads or os.cpu_count(), "reference": reference,
                        "reference_limit": reference_limit,

@@ -97,10 +97,8 @@ import gc
 import hashlib
 import json
 import os
-import platform
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -112,6 +110,7 @@ from engine.backend import make_tracker
 from engine.batched import Strategy
 from engine.errors import TimelyFrontierError
 from engine.propagation import PropagationTracker
+from perf.environment import commit_info, machine
 from perf.workloads import BATCH_KINDS, batch_columns, build_graph, generate_batches, generate_graph
 
 __all__ = ["main", "run_benchmark", "summarize", "plot", "TARGETS", "VARIANTS"]
@@ -187,15 +186,6 @@ class RssMeter:
 
 # --- environment ---------------------------------------------------------------------------
 
-def _git(*args: str) -> str | None:
-    try:
-        r = subprocess.run(["git", "--no-optional-locks", *args], cwd=ROOT, capture_output=True,
-                           text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return r.stdout.strip() if r.returncode == 0 else None
-
-
 def _machine(backend: str = "cpu") -> dict:
     import numba
 
@@ -203,17 +193,7 @@ def _machine(backend: str = "cpu") -> dict:
     if backend == "cuda":
         from engine.cuda_backend import usable_device
         device = {"cuda_device": usable_device()[1]}
-    return {**device,
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "numpy": np.__version__,
-        "numba": numba.__version__,
-        "numba_threads": int(numba.config.NUMBA_NUM_THREADS),
-        "cpu_count": os.cpu_count(),
-        "hostname": platform.node(),
-    }
+    return machine(numba_threads=int(numba.config.NUMBA_NUM_THREADS), **device)
 
 
 # --- one replay ----------------------------------------------------------------------------
@@ -461,9 +441,7 @@ def run_benchmark(sizes: Sequence[int], batches: Sequence[int], variants: Sequen
         "benchmark": "propagate",
         "started": started,
         "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "commit": _git("rev-parse", "HEAD"),
-        "dirty": (None if (s := _git("status", "--porcelain", "--untracked-files=no")) is None
-                  else bool(s)),
+        **commit_info(),
         "machine": _machine(backend),
         "parameters": {"sizes": list(sizes), "batches": list(batches), "backend": backend,
                        "variants": list(variants), "repeat": repeat, "seed": seed,

@@ -78,7 +78,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import resource
 import shutil
@@ -95,6 +94,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from perf import graphs as G  # noqa: E402
+from perf.environment import commit_info, machine  # noqa: E402
 
 SYSTEMS = ("ours", "graphx", "scipy")
 DEFAULT_GRAPHS = ("rmat1m", "rmat10m", "grid300", "grid1000", "small")
@@ -116,15 +116,6 @@ TARGETS = [
 
 # --- environment ---------------------------------------------------------------------------
 
-def _git(*args: str) -> str | None:
-    try:
-        r = subprocess.run(["git", "--no-optional-locks", *args], cwd=ROOT, capture_output=True,
-                           text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return r.stdout.strip() if r.returncode == 0 else None
-
-
 def _java_version() -> str | None:
     try:
         r = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
@@ -134,25 +125,18 @@ def _java_version() -> str | None:
 
 
 def _machine() -> dict:
-    info = {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "python": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-        "hostname": platform.node(),
-        "java": _java_version(),
-    }
+    extra = {"java": _java_version()}
     try:
         with open("/proc/meminfo") as f:
-            info["mem_total_kib"] = int(f.readline().split()[1])
+            extra["mem_total_kib"] = int(f.readline().split()[1])
     except (OSError, ValueError, IndexError):
-        pass
-    for mod in ("numpy", "scipy", "pyarrow", "pyspark"):
+        extra["mem_total_kib"] = None
+    for mod in ("scipy", "pyarrow", "pyspark"):
         try:
-            info[mod] = __import__(mod).__version__
-        except Exception:  # noqa: BLE001 -- a missing package is just not reported
-            info[mod] = None
-    return info
+            extra[mod] = __import__(mod).__version__
+        except ImportError:
+            extra[mod] = None
+    return machine(**extra)
 
 
 def master_cores(master: str) -> int:
@@ -635,8 +619,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sp = speedups(runs, args.graphs)
     results = {
         "benchmark": "wcc",
-        "commit": _git("rev-parse", "HEAD"),
-        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        **commit_info(),
         "machine": _machine(),
         "parameters": {"graphs": args.graphs, "systems": args.systems, "master": args.master,
                        "partitions": args.partitions, "driver_memory": args.driver_memory,

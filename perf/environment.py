@@ -1,0 +1,51 @@
+"""What every benchmark records about where it ran: git commit and machine.
+
+Shared by ``perf/bench_*.py`` so their JSON files describe runs the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["ROOT", "git", "commit_info", "machine"]
+
+#: The repository root (the parent of ``perf/``).
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def git(*args: str) -> str | None:
+    """Output of ``git ARGS`` in the repository, or None where git is unavailable."""
+    try:
+        r = subprocess.run(["git", "--no-optional-locks", *args], cwd=ROOT, capture_output=True,
+                           text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def commit_info() -> dict:
+    """``{"commit": sha or None, "dirty": bool or None}`` (dirty: tracked files changed)."""
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD"), "dirty": None if status is None else bool(status)}
+
+
+def machine(**extra) -> dict:
+    """Platform, interpreter, NumPy/Numba versions and CPU count, plus ``extra`` entries."""
+    import numba
+
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "cpu_count": os.cpu_count(),
+        "hostname": platform.node(),
+        **extra,
+    }

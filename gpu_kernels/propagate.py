@@ -438,7 +438,7 @@ def _kernels():
     @cuda.jit
     def changes_count(locs, old_ptr, old_ts, new_ptr, new_ts, cnt, no_loc, no_ts, no_diff):
         """cnt[i] <- number of frontier changes of locs[i]; thread per location (the walk
-        does not write: ``no_*`` are empty placeholders for its outputs)."""
+        does not write: ``no_*`` are empty arrays standing in for its outputs)."""
         i = cuda.grid(1)
         if i < locs.shape[0]:
             cnt[i] = walk(locs[i], old_ptr, old_ts, new_ptr, new_ts, old_ts.shape[1], no_loc,

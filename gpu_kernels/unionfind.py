@@ -7,7 +7,8 @@ saying whether the edge is new in this iteration (the job's loop messages).
 * :func:`uf_stars` -- union-find over a partition's edges; every vertex that is not the
   smallest of its local component gets one edge ``(local minimum, vertex)``: the partition's
   components contracted to stars before anything is shuffled. Cost ``O(n log n)`` (the sort
-  of :func:`numpy.unique`) plus near-linear union-find.
+  of :func:`numpy.unique`; ``O(n)`` when the ids are dense, :func:`compact_ids`) plus
+  near-linear union-find.
 * :func:`large_star` -- rows ``(u, v)`` grouped by ``u`` (both directions of every edge
   present): for every neighbour ``v > u``, the edge ``(m(u), v)`` with ``m(u)`` the smallest
   of ``u`` and its neighbours (Kiveris et al., *Connected Components in MapReduce and
@@ -28,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["uf_stars", "large_star", "small_star", "uf_stars_xp", "large_star_xp",
+__all__ = ["compact_ids", "uf_stars", "large_star", "small_star", "uf_stars_xp", "large_star_xp",
            "small_star_xp", "scatter_min"]
 
 
@@ -59,6 +60,34 @@ def _uf(ia, ib, n):
     return parent
 
 
+def compact_ids(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The sorted distinct ids of ``arrays`` and each array's positions among them (int64),
+    like ``np.unique(concatenate(arrays), return_inverse=True)``. When the ids span a range at
+    most twice their number, a presence mask and its prefix sum replace the sort
+    (``O(n + span)`` instead of ``O(n log n)``)."""
+    arrays = [np.asarray(x, np.int64) for x in arrays]
+    n = sum(x.shape[0] for x in arrays)
+    if n == 0:
+        return np.zeros(0, np.int64), [np.zeros(0, np.int64) for _ in arrays]
+    lo = min(int(x.min()) for x in arrays if x.shape[0])
+    hi = max(int(x.max()) for x in arrays if x.shape[0])
+    span = hi - lo + 1
+    if span <= 2 * n + (1 << 16):
+        mask = np.zeros(span, np.bool_)
+        for x in arrays:
+            mask[x - lo] = True
+        ids = np.flatnonzero(mask).astype(np.int64) + lo
+        rank = np.cumsum(mask, dtype=np.int64) - 1
+        return ids, [rank[x - lo] for x in arrays]
+    ids, inv = np.unique(np.concatenate(arrays), return_inverse=True)
+    inv = inv.reshape(-1).astype(np.int64)
+    out, s = [], 0
+    for x in arrays:
+        out.append(inv[s:s + x.shape[0]])
+        s += x.shape[0]
+    return ids, out
+
+
 def uf_stars(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Contract the edges ``(a[j], b[j])`` to stars centred on each component's smallest id.
 
@@ -69,9 +98,8 @@ def uf_stars(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     b = np.asarray(b, np.int64)
     if a.shape[0] == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    ids, inv = np.unique(np.concatenate([a, b]), return_inverse=True)
-    n = a.shape[0]
-    parent = _uf(inv[:n].astype(np.int64), inv[n:].astype(np.int64), ids.shape[0])
+    ids, (ia, ib) = compact_ids(a, b)
+    parent = _uf(ia, ib, ids.shape[0])
     leaf = np.flatnonzero(parent != np.arange(ids.shape[0]))
     return ids[parent[leaf]], ids[leaf]
 

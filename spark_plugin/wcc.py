@@ -30,15 +30,18 @@ import logging
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine import GraphBuilder, Summary
 from engine.errors import TimelyFrontierError
+from gpu_kernels.unionfind import compact_ids, uf_stars
 
 from .schema import delta_table
 from .service import FrontierService
@@ -55,6 +58,12 @@ STAGE_DDL = ("a bigint, b bigint, f boolean, loc int, ts array<bigint>, diff big
 PRODUCER = "wcc"
 DRIVER = "wcc-driver"
 OUTPUT = "wcc-output"
+#: An epoch whose loop input (new edges plus the previous stars) has at most this many rows is
+#: *finished on the driver*: the contract stage's output (data and deltas) is collected in the
+#: same Spark job that computes it, and the driver runs the small-star stage of iteration 0 as
+#: one global union-find (its deltas reported like a stage's). ``$TFRONT_WCC_DRIVER_ROWS``
+#: overrides it (``0``: every round on Spark).
+DRIVER_FINISH_ROWS = 1 << 24
 
 
 class WccProtocolError(TimelyFrontierError, RuntimeError):
@@ -131,7 +140,10 @@ class WccResult:
 
     ``seconds`` is the job's wall time (the session already running); ``tracking_seconds``
     the driver's progress-tracking time (building delta batches, ``FrontierService.apply``,
-    frontier queries); ``delta_collect_seconds`` the Spark jobs that bring the tasks' delta
+    frontier queries, and waiting for its own batches applied on the tracking thread);
+    ``tracking_background_seconds`` the time the tracking thread spent applying the
+    driver's own batches (overlapped with Spark work, except what ``tracking_seconds`` waited
+    for); ``delta_collect_seconds`` the Spark jobs that bring the tasks' delta
     rows to the driver (``toArrow`` of the checkpointed stage output). ``labels`` (``vertex,
     component``, sorted by vertex) is the last epoch's labels when no ``out`` was given;
     ``service`` the frontier service (all its counts are zero at the end); ``stages`` the
@@ -144,6 +156,7 @@ class WccResult:
     service: FrontierService | None = None
     stages: int = 0
     delta_collect_seconds: float = 0.0
+    tracking_background_seconds: float = 0.0
 
 
 class _Stage:
@@ -209,9 +222,11 @@ def _gpu_kernels():
     reason is logged once per worker by :func:`~spark_plugin.device.gpu_usable`'s caller)."""
     from .device import choose_device, gpu_usable, task_resources
 
+    from .errors import DeviceSelectionError
+
     try:
         device = choose_device(os.environ, task_resources())
-    except Exception as e:  # a bad GPU address must not fail the task: use the CPU
+    except DeviceSelectionError as e:  # a bad GPU address must not fail the task: use the CPU
         log.warning("WCC kernels on the CPU: %s", e)
         return None
     if device is None:
@@ -246,6 +261,12 @@ def _changed_stars(a, b, f, oa, ob) -> np.ndarray:
     leaf, root = leaf[order], root[order]
     pos = np.minimum(np.searchsorted(leaf, ob), len(leaf) - 1)
     return ~((leaf[pos] == ob) & (root[pos] == oa))
+
+
+def _stars_table(a, b) -> pa.Table:
+    """Stars ``(component, vertex)`` held on the driver as loop-input rows (``f`` false)."""
+    return pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b, pa.int64()),
+                     "f": pa.array(np.zeros(len(a), np.bool_))})
 
 
 def _types(large: bool):
@@ -335,9 +356,12 @@ class _Checkpoints:
         self.sc = spark.sparkContext
 
     def _ids(self) -> set:
+        from py4j.protocol import Py4JError
+
         try:
             return set(int(k) for k in self.sc._jsc.getPersistentRDDs().keySet().toArray())
-        except Exception:  # pragma: no cover - only a memory optimisation
+        except Py4JError as e:  # only a memory optimisation: keep going, say why
+            log.warning("cannot list persisted RDDs (%s); superseded checkpoints stay cached", e)
             return set()
 
     def checkpoint(self, df):
@@ -348,14 +372,16 @@ class _Checkpoints:
     def release(self, ids) -> None:
         if not ids:
             return
+        from py4j.protocol import Py4JError
+
         try:
             rdds = self.sc._jsc.getPersistentRDDs()
             for i in ids:
                 r = rdds.get(i)
                 if r is not None:
                     r.unpersist(False)
-        except Exception:  # pragma: no cover
-            pass
+        except Py4JError as e:  # only a memory optimisation: keep going, say why
+            log.warning("cannot unpersist superseded checkpoints: %s", e)
 
 
 def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
@@ -420,6 +446,27 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     tracking = 0.0
     collecting = 0.0
     seq = {"driver": 0, "stage": 0, "output": 0}
+    driver_rows = int(os.environ.get("TFRONT_WCC_DRIVER_ROWS", DRIVER_FINISH_ROWS))
+
+    # The driver's own delta batches are applied on a tracking thread, in order, while the
+    # driver goes on (reading the epoch, submitting its Spark job); every frontier query and
+    # every stage's apply first waits for them (sync), so no decision sees a stale count.
+    pool = ThreadPoolExecutor(1, thread_name_prefix="wcc-tracking")
+    pending: list = []
+    background = 0.0
+
+    def timed_apply(tbl):
+        t0 = time.perf_counter()
+        svc.apply(tbl)
+        return time.perf_counter() - t0
+
+    def sync():
+        nonlocal tracking, background
+        while pending:
+            fut = pending.pop(0)
+            t0 = time.perf_counter()
+            background += fut.result()   # re-raises the apply's error here
+            tracking += time.perf_counter() - t0
 
     def driver(rows, producer=DRIVER, key="driver"):
         nonlocal tracking
@@ -427,20 +474,68 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         tbl = delta_table([r[0] for r in rows], [list(r[1]) for r in rows],
                           [r[2] for r in rows], producer, seq[key])
         seq[key] += 1
-        svc.apply(tbl)
+        pending.append(pool.submit(timed_apply, tbl))
         tracking += time.perf_counter() - t0
 
     def frontier(loc):
         nonlocal tracking
+        sync()
         t0 = time.perf_counter()
         f = svc.frontier(loc)
         tracking += time.perf_counter() - t0
         return f
 
+    def check_stage(deltas, s):
+        """Apply a stage's delta rows; raise if a producer's batch for ``s`` is missing."""
+        nonlocal tracking
+        sync()
+        t1 = time.perf_counter()
+        res = svc.apply(deltas)
+        tracking += time.perf_counter() - t1
+        want = {f"{PRODUCER}-{p}": s for p in range(P)}
+        got = {p for p, q in res.applied if q == s} | {p for p, q in res.duplicates if q == s}
+        if set(want) - got:
+            svc.check_complete(want)  # raises MissingBatchError naming the producers
+
+    def stage_collect(kind, df, e, it, key):
+        """Run one stage and collect its whole output (data and delta rows) in one Spark job;
+        apply the deltas; return the data rows as numpy arrays ``a, b, f``."""
+        nonlocal collecting
+        fn = _Stage(kind, e, it, seq["stage"], locs, large, task_wrapper, use_gpu)
+        s = seq["stage"]
+        seq["stage"] += 1
+        t0 = time.perf_counter()
+        tbl = collect_arrow(df.repartition(P, key).mapInArrow(fn, STAGE_DDL))
+        collecting += time.perf_counter() - t0
+        isd = tbl.column("a").is_null()
+        check_stage(tbl.filter(isd).select(["loc", "ts", "diff", "producer", "seq"]), s)
+        data = tbl.filter(pc.invert(isd))
+        return (data.column("a").to_numpy(zero_copy_only=False).astype(np.int64),
+                data.column("b").to_numpy(zero_copy_only=False).astype(np.int64))
+
+    def finish_on_driver(a, b, e, it):
+        """The small-star stage of iteration ``it`` run on the driver over every row at
+        ``star.in0 (e, it)``: one global union-find gives the fixed point (one star per
+        component centred on its smallest id), so nothing goes around the feedback. Reported
+        as a stage (producer ``wcc-0`` consumes the rows, the other producers send their
+        markers). Returns the stars ``(component, vertex)``."""
+        nonlocal tracking
+        s = seq["stage"]
+        seq["stage"] += 1
+        oa, ob = uf_stars(a, b)
+        t0 = time.perf_counter()
+        rows = [(wg.s_in0, (e, it), -len(a), f"{PRODUCER}-0")] if len(a) else []
+        rows += [(0, (0, 0), 0, f"{PRODUCER}-{p}") for p in range(P)
+                 if p > 0 or not len(a)]
+        tbl = delta_table([r[0] for r in rows], [list(r[1]) for r in rows],
+                          [r[2] for r in rows], [r[3] for r in rows], s)
+        tracking += time.perf_counter() - t0
+        check_stage(tbl, s)
+        return oa, ob
+
     def stage(kind, df, e, it, key):
         """Run one stage on ``df`` (columns a, b, f) partitioned by ``key``; apply its deltas;
         return the checkpointed edge DataFrame and the ids of its persisted RDDs."""
-        nonlocal tracking
         fn = _Stage(kind, e, it, seq["stage"], locs, large, task_wrapper, use_gpu)
         s = seq["stage"]
         seq["stage"] += 1
@@ -449,14 +544,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         t0 = time.perf_counter()
         deltas = collect_arrow(done.filter(F.col("a").isNull())
                                .select("loc", "ts", "diff", "producer", "seq"))
-        t1 = time.perf_counter()
-        res = svc.apply(deltas)
-        collecting += t1 - t0
-        tracking += time.perf_counter() - t1
-        want = {f"{PRODUCER}-{p}": s for p in range(P)}
-        got = {p for p, q in res.applied if q == s} | {p for p, q in res.duplicates if q == s}
-        if set(want) - got:
-            svc.check_complete(want)  # raises MissingBatchError naming the producers
+        collecting += time.perf_counter() - t0
+        check_stage(deltas, s)
         return done.filter(F.col("a").isNotNull()).select("a", "b", "f"), ids
 
     total, sources = epoch_sources(edges, epochs)
@@ -480,52 +569,89 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             if more:
                 rows.append((wg.a_out, (e + 1, 0), 1))
             driver([r for r in rows if r[2] != 0])
-            new = spark.createDataFrame(
-                pa.table({"a": table.column("src"), "b": table.column("dst"),
-                          "f": pa.array(np.ones(n_new, np.bool_))}),
-                schema="a bigint, b bigint, f boolean")
-            inp = new if state is None else state.unionByName(new)
-            df, ids = stage("contract", inp, e, 0, F.least("a", "b"))
-            it = 0
-            while True:
-                df, ids2 = stage("small", df, e, it, F.col("b"))
-                ck.release(ids)
-                ids = ids2
+            src = table.column("src").combine_chunks() if n_new else pa.array([], pa.int64())
+            dst = table.column("dst").combine_chunks() if n_new else pa.array([], pa.int64())
+            new_tbl = pa.table({"a": src, "b": dst, "f": pa.array(np.ones(n_new, np.bool_))})
+            edge_ddl = "a bigint, b bigint, f boolean"
+            held = isinstance(state, tuple)   # the previous stars are on the driver
+            n_state = len(state[0]) if held else 0
+            on_driver = (state is None or held) and n_new + n_state <= driver_rows
+            if held and not on_driver:        # back to Spark: the stars become a DataFrame
+                state = spark.createDataFrame(_stars_table(*state), schema=edge_ddl)
+            if isinstance(labels, pa.Table) and not on_driver:
+                labels = spark.createDataFrame(labels, schema="vertex bigint, component bigint")
+            if on_driver:
+                # one Spark job: contract, collecting its output; the driver finishes the loop
+                inp = new_tbl if state is None else pa.concat_tables(
+                    [_stars_table(*state), new_tbl])
+                inp_df = spark.createDataFrame(inp, schema=edge_ddl)
+                ca, cb = stage_collect("contract", inp_df, e, 0, F.least("a", "b"))
+                it = 0
+                sa, sb = finish_on_driver(ca, cb, e, it)
                 fb, fs = frontier(wg.b_in0), frontier(wg.s_in0)
-                if any(_le(t, (e, it)) for t in fb) or any(_le(t, (e, it)) for t in fs):
+                if (any(_le(t, (e, it)) for t in fb) or any(_le(t, (e, it)) for t in fs)
+                        or any(t[0] <= e for t in fb)):
                     raise WccProtocolError(
-                        f"epoch {e} iteration {it}: all tasks reported, but the frontier at "
+                        f"epoch {e}: the driver finished the loop, but the frontier at "
                         f"label.in0 {_fmt_frontier(fb)} / star.in0 {_fmt_frontier(fs)} has not "
-                        f"passed ({e}, {it})")
+                        f"passed epoch {e}")
                 bar.round(e, it, fb)
-                if not any(t[0] <= e for t in fb):
-                    break  # converged: no new edge of epoch e can reach the label operator
-                it += 1
-                both = df.unionByName(df.select(F.col("b").alias("a"), F.col("a").alias("b"), "f"))
-                df, ids2 = stage("large", both, e, it, F.col("a"))
-                ck.release(ids)
-                ids = ids2
-            rounds = it + 1
-            old_state_ids = state_ids
-            state, state_ids = df, ids
-            ck.release(old_state_ids)
-            # labels of every vertex seen so far: the star's centre, or the vertex itself
-            verts = new.select(F.col("a").alias("vertex")).unionByName(
-                new.select(F.col("b").alias("vertex")))
-            if labels is not None:
-                verts = verts.unionByName(labels.select("vertex"))
-            lab = verts.distinct().join(
-                state.select(F.col("b").alias("vertex"), F.col("a").alias("component")),
-                "vertex", "left").select(
-                "vertex", F.coalesce(F.col("component"), F.col("vertex")).alias("component"))
-            lab, lab_ids = ck.checkpoint(lab)
-            ck.release(labels_ids)
-            labels, labels_ids = lab, lab_ids
-            stats = labels.agg(F.count(F.lit(1)).alias("v"),
-                               F.sum((F.col("vertex") == F.col("component")).cast("long"))
-                               .alias("c")).collect()[0]
-            # star sends the results to the output operator and drops its capability; the
-            # output operator receives (stashes) them.
+                rounds = it + 1
+                state = (sa, sb)
+                # labels of every vertex seen so far: the star's centre, or the vertex itself
+                parts = [src.to_numpy(zero_copy_only=False), dst.to_numpy(zero_copy_only=False)]
+                if labels is not None:
+                    parts.append(labels.column("vertex").to_numpy(zero_copy_only=False))
+                vert = compact_ids(*parts)[0]   # sorted distinct vertices
+                comp = vert.copy()
+                if len(sb):
+                    comp[np.searchsorted(vert, sb)] = sa
+                labels = pa.table({"vertex": pa.array(vert, pa.int64()),
+                                   "component": pa.array(comp, pa.int64())})
+                stats = {"v": len(vert), "c": int(np.count_nonzero(vert == comp))}
+            else:
+                new = spark.createDataFrame(new_tbl, schema=edge_ddl)
+                inp = new if state is None else state.unionByName(new)
+                df, ids = stage("contract", inp, e, 0, F.least("a", "b"))
+                it = 0
+                while True:
+                    df, ids2 = stage("small", df, e, it, F.col("b"))
+                    ck.release(ids)
+                    ids = ids2
+                    fb, fs = frontier(wg.b_in0), frontier(wg.s_in0)
+                    if any(_le(t, (e, it)) for t in fb) or any(_le(t, (e, it)) for t in fs):
+                        raise WccProtocolError(
+                            f"epoch {e} iteration {it}: all tasks reported, but the frontier at "
+                            f"label.in0 {_fmt_frontier(fb)} / star.in0 {_fmt_frontier(fs)} has "
+                            f"not passed ({e}, {it})")
+                    bar.round(e, it, fb)
+                    if not any(t[0] <= e for t in fb):
+                        break  # converged: no new edge of epoch e can reach the label operator
+                    it += 1
+                    both = df.unionByName(df.select(F.col("b").alias("a"),
+                                                    F.col("a").alias("b"), "f"))
+                    df, ids2 = stage("large", both, e, it, F.col("a"))
+                    ck.release(ids)
+                    ids = ids2
+                rounds = it + 1
+                old_state_ids = state_ids
+                state, state_ids = df, ids
+                ck.release(old_state_ids)
+                # labels of every vertex seen so far: the star's centre, or the vertex itself
+                verts = new.select(F.col("a").alias("vertex")).unionByName(
+                    new.select(F.col("b").alias("vertex")))
+                if labels is not None:
+                    verts = verts.unionByName(labels.select("vertex"))
+                lab = verts.distinct().join(
+                    state.select(F.col("b").alias("vertex"), F.col("a").alias("component")),
+                    "vertex", "left").select(
+                    "vertex", F.coalesce(F.col("component"), F.col("vertex")).alias("component"))
+                lab, lab_ids = ck.checkpoint(lab)
+                ck.release(labels_ids)
+                labels, labels_ids = lab, lab_ids
+                stats = labels.agg(F.count(F.lit(1)).alias("v"),
+                                   F.sum((F.col("vertex") == F.col("component")).cast("long"))
+                                   .alias("c")).collect()[0]
             driver([(wg.d_in0, (e, it), 1), (wg.s_out1, (e, 0), -1)])
             driver([(wg.d_in0, (e, it), -1)], producer=OUTPUT, key="output")
             fd = frontier(wg.d_in0)
@@ -533,7 +659,11 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                 raise WccProtocolError(f"epoch {e}: the frontier at output.in0 "
                                        f"{_fmt_frontier(fd)} has not passed epoch {e}")
             if out is not None:
-                labels.select(F.lit(e).cast("long").alias("epoch"), "vertex", "component") \
+                lab_df = labels
+                if isinstance(labels, pa.Table):
+                    lab_df = spark.createDataFrame(labels,
+                                                   schema="vertex bigint, component bigint")
+                lab_df.select(F.lit(e).cast("long").alias("epoch"), "vertex", "component") \
                     .write.mode("append").parquet(str(out))
             summary = EpochSummary(e, int(stats["v"] or 0), n_edges, int(stats["c"] or 0),
                                    rounds, time.perf_counter() - t_epoch, tuple(fd))
@@ -541,16 +671,21 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             bar.epoch(summary)
             if on_epoch is not None:
                 on_epoch(summary)
-        if out is None and labels is not None:
+        if out is None and isinstance(labels, pa.Table):
+            result.labels = labels   # sorted by vertex (np.unique)
+        elif out is None and labels is not None:
             result.labels = collect_arrow(labels.orderBy("vertex"))
         elif labels is None:
             result.labels = pa.table({"vertex": pa.array([], pa.int64()),
                                       "component": pa.array([], pa.int64())})
+        sync()
     finally:
         bar.close()
+        pool.shutdown(wait=True)
         ck.release(state_ids | labels_ids)
     result.seconds = time.perf_counter() - t_start
     result.tracking_seconds = tracking
+    result.tracking_background_seconds = background
     result.delta_collect_seconds = collecting
     result.stages = seq["stage"]
     return result

@@ -22,6 +22,7 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from engine.errors import TimelyFrontierError
 
@@ -90,7 +91,55 @@ def read_edges(path) -> pa.Table:
     if kind == "parquet":
         return _read_parquet(path)
     text = _open_text(path)
+    if kind == "text":
+        fast = _parse_simple_text(text)
+        if fast is not None:
+            return fast
     return _parse_lines(path, text.splitlines(), csv=kind == "csv")
+
+
+def _parse_simple_text(text: str) -> pa.Table | None:
+    """Fast path for the common SNAP text file: every non-blank line is exactly ``src<sep>dst``
+    with one space or one tab, non-negative int64 ids, no comments (but a header of ``#``
+    lines), no commas. Returns
+    ``None`` when the text is anything else (the line-by-line parser then accepts it or names
+    the offending line), so both paths accept exactly the same files with the same rows."""
+    pos = 0   # skip leading comment and blank lines (a SNAP header)
+    while pos < len(text) and text[pos] in "#\n":
+        if text[pos] == "\n":
+            pos += 1
+            continue
+        nl = text.find("\n", pos)
+        pos = len(text) if nl < 0 else nl + 1
+    text = text[pos:]
+    if not text or "#" in text or "," in text or "\r" in text:
+        return None
+    head = text[:256]
+    first = head.split("\n", 1)[0]
+    sep = " " if " " in first else "\t" if "\t" in first else None
+    if sep is None or (sep == " " and "\t" in text):
+        return None
+    import pyarrow.csv as pcsv
+
+    try:
+        t = pcsv.read_csv(
+            pa.py_buffer(text.encode("utf-8")),
+            read_options=pcsv.ReadOptions(column_names=["src", "dst"], use_threads=True),
+            parse_options=pcsv.ParseOptions(delimiter=sep, quote_char=False,
+                                            double_quote=False, escape_char=False,
+                                            newlines_in_values=False, ignore_empty_lines=True),
+            convert_options=pcsv.ConvertOptions(
+                column_types={"src": pa.int64(), "dst": pa.int64()}, null_values=[],
+                strings_can_be_null=False, quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+        return None
+    if t.num_columns != 2 or t.column("src").null_count or t.column("dst").null_count:
+        return None
+    src = t.column("src").combine_chunks() if t.num_rows else pa.array([], pa.int64())
+    dst = t.column("dst").combine_chunks() if t.num_rows else pa.array([], pa.int64())
+    if t.num_rows and (pa.compute.min(src).as_py() < 0 or pa.compute.min(dst).as_py() < 0):
+        return None
+    return pa.Table.from_arrays([src, dst], schema=EDGE_SCHEMA)
 
 
 def _parse_lines(path: Path, lines: list[str], *, csv: bool) -> pa.Table:

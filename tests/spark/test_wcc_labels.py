@@ -137,7 +137,12 @@ def test_array_twins_equal_the_numba_kernels():
             rows(*small_star_xp(np, lo[keep], hi[keep], new))
 
 
-def test_labels_equal_scipy_on_every_epoch(spark, tmp_path):
+@pytest.mark.parametrize("driver_rows", [None, "0"], ids=["driver-finish", "spark-loop"])
+def test_labels_equal_scipy_on_every_epoch(spark, tmp_path, monkeypatch, driver_rows):
+    """Both ways an epoch can run: contract on Spark then finish on the driver (the default
+    below ``DRIVER_FINISH_ROWS``), and the all-Spark large-star/small-star loop."""
+    if driver_rows is not None:
+        monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", driver_rows)
     rng = np.random.default_rng(7)
     src, dst = all_families(rng)
     order = rng.permutation(src.size)
@@ -166,7 +171,9 @@ def test_labels_equal_scipy_on_every_epoch(spark, tmp_path):
     assert res.service.counts().num_rows == 0  # every message consumed, every capability dropped
 
 
-def test_path_and_grid_converge_in_logarithmic_rounds_and_labels_in_memory(spark, tmp_path):
+def test_path_and_grid_converge_in_logarithmic_rounds_and_labels_in_memory(spark, tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")   # the rounds bound is about the Spark loop
     f = Families()
     f.add(np.column_stack([np.arange(999), np.arange(1, 1000)]))   # path, ids in order
     f.add_nx(nx.grid_2d_graph(100, 100))

@@ -48,7 +48,11 @@ def written(out):
     return res
 
 
-def test_epochs_are_written_after_the_output_frontier_passes_them_exactly_once(spark, tmp_path):
+@pytest.mark.parametrize("driver_rows", [None, "0"], ids=["driver-finish", "spark-loop"])
+def test_epochs_are_written_after_the_output_frontier_passes_them_exactly_once(
+        spark, tmp_path, monkeypatch, driver_rows):
+    if driver_rows is not None:
+        monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", driver_rows)
     """Every task fails on its first attempt; Spark retries; each epoch is still written once,
     after the frontier at output.in0 passed it, with the right labels."""
     src = write_text(tmp_path / "g.txt", EDGES)

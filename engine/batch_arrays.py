@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .counts import batch_length
 from .errors import BatchError, TimestampRangeError, TimestampWidthError, UnknownLocationError
 from .graph import Graph
 from .timestamp import MAX_COORD, check_timestamp
@@ -32,13 +33,7 @@ def batch_arrays(graph: Graph, depth: np.ndarray, loc, ts, diff):
     """
     m, K, L = graph.m, graph.max_depth, graph.num_locations
     W = m + K
-    try:
-        n = len(loc)
-        if len(ts) != n or len(diff) != n:
-            raise BatchError(f"batch columns differ in length: loc has {n} rows, ts {len(ts)}, "
-                             f"diff {len(diff)}")
-    except TypeError:
-        raise BatchError("batch columns loc, ts and diff must be sequences or arrays") from None
+    n = batch_length(loc, ts, diff)
     if n == 0:
         return np.zeros(0, np.int32), np.zeros((0, W), np.int64), np.zeros(0, np.int64)
 

@@ -27,12 +27,25 @@ from .errors import BatchError, NegativeCountError, UnknownLocationError
 from .graph import Graph
 from .timestamp import Timestamp, check_timestamp
 
-__all__ = ["Pointstamp", "FrontierChange", "PointstampCounts"]
+__all__ = ["Pointstamp", "FrontierChange", "PointstampCounts", "batch_length"]
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 #: A location and a timestamp.
 Pointstamp = tuple[int, Timestamp]
+
+
+def batch_length(loc, ts, diff) -> int:
+    """The number of rows of a batch ``(loc, ts, diff)``; :class:`BatchError` if the columns
+    are not sequences or differ in length."""
+    try:
+        n = len(loc)
+        if len(ts) != n or len(diff) != n:
+            raise BatchError(f"batch columns differ in length: loc has {n} rows, ts "
+                             f"{len(ts)}, diff {len(diff)}")
+    except TypeError:
+        raise BatchError("batch columns loc, ts and diff must be sequences or arrays") from None
+    return n
 
 
 class FrontierChange(NamedTuple):
@@ -85,13 +98,7 @@ class PointstampCounts:
         count would become negative.
         """
         graph = self.graph
-        try:
-            n = len(loc)
-            if len(ts) != n or len(diff) != n:
-                raise BatchError(f"batch columns differ in length: loc has {n} rows, ts "
-                                 f"{len(ts)}, diff {len(diff)}")
-        except TypeError:
-            raise BatchError("batch columns loc, ts and diff must be sequences or arrays") from None
+        n = batch_length(loc, ts, diff)
         L, padded = graph.num_locations, graph.m + graph.max_depth
         delta: dict[Pointstamp, int] = {}
         for row in range(n):

@@ -65,7 +65,7 @@ import numpy as np
 
 from engine import closure
 from engine.psi import compute_psi, estimate_bytes
-from perf.environment import commit_info, machine
+from perf.environment import commit_info, commit_label, int_list, machine
 from perf.workloads import build_graph, generate_graph
 
 __all__ = ["main", "run_benchmark", "format_table", "plot", "TARGETS"]
@@ -305,7 +305,7 @@ def plot(results: dict, path: str | os.PathLike) -> None:
     ax_b.set_title("Psi storage")
     ax_b.grid(True, which="both", alpha=0.3)
     ax_b.legend(fontsize=8)
-    commit = (results.get("commit") or "unknown")[:10] + ("+dirty" if results.get("dirty") else "")
+    commit = commit_label(results)
     p = results["parameters"]
     fig.suptitle(f"compute_psi on the synthetic workload (seed {p['seed']}, {p['repeat']} "
                  f"repeats, {p['threads']} threads, commit {commit}, "
@@ -318,29 +318,11 @@ def plot(results: dict, path: str | os.PathLike) -> None:
 
 # --- command line --------------------------------------------------------------------------
 
-def _int_list(text: str) -> list[int]:
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            val = float(part)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {part!r}") from None
-        if val != int(val) or val < 1:
-            raise argparse.ArgumentTypeError(f"expected a positive integer, got {part!r}")
-        out.append(int(val))
-    if not out:
-        raise argparse.ArgumentTypeError("empty list")
-    return out
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m perf.bench_closure",
                                 description="Time compute_psi (and optionally the reference "
                                             "closure) on the synthetic workload graphs.")
-    p.add_argument("--sizes", type=_int_list, default=list(DEFAULT_SIZES),
+    p.add_argument("--sizes", type=int_list, default=list(DEFAULT_SIZES),
                    help="chain operators N, comma-separated (default 100,1000,2000,5000)")
     p.add_argument("--repeat", type=int, default=3, help="timed calls per size (default 3)")
     p.add_argument("--seed", type=int, default=1, help="workload seed (default 1)")

@@ -110,7 +110,7 @@ from engine.backend import make_tracker
 from engine.batched import Strategy
 from engine.errors import TimelyFrontierError
 from engine.propagation import PropagationTracker
-from perf.environment import commit_info, machine
+from perf.environment import commit_info, commit_label, int_list, machine
 from perf.workloads import BATCH_KINDS, batch_columns, build_graph, generate_batches, generate_graph
 
 __all__ = ["main", "run_benchmark", "summarize", "plot", "TARGETS", "VARIANTS"]
@@ -642,7 +642,7 @@ def plot(results: dict, path: str | os.PathLike) -> None:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8, loc="best")
     axes[0][0].set_ylabel("churn throughput (updates / s)")
-    commit = (results.get("commit") or "unknown")[:10] + ("+dirty" if results.get("dirty") else "")
+    commit = commit_label(results)
     ran = {s["variant"] for s in results["summary"] if s["status"] == "ok"}
     never = [v for v in variants if v not in ran]
     fig.suptitle(f"Churn batches through BatchedTracker (seed {results['parameters']['seed']}, "
@@ -657,24 +657,6 @@ def plot(results: dict, path: str | os.PathLike) -> None:
 
 # --- command line --------------------------------------------------------------------------
 
-def _int_list(text: str) -> list[int]:
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            val = float(part)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {part!r}") from None
-        if val != int(val) or val < 1:
-            raise argparse.ArgumentTypeError(f"expected a positive integer, got {part!r}")
-        out.append(int(val))
-    if not out:
-        raise argparse.ArgumentTypeError("empty list")
-    return out
-
-
 def _variant_list(text: str) -> list[str]:
     out = [v.strip().lower() for v in text.split(",") if v.strip()]
     bad = [v for v in out if v not in VARIANTS]
@@ -687,9 +669,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m perf.bench_propagate",
                                 description="Time load/churn/drain batches through the batched "
                                             "tracker's propagation strategies.")
-    p.add_argument("--sizes", type=_int_list, default=list(DEFAULT_SIZES),
+    p.add_argument("--sizes", type=int_list, default=list(DEFAULT_SIZES),
                    help="graph sizes N (chain operators), comma-separated (default 100,1000,5000)")
-    p.add_argument("--batches", type=_int_list, default=list(DEFAULT_BATCHES),
+    p.add_argument("--batches", type=int_list, default=list(DEFAULT_BATCHES),
                    help="batch sizes B, comma-separated, 1e5 forms accepted (default 1e3,1e4,1e5,1e6)")
     p.add_argument("--variants", type=_variant_list, default=["edgewise", "closure"],
                    help=f"comma-separated, from {', '.join(VARIANTS)} (default edgewise,closure)")

@@ -94,7 +94,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from perf import graphs as G  # noqa: E402
-from perf.environment import commit_info, machine  # noqa: E402
+from perf.environment import commit_info, commit_label, machine  # noqa: E402
 
 SYSTEMS = ("ours", "graphx", "scipy")
 DEFAULT_GRAPHS = ("rmat1m", "rmat10m", "grid300", "grid1000", "small")
@@ -537,7 +537,7 @@ def plot(results: dict, path: str | os.PathLike) -> None:
     axes[0].set_ylabel("seconds (log scale)")
     axes[0].legend()
     p = results["parameters"]
-    commit = (results.get("commit") or "unknown")[:10] + ("+dirty" if results.get("dirty") else "")
+    commit = commit_label(results)
     fig.suptitle(f"WCC: ours vs GraphX vs scipy ({p['master']}, {p['partitions']} partitions, "
                  f"commit {commit}, {results['machine']['cpu_count']} CPUs)", fontsize=10)
     fig.tight_layout()

@@ -1,10 +1,11 @@
-"""What every benchmark records about where it ran: git commit and machine.
-
-Shared by ``perf/bench_*.py`` so their JSON files describe runs the same way.
+"""What every benchmark records about where it ran (git commit, machine), and the small
+pieces of command-line and plot plumbing the ``perf/bench_*.py`` scripts share, so their
+JSON files and plots describe runs the same way.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ROOT", "git", "commit_info", "machine"]
+__all__ = ["ROOT", "git", "commit_info", "machine", "commit_label", "int_list"]
 
 #: The repository root (the parent of ``perf/``).
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,3 +50,27 @@ def machine(**extra) -> dict:
         "hostname": platform.node(),
         **extra,
     }
+
+
+def commit_label(results: dict) -> str:
+    """Short commit of a results dict for a plot title: ``'0123abcd45'`` or ``'...+dirty'``."""
+    return (results.get("commit") or "unknown")[:10] + ("+dirty" if results.get("dirty") else "")
+
+
+def int_list(text: str) -> list[int]:
+    """argparse type: comma-separated positive integers, ``1e5`` forms accepted."""
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            val = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {part!r}") from None
+        if val != int(val) or val < 1:
+            raise argparse.ArgumentTypeError(f"expected a positive integer, got {part!r}")
+        out.append(int(val))
+    if not out:
+        raise argparse.ArgumentTypeError("empty list")
+    return out

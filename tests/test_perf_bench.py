@@ -12,6 +12,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from perf import bench_propagate as bp  # noqa: E402
+from perf.environment import int_list  # noqa: E402
 
 
 def test_bench_propagate_smoke(tmp_path, capsys):
@@ -52,5 +53,5 @@ def test_bench_propagate_smoke(tmp_path, capsys):
 
 
 def test_lists_parse_exponents():
-    assert bp._int_list("1e3, 1e5,2000") == [1000, 100000, 2000]
+    assert int_list("1e3, 1e5,2000") == [1000, 100000, 2000]
     assert bp._variant_list("Edgewise,closure,edgewise") == ["edgewise", "closure"]

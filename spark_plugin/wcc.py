@@ -250,6 +250,39 @@ def _gpu_kernels():
             "small": on_gpu(small_star_xp)}
 
 
+def _to_ipc(batches, schema: pa.Schema) -> bytes:
+    """Arrow record batches as one Arrow IPC stream (the bytes a task ships)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as w:
+        for b in batches:
+            w.write_batch(b)
+    return sink.getvalue().to_pybytes()
+
+
+def _from_ipc(blob: bytes) -> pa.Table:
+    return pa.ipc.open_stream(blob).read_all()
+
+
+class _IpcTask:
+    """``RDD.mapPartitions`` function around a stage function: the partition's Arrow IPC blobs
+    are decoded into record batches for ``fn`` (the same contract as ``mapInArrow``), and its
+    output batches leave the task as one Arrow IPC blob.
+
+    Used for epochs finished on the driver: the rows go driver -> Python worker -> driver as
+    Arrow buffers and are never converted to Spark SQL rows (no ``createDataFrame``, no SQL
+    plan, no shuffle: the contract stage is correct on any split of its rows, because the
+    driver's global union-find completes it)."""
+
+    def __init__(self, fn, schema: pa.Schema):
+        self.fn, self.schema = fn, schema
+
+    def __call__(self, blobs):
+        def batches():
+            for blob in blobs:
+                yield from pa.ipc.open_stream(blob)
+        yield _to_ipc(self.fn(batches()), self.schema)
+
+
 def _changed_stars(a, b, f, oa, ob) -> np.ndarray:
     """``new[j]``: the contracted edge ``(oa[j], ob[j])`` is not one of the previous epoch's
     stars among the input (state rows ``f == False``, ``a`` the centre of leaf ``b``)."""
@@ -497,15 +530,23 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         if set(want) - got:
             svc.check_complete(want)  # raises MissingBatchError naming the producers
 
-    def stage_collect(kind, df, e, it, key):
-        """Run one stage and collect its whole output (data and delta rows) in one Spark job;
-        apply the deltas; return the data rows as numpy arrays ``a, b, f``."""
+    def stage_collect(kind, inp: pa.Table, e, it):
+        """Run one stage over the driver-held rows ``inp`` (a, b, f) as one Spark job: ``P``
+        contiguous slices shipped as Arrow IPC to ``P`` tasks (:class:`_IpcTask`), their whole
+        output (data and delta rows) collected the same way; apply the deltas; return the data
+        rows as numpy arrays ``a, b``."""
         nonlocal collecting
         fn = _Stage(kind, e, it, seq["stage"], locs, large, task_wrapper, use_gpu)
         s = seq["stage"]
         seq["stage"] += 1
         t0 = time.perf_counter()
-        tbl = collect_arrow(df.repartition(P, key).mapInArrow(fn, STAGE_DDL))
+        n = inp.num_rows
+        cuts = [p * n // P for p in range(P + 1)]
+        blobs = [_to_ipc(inp.slice(cuts[p], cuts[p + 1] - cuts[p]).to_batches(), inp.schema)
+                 for p in range(P)]
+        out = spark.sparkContext.parallelize(blobs, P).mapPartitions(
+            _IpcTask(fn, _stage_schema(large))).collect()
+        tbl = pa.concat_tables([_from_ipc(x) for x in out])
         collecting += time.perf_counter() - t0
         isd = tbl.column("a").is_null()
         check_stage(tbl.filter(isd).select(["loc", "ts", "diff", "producer", "seq"]), s)
@@ -584,8 +625,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                 # one Spark job: contract, collecting its output; the driver finishes the loop
                 inp = new_tbl if state is None else pa.concat_tables(
                     [_stars_table(*state), new_tbl])
-                inp_df = spark.createDataFrame(inp, schema=edge_ddl)
-                ca, cb = stage_collect("contract", inp_df, e, 0, F.least("a", "b"))
+                ca, cb = stage_collect("contract", inp, e, 0)
                 it = 0
                 sa, sb = finish_on_driver(ca, cb, e, it)
                 fb, fs = frontier(wg.b_in0), frontier(wg.s_in0)
@@ -598,8 +638,11 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                 bar.round(e, it, fb)
                 rounds = it + 1
                 state = (sa, sb)
-                # labels of every vertex seen so far: the star's centre, or the vertex itself
-                parts = [src.to_numpy(zero_copy_only=False), dst.to_numpy(zero_copy_only=False)]
+                # labels of every vertex seen so far: the star's centre, or the vertex itself.
+                # A vertex of a new edge is a star's centre or leaf unless its component is
+                # itself alone, which only a self-loop gives.
+                s_np, d_np = (x.to_numpy(zero_copy_only=False) for x in (src, dst))
+                parts = [sa, sb, s_np[s_np == d_np]]
                 if labels is not None:
                     parts.append(labels.column("vertex").to_numpy(zero_copy_only=False))
                 vert = compact_ids(*parts)[0]   # sorted distinct vertices

@@ -283,6 +283,19 @@ class _IpcTask:
         yield _to_ipc(self.fn(batches()), self.schema)
 
 
+def _warm_kernels(parts=()):
+    """Load the compiled WCC kernels (Numba's on-disk cache) into this process; as a
+    ``mapPartitions`` function it starts and warms the Python workers (yields nothing)."""
+    from gpu_kernels.unionfind import large_star, small_star, uf_stars
+
+    x = np.array([1, 0], np.int64)
+    y = np.array([0, 2], np.int64)
+    uf_stars(x, y)
+    large_star(x, y)
+    small_star(x, y, np.ones(2, np.bool_))
+    return iter(())
+
+
 def _changed_stars(a, b, f, oa, ob) -> np.ndarray:
     """``new[j]``: the contracted edge ``(oa[j], ob[j])`` is not one of the previous epoch's
     stars among the input (state rows ``f == False``, ``a`` the centre of leaf ``b``)."""
@@ -589,6 +602,13 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         check_stage(deltas, s)
         return done.filter(F.col("a").isNotNull()).select("a", "b", "f"), ids
 
+    # Python workers start and load the kernels while the driver reads and validates the
+    # input (the first epoch's stage would otherwise wait for both); the driver loads its own.
+    warm = ThreadPoolExecutor(2, thread_name_prefix="wcc-warm")
+    warming = [warm.submit(_warm_kernels),
+               warm.submit(lambda: spark.sparkContext.parallelize(range(P), P)
+                           .mapPartitions(_warm_kernels).collect())]
+    warm.shutdown(wait=False)
     total, sources = epoch_sources(edges, epochs)
     bar = _Progress(progress, total)
     state = None        # converged stars (a = component, b = vertex), f false
@@ -725,6 +745,9 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     finally:
         bar.close()
         pool.shutdown(wait=True)
+        for w in warming:   # a warm-up failure is not the job's: the stages say what failed
+            if w.exception() is not None:
+                log.warning("warming the WCC kernels failed: %s", w.exception())
         ck.release(state_ids | labels_ids)
     result.seconds = time.perf_counter() - t_start
     result.tracking_seconds = tracking

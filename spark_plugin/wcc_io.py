@@ -22,7 +22,7 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute)
+import pyarrow.compute as pc
 
 from engine.errors import TimelyFrontierError
 
@@ -137,7 +137,7 @@ def _parse_simple_text(text: str) -> pa.Table | None:
         return None
     src = t.column("src").combine_chunks() if t.num_rows else pa.array([], pa.int64())
     dst = t.column("dst").combine_chunks() if t.num_rows else pa.array([], pa.int64())
-    if t.num_rows and (pa.compute.min(src).as_py() < 0 or pa.compute.min(dst).as_py() < 0):
+    if t.num_rows and (pc.min(src).as_py() < 0 or pc.min(dst).as_py() < 0):
         return None
     return pa.Table.from_arrays([src, dst], schema=EDGE_SCHEMA)
 
@@ -225,15 +225,15 @@ def _read_parquet(path: Path) -> pa.Table:
             raise EdgeInputError(f"{_fmt(path)}: row {row}: column {name!r} is null", str(path),
                                  row)
         try:
-            v = c.cast(pa.int64()).to_numpy(zero_copy_only=False)
+            c = c.cast(pa.int64())
         except pa.ArrowInvalid as e:
             raise EdgeInputError(f"{_fmt(path)}: column {name!r}: {e}", str(path)) from None
-        neg = np.flatnonzero(v < 0)
-        if neg.size:
-            row = int(neg[0]) + 1
-            raise EdgeInputError(f"{_fmt(path)}: row {row}: vertex id {int(v[neg[0]])} in column "
-                                 f"{name!r} is negative; ids must be >= 0", str(path), row)
-        cols.append(pa.array(v, pa.int64()))
+        if len(c) and pc.min(c).as_py() < 0:   # only a bad file pays for finding the row
+            v = c.to_numpy(zero_copy_only=False)
+            row = int(np.flatnonzero(v < 0)[0]) + 1
+            raise EdgeInputError(f"{_fmt(path)}: row {row}: vertex id {int(v[row - 1])} in "
+                                 f"column {name!r} is negative; ids must be >= 0", str(path), row)
+        cols.append(c)
     return pa.Table.from_arrays(cols, schema=EDGE_SCHEMA)
 
 

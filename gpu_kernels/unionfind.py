@@ -60,6 +60,43 @@ def _uf(ia, ib, n):
     return parent
 
 
+@njit(cache=True)
+def _uf_span(a, b, lo, span):
+    """Union-find indexed by ``id - lo`` (no compaction): ``parent[x] = -1`` marks an absent
+    id. Union by the smaller root keeps ``parent[x] <= x``, so one ascending pass resolves
+    every root in O(1) from the already resolved smaller ids."""
+    parent = np.full(span, -1, np.int64)
+    for j in range(a.shape[0]):
+        x = a[j] - lo
+        y = b[j] - lo
+        if parent[x] < 0:
+            parent[x] = x
+        if parent[y] < 0:
+            parent[y] = y
+        rx = _find(parent, x)
+        ry = _find(parent, y)
+        if rx < ry:
+            parent[ry] = rx
+        elif ry < rx:
+            parent[rx] = ry
+    k = 0
+    for x in range(span):
+        p = parent[x]
+        if p >= 0 and p != x:
+            parent[x] = parent[p]
+            k += 1
+    root = np.empty(k, np.int64)
+    leaf = np.empty(k, np.int64)
+    k = 0
+    for x in range(span):
+        p = parent[x]
+        if p >= 0 and p != x:
+            root[k] = p + lo
+            leaf[k] = x + lo
+            k += 1
+    return root, leaf
+
+
 def compact_ids(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     """The sorted distinct ids of ``arrays`` and each array's positions among them (int64),
     like ``np.unique(concatenate(arrays), return_inverse=True)``. When the ids span a range at
@@ -98,6 +135,10 @@ def uf_stars(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     b = np.asarray(b, np.int64)
     if a.shape[0] == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    lo = min(int(a.min()), int(b.min()))
+    span = max(int(a.max()), int(b.max())) - lo + 1
+    if span <= 2 * a.shape[0] + (1 << 16):   # dense ids: index by id, O(n + span)
+        return _uf_span(a, b, lo, span)
     ids, (ia, ib) = compact_ids(a, b)
     parent = _uf(ia, ib, ids.shape[0])
     leaf = np.flatnonzero(parent != np.arange(ids.shape[0]))

@@ -188,9 +188,9 @@ class _Stage:
         bs = list(batches)
         if bs:
             t = pa.Table.from_batches(bs)
-            a = t.column("a").to_numpy(zero_copy_only=False).astype(np.int64)
-            b = t.column("b").to_numpy(zero_copy_only=False).astype(np.int64)
-            f = t.column("f").to_numpy(zero_copy_only=False).astype(np.bool_)
+            a = t.column("a").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            b = t.column("b").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            f = t.column("f").to_numpy(zero_copy_only=False).astype(np.bool_, copy=False)
         else:
             a = b = np.zeros(0, np.int64)
             f = np.zeros(0, np.bool_)
@@ -259,33 +259,68 @@ def _to_ipc(batches, schema: pa.Schema) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+_EDGE_SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.int64())])
+
+
 def _from_ipc(blob: bytes) -> pa.Table:
     return pa.ipc.open_stream(blob).read_all()
 
 
 class _IpcTask:
-    """``RDD.mapPartitions`` function around a stage function: the partition's Arrow IPC blobs
-    are decoded into record batches for ``fn`` (the same contract as ``mapInArrow``), and its
-    output batches leave the task as one Arrow IPC blob.
+    """``RDD.mapPartitions`` function around a stage function, for epochs finished on the
+    driver. Each element of the partition is ``(state, new)``: ``state`` an Arrow IPC blob of
+    rows ``a, b, f`` (or ``None``), ``new`` the epoch's new edges as such a blob or as a
+    :class:`~spark_plugin.wcc_io.ParquetSlice` the task reads and validates itself. ``fn``
+    gets them as record batches (the same contract as ``mapInArrow``); the task yields one
+    ``(blobs, loops, error)``: ``fn``'s output as two Arrow IPC blobs -- its data rows
+    (columns ``a, b`` only: the driver needs no flag) and its delta rows --, the distinct
+    self-loop vertices of the new edges (int64), and ``None`` -- or ``(None, None, (message,
+    path, row))`` when the input is malformed (the driver raises ``EdgeInputError``, Spark
+    does not retry a deterministic error).
 
-    Used for epochs finished on the driver: the rows go driver -> Python worker -> driver as
-    Arrow buffers and are never converted to Spark SQL rows (no ``createDataFrame``, no SQL
-    plan, no shuffle: the contract stage is correct on any split of its rows, because the
-    driver's global union-find completes it)."""
+    The rows never become Spark SQL rows (no ``createDataFrame``, no SQL plan, no shuffle):
+    the contract stage is correct on any split of its rows, because the driver's global
+    union-find completes it."""
 
     def __init__(self, fn, schema: pa.Schema):
         self.fn, self.schema = fn, schema
 
-    def __call__(self, blobs):
-        def batches():
-            for blob in blobs:
-                yield from pa.ipc.open_stream(blob)
-        yield _to_ipc(self.fn(batches()), self.schema)
+    def __call__(self, elements):
+        batches, loops = [], []
+        try:
+            for state, new in elements:
+                if state is not None:
+                    batches += _from_ipc(state).to_batches()
+                if isinstance(new, (bytes, bytearray)):
+                    t = _from_ipc(new)
+                    a, b = (t.column(c).to_numpy(zero_copy_only=False) for c in ("a", "b"))
+                    batches += t.to_batches()
+                else:
+                    t = new.read()
+                    a, b = (t.column(c).to_numpy(zero_copy_only=False) for c in ("src", "dst"))
+                    batches.append(pa.RecordBatch.from_arrays(
+                        [pa.array(a, pa.int64()), pa.array(b, pa.int64()),
+                         pa.array(np.ones(len(a), np.bool_))], names=["a", "b", "f"]))
+                loops.append(np.unique(a[a == b]).astype(np.int64))
+        except EdgeInputError as err:
+            yield None, None, (str(err), err.path, err.line)
+            return
+        loops = np.concatenate(loops) if loops else np.zeros(0, np.int64)
+        data, deltas = [], []
+        for batch in self.fn(iter(batches)):
+            isd = batch.column("a").is_null()
+            if isd.true_count:
+                deltas.append(batch.filter(isd))
+            if isd.true_count < batch.num_rows:
+                data.append(batch.filter(pc.invert(isd)).select(["a", "b"]))
+        yield (_to_ipc(data, _EDGE_SCHEMA), _to_ipc(deltas, self.schema)), loops, None
 
 
 def _warm_kernels(parts=()):
     """Load the compiled WCC kernels (Numba's on-disk cache) into this process; as a
     ``mapPartitions`` function it starts and warms the Python workers (yields nothing)."""
+    import pyarrow.parquet  # noqa: F401  (the contract tasks may read Parquet)
+
     from gpu_kernels.unionfind import large_star, small_star, uf_stars
 
     x = np.array([1, 0], np.int64)
@@ -432,7 +467,8 @@ class _Checkpoints:
 
 def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             partitions: int | None = None, backend: str | None = None,
-            progress: bool | None = None, on_epoch=None, task_wrapper=None) -> WccResult:
+            progress: bool | None = None, on_epoch=None, task_wrapper=None,
+            executor_input: bool | None = None) -> WccResult:
     """Run the incremental WCC job.
 
     Parameters
@@ -462,6 +498,11 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         Called with each :class:`EpochSummary` right after the epoch is written.
     task_wrapper : callable, optional
         Testing hook: ``task_wrapper(fn)`` wraps every stage's task function.
+    executor_input : bool, optional
+        Let the contract tasks of epochs finished on the driver read their share of a Parquet
+        input themselves (row groups of their rows only, validated there) instead of the
+        driver reading it and shipping the rows. The path must then be readable by every
+        executor; default: on for a ``local`` master, off otherwise.
 
     Raises
     ------
@@ -493,6 +534,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     collecting = 0.0
     seq = {"driver": 0, "stage": 0, "output": 0}
     driver_rows = int(os.environ.get("TFRONT_WCC_DRIVER_ROWS", DRIVER_FINISH_ROWS))
+    if executor_input is None:
+        executor_input = spark.sparkContext.master.startswith("local")
 
     # The driver's own delta batches are applied on a tracking thread, in order, while the
     # driver goes on (reading the epoch, submitting its Spark job); every frontier query and
@@ -543,29 +586,38 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         if set(want) - got:
             svc.check_complete(want)  # raises MissingBatchError naming the producers
 
-    def stage_collect(kind, inp: pa.Table, e, it):
-        """Run one stage over the driver-held rows ``inp`` (a, b, f) as one Spark job: ``P``
-        contiguous slices shipped as Arrow IPC to ``P`` tasks (:class:`_IpcTask`), their whole
-        output (data and delta rows) collected the same way; apply the deltas; return the data
-        rows as numpy arrays ``a, b``."""
+    def stage_collect(kind, state_tbl, new, e, it):
+        """Run one stage over the driver-held rows ``state_tbl`` (a, b, f; or ``None``) and
+        the epoch's new edges ``new`` (a table a, b, f held by the driver, or a
+        :class:`~spark_plugin.wcc_io.ParquetSlice` the tasks read) as one Spark job of ``P``
+        tasks, each given a contiguous ``1/P`` of both (:class:`_IpcTask`); apply the deltas;
+        return the data rows ``a, b`` and the self-loop vertices of the new edges (numpy)."""
         nonlocal collecting
         fn = _Stage(kind, e, it, seq["stage"], locs, large, task_wrapper, use_gpu)
         s = seq["stage"]
         seq["stage"] += 1
         t0 = time.perf_counter()
-        n = inp.num_rows
-        cuts = [p * n // P for p in range(P + 1)]
-        blobs = [_to_ipc(inp.slice(cuts[p], cuts[p + 1] - cuts[p]).to_batches(), inp.schema)
-                 for p in range(P)]
-        out = spark.sparkContext.parallelize(blobs, P).mapPartitions(
+
+        def part(t, p):
+            n = t.num_rows
+            lo, hi = p * n // P, (p + 1) * n // P
+            return _to_ipc(t.slice(lo, hi - lo).to_batches(), t.schema)
+
+        elements = [(None if state_tbl is None else part(state_tbl, p),
+                     part(new, p) if isinstance(new, pa.Table) else new.part(p, P))
+                    for p in range(P)]
+        out = spark.sparkContext.parallelize(elements, P).mapPartitions(
             _IpcTask(fn, _stage_schema(large))).collect()
-        tbl = pa.concat_tables([_from_ipc(x) for x in out])
+        for _, _, err in out:
+            if err is not None:   # a task found bad input: the epoch stops, nothing written
+                raise EdgeInputError(*err)
+        data = pa.concat_tables([_from_ipc(x[0]) for x, _, _ in out])
+        deltas = pa.concat_tables([_from_ipc(x[1]) for x, _, _ in out])
+        loops = np.concatenate([x for _, x, _ in out])
         collecting += time.perf_counter() - t0
-        isd = tbl.column("a").is_null()
-        check_stage(tbl.filter(isd).select(["loc", "ts", "diff", "producer", "seq"]), s)
-        data = tbl.filter(pc.invert(isd))
+        check_stage(deltas.select(["loc", "ts", "diff", "producer", "seq"]), s)
         return (data.column("a").to_numpy(zero_copy_only=False).astype(np.int64),
-                data.column("b").to_numpy(zero_copy_only=False).astype(np.int64))
+                data.column("b").to_numpy(zero_copy_only=False).astype(np.int64), loops)
 
     def finish_on_driver(a, b, e, it):
         """The small-star stage of iteration ``it`` run on the driver over every row at
@@ -618,10 +670,15 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     n_edges = 0
     try:
         driver([(wg.a_out, (0, 0), 1)])  # the edge input's capability for epoch 0
-        for e, (what, read) in enumerate(sources):
+        for e, source in enumerate(sources):
             t_epoch = time.perf_counter()
-            table = read()  # EdgeInputError before anything of this epoch happens
-            n_new = table.num_rows
+            scan = source.scan if executor_input else None
+            table = None
+            if scan is None:
+                table = source.read()  # EdgeInputError before anything of this epoch happens
+                n_new = table.num_rows
+            else:
+                n_new = scan.rows      # the tasks read (and validate) the rows themselves
             n_edges += n_new
             more = e + 1 < total
             # a sends the epoch's edges to label.in1 at (e, 0); the star operator takes a
@@ -630,22 +687,26 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             if more:
                 rows.append((wg.a_out, (e + 1, 0), 1))
             driver([r for r in rows if r[2] != 0])
-            src = table.column("src").combine_chunks() if n_new else pa.array([], pa.int64())
-            dst = table.column("dst").combine_chunks() if n_new else pa.array([], pa.int64())
-            new_tbl = pa.table({"a": src, "b": dst, "f": pa.array(np.ones(n_new, np.bool_))})
             edge_ddl = "a bigint, b bigint, f boolean"
             held = isinstance(state, tuple)   # the previous stars are on the driver
             n_state = len(state[0]) if held else 0
             on_driver = (state is None or held) and n_new + n_state <= driver_rows
+            if table is None and not on_driver:
+                table = source.read()
+            if table is not None:
+                src = table.column("src").combine_chunks() if n_new else pa.array([], pa.int64())
+                dst = table.column("dst").combine_chunks() if n_new else pa.array([], pa.int64())
+                new_tbl = pa.table({"a": src, "b": dst,
+                                    "f": pa.array(np.ones(n_new, np.bool_))})
             if held and not on_driver:        # back to Spark: the stars become a DataFrame
                 state = spark.createDataFrame(_stars_table(*state), schema=edge_ddl)
             if isinstance(labels, pa.Table) and not on_driver:
                 labels = spark.createDataFrame(labels, schema="vertex bigint, component bigint")
             if on_driver:
                 # one Spark job: contract, collecting its output; the driver finishes the loop
-                inp = new_tbl if state is None else pa.concat_tables(
-                    [_stars_table(*state), new_tbl])
-                ca, cb = stage_collect("contract", inp, e, 0)
+                ca, cb, loops = stage_collect("contract", None if state is None
+                                              else _stars_table(*state),
+                                              scan if table is None else new_tbl, e, 0)
                 it = 0
                 sa, sb = finish_on_driver(ca, cb, e, it)
                 fb, fs = frontier(wg.b_in0), frontier(wg.s_in0)
@@ -660,9 +721,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                 state = (sa, sb)
                 # labels of every vertex seen so far: the star's centre, or the vertex itself.
                 # A vertex of a new edge is a star's centre or leaf unless its component is
-                # itself alone, which only a self-loop gives.
-                s_np, d_np = (x.to_numpy(zero_copy_only=False) for x in (src, dst))
-                parts = [sa, sb, s_np[s_np == d_np]]
+                # itself alone, which only a self-loop gives (the tasks return those).
+                parts = [sa, sb, loops]
                 if labels is not None:
                     parts.append(labels.column("vertex").to_numpy(zero_copy_only=False))
                 vert = compact_ids(*parts)[0]   # sorted distinct vertices

@@ -26,7 +26,8 @@ import pyarrow.compute as pc
 
 from engine.errors import TimelyFrontierError
 
-__all__ = ["EdgeInputError", "read_edges", "epoch_sources", "edge_files", "EDGE_SCHEMA"]
+__all__ = ["EdgeInputError", "read_edges", "epoch_sources", "edge_files", "EDGE_SCHEMA",
+           "EpochSource", "ParquetSlice"]
 
 #: The schema :func:`read_edges` returns.
 EDGE_SCHEMA = pa.schema([pa.field("src", pa.int64(), nullable=False),
@@ -205,23 +206,20 @@ def _parse_lines(path: Path, lines: list[str], *, csv: bool) -> pa.Table:
 
 
 def _read_parquet(path: Path) -> pa.Table:
-    import pyarrow.parquet as pq
+    return ParquetSlice.of(path).read()
 
-    try:
-        t = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise EdgeInputError(f"{_fmt(path)}: not a readable Parquet file ({e})", str(path)) from None
+
+def _check_parquet(t: pa.Table, path, first_row: int) -> pa.Table:
+    """Validate the columns ``src, dst`` of rows of a Parquet edge file (``first_row``: the
+    0-based file row of ``t``'s first row; errors name 1-based file rows)."""
     cols = []
     for name in ("src", "dst"):
-        if name not in t.column_names:
-            raise EdgeInputError(f"{_fmt(path)}: Parquet file has no column {name!r} (columns: "
-                                 f"{', '.join(t.column_names) or '(none)'})", str(path))
         c = t.column(name).combine_chunks() if t.num_rows else pa.array([], pa.int64())
         if not pa.types.is_integer(c.type):
             raise EdgeInputError(f"{_fmt(path)}: column {name!r} has type {c.type}, expected "
                                  f"integer vertex ids", str(path))
         if c.null_count:
-            row = int(np.flatnonzero(c.is_null().to_numpy(zero_copy_only=False))[0]) + 1
+            row = first_row + int(np.flatnonzero(c.is_null().to_numpy(zero_copy_only=False))[0]) + 1
             raise EdgeInputError(f"{_fmt(path)}: row {row}: column {name!r} is null", str(path),
                                  row)
         try:
@@ -230,11 +228,81 @@ def _read_parquet(path: Path) -> pa.Table:
             raise EdgeInputError(f"{_fmt(path)}: column {name!r}: {e}", str(path)) from None
         if len(c) and pc.min(c).as_py() < 0:   # only a bad file pays for finding the row
             v = c.to_numpy(zero_copy_only=False)
-            row = int(np.flatnonzero(v < 0)[0]) + 1
-            raise EdgeInputError(f"{_fmt(path)}: row {row}: vertex id {int(v[row - 1])} in "
-                                 f"column {name!r} is negative; ids must be >= 0", str(path), row)
+            k = int(np.flatnonzero(v < 0)[0])
+            row = first_row + k + 1
+            raise EdgeInputError(f"{_fmt(path)}: row {row}: vertex id {int(v[k])} in column "
+                                 f"{name!r} is negative; ids must be >= 0", str(path), row)
         cols.append(c)
     return pa.Table.from_arrays(cols, schema=EDGE_SCHEMA)
+
+
+class ParquetSlice:
+    """Rows ``[start, stop)`` (0-based) of a Parquet edge file, read -- and validated -- by
+    whoever needs them: the driver (:meth:`read`) or a Spark task (:meth:`read` of a
+    sub-range), which opens only the row groups it needs. Errors name 1-based file rows."""
+
+    __slots__ = ("path", "start", "stop")
+
+    def __init__(self, path, start: int, stop: int):
+        self.path, self.start, self.stop = str(path), int(start), int(stop)
+
+    @classmethod
+    def of(cls, path, start: int = 0, stop: int | None = None) -> "ParquetSlice":
+        """The rows ``[start, stop)`` of ``path`` (default: all); checks the file's footer and
+        columns now, the values when read."""
+        pf = cls._open(path)
+        n = pf.metadata.num_rows
+        return cls(path, start, n if stop is None else min(stop, n))
+
+    @staticmethod
+    def _open(path):
+        import pyarrow.parquet as pq
+
+        try:
+            pf = pq.ParquetFile(path)
+        except (pa.ArrowInvalid, OSError) as e:
+            raise EdgeInputError(f"{_fmt(path)}: not a readable Parquet file ({e})",
+                                 str(path)) from None
+        names = pf.schema_arrow.names
+        for name in ("src", "dst"):
+            if name not in names:
+                raise EdgeInputError(f"{_fmt(path)}: Parquet file has no column {name!r} "
+                                     f"(columns: {', '.join(names) or '(none)'})", str(path))
+        return pf
+
+    @property
+    def rows(self) -> int:
+        return self.stop - self.start
+
+    def part(self, p: int, parts: int) -> "ParquetSlice":
+        """The ``p``-th of ``parts`` consecutive, equal sub-slices."""
+        n = self.rows
+        return ParquetSlice(self.path, self.start + p * n // parts,
+                            self.start + (p + 1) * n // parts)
+
+    def read(self) -> pa.Table:
+        """The rows as ``src int64, dst int64`` (validated)."""
+        if self.rows <= 0:
+            return EDGE_SCHEMA.empty_table()
+        pf = self._open(self.path)
+        md = pf.metadata
+        groups, first, at = [], None, 0
+        for g in range(md.num_row_groups):
+            k = md.row_group(g).num_rows
+            if at < self.stop and at + k > self.start:
+                groups.append(g)
+                first = at if first is None else first
+            at += k
+        try:
+            t = pf.read_row_groups(groups, columns=["src", "dst"])
+        except (pa.ArrowInvalid, OSError) as e:
+            raise EdgeInputError(f"{_fmt(self.path)}: not a readable Parquet file ({e})",
+                                 self.path) from None
+        t = t.slice(self.start - first, self.rows)
+        return _check_parquet(t, self.path, self.start)
+
+    def __repr__(self) -> str:
+        return f"ParquetSlice({self.path!r}, {self.start}, {self.stop})"
 
 
 def edge_files(directory) -> list[Path]:
@@ -244,23 +312,52 @@ def edge_files(directory) -> list[Path]:
                   if p.is_file() and not p.name.startswith((".", "_")))
 
 
-def epoch_sources(edges, epochs: int = 1) -> tuple[int, Iterator[tuple[str, "callable"]]]:
-    """``(number of epochs, iterator of (description, read()) per epoch)``.
+class EpochSource:
+    """One epoch's edges: ``what`` (for messages), ``read()`` (the rows as ``src, dst`` on the
+    driver, validated) and, for Parquet input, ``scan`` (a :class:`ParquetSlice` that Spark
+    tasks can read themselves; ``None`` otherwise)."""
 
-    A file is read (and validated) once, up front, and split into ``epochs`` consecutive
-    slices of equal size (the first slices one row shorter when it does not divide); a
-    directory yields one epoch per file, each read when its epoch starts.
+    __slots__ = ("what", "read", "scan")
+
+    def __init__(self, what: str, read, scan: ParquetSlice | None = None):
+        self.what, self.read, self.scan = what, read, scan
+
+
+def epoch_sources(edges, epochs: int = 1) -> tuple[int, Iterator[EpochSource]]:
+    """``(number of epochs, iterator of EpochSource per epoch)``.
+
+    A text or CSV file is read (and validated) once, up front, and split into ``epochs``
+    consecutive slices of equal size (the first slices one row shorter when it does not
+    divide); a Parquet file is split the same way by its row count (footer), each slice read
+    and validated when its epoch starts; a directory yields one epoch per file, each read when
+    its epoch starts.
     """
     path = Path(edges)
     if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise EdgeInputError(f"--epochs must be a positive integer, got {epochs!r}", str(path))
     if path.is_dir():
         files = edge_files(path)
-        return len(files), ((str(f), (lambda f=f: read_edges(f))) for f in files)
+        return len(files), (_file_source(f) for f in files)
+    if not path.exists():
+        raise FileNotFoundError(f"edge file {_fmt(path)!r} does not exist")
+    if _kind(path) == "parquet":
+        whole = ParquetSlice.of(path)
+        n = whole.rows
+        bounds = [(e * n) // epochs for e in range(epochs + 1)]
+        slices = [ParquetSlice(path, bounds[e], bounds[e + 1]) for e in range(epochs)]
+        return epochs, (EpochSource(f"{path} rows {s.start + 1}-{s.stop}", s.read, s)
+                        for s in slices)
     table = read_edges(path)
     n = table.num_rows
     bounds = [(e * n) // epochs for e in range(epochs + 1)]
-    return epochs, ((f"{path} rows {bounds[e] + 1}-{bounds[e + 1]}",
-                     (lambda s=bounds[e], t=bounds[e + 1]: table.slice(s, t - s)))
+    return epochs, (EpochSource(f"{path} rows {bounds[e] + 1}-{bounds[e + 1]}",
+                                (lambda s=bounds[e], t=bounds[e + 1]: table.slice(s, t - s)))
                     for e in range(epochs))
 
+
+def _file_source(f: Path) -> EpochSource:
+    """A directory's epoch file (called when its epoch starts: the iterator is lazy)."""
+    if _kind(f) == "parquet":
+        whole = ParquetSlice.of(f)
+        return EpochSource(str(f), whole.read, whole)
+    return EpochSource(str(f), lambda: read_edges(f))

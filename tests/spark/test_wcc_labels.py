@@ -117,6 +117,22 @@ def test_kernels_agree_with_scipy():
     assert got == exp
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_uf_stars_dense_and_sparse_ids_agree(seed):
+    """Dense ids take the id-indexed union-find, spread-out ids the compacted one: the same
+    stars (after scaling the ids), one per non-minimal vertex, in ascending leaf order."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    a, b = rng.integers(0, n, n), rng.integers(0, n, n)
+    exp = expected_labels(a, b)
+    root, leaf = uf_stars(a, b)
+    assert dict(zip(leaf.tolist(), root.tolist())) == {v: c for v, c in exp.items() if v != c}
+    assert (np.diff(leaf) > 0).all()
+    k = 10 ** 9 + 7
+    r2, l2 = uf_stars(a * k + 5, b * k + 5)
+    assert np.array_equal(r2, root * k + 5) and np.array_equal(l2, leaf * k + 5)
+
+
 def test_array_twins_equal_the_numba_kernels():
     """The ``*_xp`` twins (CuPy on a GPU) with NumPy as the array module."""
     rng = np.random.default_rng(2)

@@ -3,6 +3,7 @@
 import gzip
 import os
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -180,3 +181,56 @@ def test_cli_parses_wcc():
                                  "local[2]", "--partitions", "3", "--backend", "cpu"])
     assert (args.edges, args.epochs, args.out, args.master, args.partitions, args.backend) == \
         ("g.txt", 4, "o", "local[2]", 3, "cpu")
+
+
+def test_parquet_slices_read_only_their_rows_across_row_groups(tmp_path):
+    from spark_plugin.wcc_io import ParquetSlice, epoch_sources
+
+    n = 1000
+    src = np.arange(n, dtype=np.int64)
+    path = tmp_path / "g.parquet"
+    pq.write_table(pa.table({"w": src * 0, "src": src, "dst": src + 7}), path, row_group_size=64)
+    total, sources = epoch_sources(path, 3)
+    sources = list(sources)
+    assert total == 3 and [s.scan.rows for s in sources] == [333, 333, 334]
+    got = []
+    for s in sources:
+        for p in range(4):
+            part = s.scan.part(p, 4)
+            t = part.read()
+            assert t.schema.names == ["src", "dst"]
+            assert t.column("src").to_pylist() == list(range(part.start, part.stop))
+            got += t.column("dst").to_pylist()
+        assert s.read().num_rows == s.scan.rows
+    assert got == (src + 7).tolist()
+    assert ParquetSlice(path, 5, 5).read().num_rows == 0
+
+
+@pytest.mark.parametrize("executor_input", [True, False], ids=["tasks-read", "driver-reads"])
+def test_parquet_epochs_read_by_tasks_or_driver(spark, tmp_path, executor_input):
+    """A single Parquet file in 3 epochs: the tasks read their own row groups (or the driver
+    reads and ships the rows); a negative id in epoch 2 stops that epoch with the file row,
+    epochs 0 and 1 are written with the right labels."""
+    edges = EDGES * 3 + [(30, 31), (31, 30), (40, 40)]
+    src = [s for s, _ in edges]
+    dst = [d for _, d in edges]
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"src": src, "dst": dst}), good, row_group_size=4)
+    out = str(tmp_path / "out")
+    res = run_wcc(spark, good, epochs=3, out=out, partitions=2, progress=False,
+                  executor_input=executor_input)
+    final = written(out)
+    n = len(edges)
+    for e in range(3):
+        assert dict(final[e]) == expected(edges[:(e + 1) * n // 3]), e
+    assert res.epochs[-1].edges == n and res.service.counts().num_rows == 0
+    bad_dst = list(dst)
+    bad_dst[n - 2] = -5
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"src": src, "dst": bad_dst}), bad, row_group_size=4)
+    out2 = str(tmp_path / "out2")
+    with pytest.raises(EdgeInputError, match=rf"bad\.parquet: row {n - 1}: vertex id -5") as ei:
+        run_wcc(spark, bad, epochs=3, out=out2, partitions=2, progress=False,
+                executor_input=executor_input)
+    assert ei.value.line == n - 1
+    assert sorted(written(out2)) == [0, 1]

@@ -55,6 +55,13 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--partitions", type=int, default=None, help="Spark partitions per round (default: cores)")
     w.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None,
                    help="engine backend of the driver's frontier service (default: $TFRONT_BACKEND or auto)")
+    w.add_argument("--checkpoint-dir", default=None,
+                   help="checkpoint the Spark loop's stages reliably here (e.g. an HDFS path on a "
+                        "cluster) instead of localCheckpoint")
+    w.add_argument("--follow", type=float, nargs="?", const=float("inf"), default=None,
+                   metavar="IDLE",
+                   help="consume the directory EDGES as a stream: new files become epochs as they "
+                        "appear, until a _DONE file exists (or IDLE seconds pass without a new file)")
 
     i = sub.add_parser("info", help="show the backend chosen here and why, versions and CUDA devices")
     i.add_argument("--backend", choices=backends, default=None,

@@ -230,6 +230,9 @@ def _gpu_cluster(script: str, tasks_per_gpu: int) -> list[Setting]:
                 "toPandas/createDataFrame through Arrow"),
         Setting("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 17),
                 "larger Arrow batches (131,072 rows) amortise host-device copies"),
+        Setting("spark.cleaner.referenceTracking.cleanCheckpoints", "true",
+                "remove a reliable checkpoint's files once its RDD is unreachable (the WCC "
+                "job's --checkpoint-dir supersedes one per stage)"),
     ]
 
 

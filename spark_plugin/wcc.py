@@ -431,10 +431,19 @@ def _fmt_frontier(frontier) -> str:
 
 
 class _Checkpoints:
-    """Tracks the RDDs each ``localCheckpoint`` persists, to release them when superseded."""
+    """Truncates lineage after every stage. With no directory: ``localCheckpoint`` (executor
+    storage, fast), tracking the RDDs it persists to release them when superseded. With a
+    checkpoint directory (a reliable file system, e.g. HDFS on a cluster): ``checkpoint``,
+    written there, so an executor lost mid-run costs a recomputation of nothing but its
+    current stage; superseded files are removed by Spark's cleaner when
+    ``spark.cleaner.referenceTracking.cleanCheckpoints`` is true (the ``gpu-cluster``
+    preset sets it)."""
 
-    def __init__(self, spark):
+    def __init__(self, spark, directory: str | None = None):
         self.sc = spark.sparkContext
+        self.reliable = directory is not None
+        if self.reliable:
+            self.sc.setCheckpointDir(str(directory))
 
     def _ids(self) -> set:
         from py4j.protocol import Py4JError
@@ -446,6 +455,8 @@ class _Checkpoints:
             return set()
 
     def checkpoint(self, df):
+        if self.reliable:
+            return df.checkpoint(eager=True), set()
         before = self._ids()
         out = df.localCheckpoint(eager=True)
         return out, self._ids() - before
@@ -468,7 +479,8 @@ class _Checkpoints:
 def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             partitions: int | None = None, backend: str | None = None,
             progress: bool | None = None, on_epoch=None, task_wrapper=None,
-            executor_input: bool | None = None) -> WccResult:
+            executor_input: bool | None = None, follow: float | None = None,
+            checkpoint_dir: str | None = None) -> WccResult:
     """Run the incremental WCC job.
 
     Parameters
@@ -498,6 +510,15 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         Called with each :class:`EpochSummary` right after the epoch is written.
     task_wrapper : callable, optional
         Testing hook: ``task_wrapper(fn)`` wraps every stage's task function.
+    follow : float, optional
+        Consume the directory ``edges`` as a stream: after the files present, each new file
+        is the next epoch, until the marker file ``_DONE`` appears (every file before it
+        consumed) or no file has arrived for ``follow`` seconds (``math.inf``: only the
+        marker ends it). The edge input keeps its capability for the next epoch until then.
+    checkpoint_dir : str, optional
+        Checkpoint every Spark-loop stage reliably to this directory (``SparkContext.
+        setCheckpointDir``; on a cluster a shared file system such as HDFS) instead of
+        ``localCheckpoint``, which loses its blocks with their executor.
     executor_input : bool, optional
         Let the contract tasks of epochs finished on the driver read their share of a Parquet
         input themselves (row groups of their rows only, validated there) instead of the
@@ -529,7 +550,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     locs = {"b_in0": wg.b_in0, "b_in1": wg.b_in1, "s_in0": wg.s_in0}
     large = large_var_types(spark)
     result = WccResult(service=svc)
-    ck = _Checkpoints(spark)
+    ck = _Checkpoints(spark, checkpoint_dir)
     tracking = 0.0
     collecting = 0.0
     seq = {"driver": 0, "stage": 0, "output": 0}
@@ -661,7 +682,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                warm.submit(lambda: spark.sparkContext.parallelize(range(P), P)
                            .mapPartitions(_warm_kernels).collect())]
     warm.shutdown(wait=False)
-    total, sources = epoch_sources(edges, epochs)
+    total, sources = epoch_sources(edges, epochs, follow=follow)
     bar = _Progress(progress, total)
     state = None        # converged stars (a = component, b = vertex), f false
     state_ids: set = set()
@@ -680,7 +701,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             else:
                 n_new = scan.rows      # the tasks read (and validate) the rows themselves
             n_edges += n_new
-            more = e + 1 < total
+            more = total is None or e + 1 < total   # a stream: the next epoch may come
             # a sends the epoch's edges to label.in1 at (e, 0); the star operator takes a
             # capability for the epoch's results; a moves its capability on (or drops it).
             rows = [(wg.b_in1, (e, 0), n_new), (wg.s_out1, (e, 0), 1), (wg.a_out, (e, 0), -1)]
@@ -794,6 +815,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             bar.epoch(summary)
             if on_epoch is not None:
                 on_epoch(summary)
+        if total is None or total == 0:   # the stream ended (or there was nothing): the edge
+            driver([(wg.a_out, (len(result.epochs), 0), -1)])   # input drops its capability
         if out is None and isinstance(labels, pa.Table):
             result.labels = labels   # sorted by vertex (np.unique)
         elif out is None and labels is not None:
@@ -825,6 +848,10 @@ def main_wcc(args) -> int:
         raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
     if args.epochs < 1:
         raise EdgeInputError(f"--epochs must be a positive integer, got {args.epochs}", args.edges)
+    follow = getattr(args, "follow", None)
+    if follow is not None and not Path(args.edges).is_dir():
+        raise EdgeInputError(f"{args.edges}: --follow needs a directory of epoch files",
+                             args.edges)
     conf = {"spark.ui.enabled": "false"}
     if args.master:
         conf["spark.master"] = args.master
@@ -836,7 +863,8 @@ def main_wcc(args) -> int:
             print(s.line(), flush=True)
 
         res = run_wcc(spark, args.edges, epochs=args.epochs, out=args.out,
-                      partitions=args.partitions, backend=args.backend, on_epoch=report)
+                      partitions=args.partitions, backend=args.backend, on_epoch=report,
+                      follow=follow, checkpoint_dir=getattr(args, "checkpoint_dir", None))
         print(f"total: {len(res.epochs)} epochs, {res.seconds:.2f} s "
               f"(progress tracking {res.tracking_seconds:.2f} s)"
               + (f", labels in {args.out}" if args.out else ""), flush=True)

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from engine.errors import TimelyFrontierError
 
 __all__ = ["EdgeInputError", "read_edges", "epoch_sources", "edge_files", "EDGE_SCHEMA",
-           "EpochSource", "ParquetSlice"]
+           "EpochSource", "ParquetSlice", "DONE_MARKER"]
 
 #: The schema :func:`read_edges` returns.
 EDGE_SCHEMA = pa.schema([pa.field("src", pa.int64(), nullable=False),
@@ -323,7 +323,12 @@ class EpochSource:
         self.what, self.read, self.scan = what, read, scan
 
 
-def epoch_sources(edges, epochs: int = 1) -> tuple[int, Iterator[EpochSource]]:
+#: The marker file that ends a followed directory stream (:func:`epoch_sources`).
+DONE_MARKER = "_DONE"
+
+
+def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
+                  poll: float = 0.5) -> tuple[int | None, Iterator[EpochSource]]:
     """``(number of epochs, iterator of EpochSource per epoch)``.
 
     A text or CSV file is read (and validated) once, up front, and split into ``epochs``
@@ -331,10 +336,24 @@ def epoch_sources(edges, epochs: int = 1) -> tuple[int, Iterator[EpochSource]]:
     divide); a Parquet file is split the same way by its row count (footer), each slice read
     and validated when its epoch starts; a directory yields one epoch per file, each read when
     its epoch starts.
+
+    ``follow`` (directories only) consumes the directory as a **stream**: after the files
+    present, new files become the next epochs as they appear (name order within one listing;
+    every file exactly once), until the marker file ``_DONE`` exists and every file is
+    consumed, or no new file has appeared for ``follow`` seconds (``math.inf``: wait for the
+    marker). The number of epochs is then ``None``. Writers should create each file under a
+    hidden or ``_``-prefixed name and rename it when complete (those names are skipped).
     """
     path = Path(edges)
     if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise EdgeInputError(f"--epochs must be a positive integer, got {epochs!r}", str(path))
+    if follow is not None:
+        if not path.is_dir():
+            raise EdgeInputError(f"{_fmt(path)}: following needs a directory of epoch files",
+                                 str(path))
+        if not follow > 0:
+            raise ValueError(f"follow must be a positive number of seconds, got {follow!r}")
+        return None, _follow(path, float(follow), float(poll))
     if path.is_dir():
         files = edge_files(path)
         return len(files), (_file_source(f) for f in files)
@@ -361,3 +380,22 @@ def _file_source(f: Path) -> EpochSource:
         whole = ParquetSlice.of(f)
         return EpochSource(str(f), whole.read, whole)
     return EpochSource(str(f), lambda: read_edges(f))
+
+
+def _follow(path: Path, idle: float, poll: float) -> Iterator[EpochSource]:
+    import time
+
+    seen: set[str] = set()
+    last = time.monotonic()
+    while True:
+        done = (path / DONE_MARKER).exists()   # before listing: files written before it count
+        new = [f for f in edge_files(path) if f.name not in seen]
+        for f in new:
+            seen.add(f.name)
+            yield _file_source(f)
+        if new:
+            last = time.monotonic()
+            continue
+        if done or time.monotonic() - last >= idle:
+            return
+        time.sleep(min(poll, max(0.0, idle - (time.monotonic() - last))))

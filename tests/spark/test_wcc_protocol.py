@@ -1,6 +1,7 @@
 """Frontier-driven completion of the WCC job, task retries, lost delta batches, bad input."""
 
 import gzip
+import math
 import os
 
 import numpy as np
@@ -181,6 +182,9 @@ def test_cli_parses_wcc():
                                  "local[2]", "--partitions", "3", "--backend", "cpu"])
     assert (args.edges, args.epochs, args.out, args.master, args.partitions, args.backend) == \
         ("g.txt", 4, "o", "local[2]", 3, "cpu")
+    assert args.follow is None
+    assert _parser().parse_args(["wcc", "d", "--follow"]).follow == math.inf
+    assert _parser().parse_args(["wcc", "d", "--follow", "30"]).follow == 30.0
 
 
 def test_parquet_slices_read_only_their_rows_across_row_groups(tmp_path):
@@ -234,3 +238,73 @@ def test_parquet_epochs_read_by_tasks_or_driver(spark, tmp_path, executor_input)
                 executor_input=executor_input)
     assert ei.value.line == n - 1
     assert sorted(written(out2)) == [0, 1]
+
+
+def _write_epoch(d, name, edges):
+    """Write an epoch file the way a stream writer should: a hidden name, then a rename."""
+    tmp = d / f".{name}.tmp"
+    write_text(tmp, edges)
+    os.replace(tmp, d / name)
+
+
+def test_a_followed_directory_is_a_stream_of_epochs(spark, tmp_path):
+    """Files that appear while the job runs become the next epochs, each exactly once; the
+    edge input holds its capability for the next epoch until ``_DONE``, so every epoch is
+    final from its frontier and, at the end, every count is zero."""
+    from spark_plugin.wcc_io import DONE_MARKER
+
+    d = tmp_path / "stream"
+    d.mkdir()
+    chunks = [EDGES[:3], EDGES[3:6], [], EDGES[6:]]
+    _write_epoch(d, "e00.txt", chunks[0])
+    out = str(tmp_path / "out")
+    seen = []
+
+    def on_epoch(s):
+        seen.append(s)
+        nxt = s.epoch + 1
+        if nxt < len(chunks):          # the producer writes the next file only now
+            _write_epoch(d, f"e{nxt:02d}.txt", chunks[nxt])
+        else:
+            (d / DONE_MARKER).touch()
+
+    res = run_wcc(spark, d, out=out, partitions=2, progress=False, on_epoch=on_epoch,
+                  follow=60.0)   # the marker ends it; the idle time is only a safety net
+    assert [s.epoch for s in seen] == [0, 1, 2, 3]
+    final = written(out)
+    for e in range(4):
+        edges = [x for c in chunks[:e + 1] for x in c]
+        assert dict(final[e]) == expected(edges), e
+        assert all(t[0] > e for t in seen[e].output_frontier) and seen[e].output_frontier
+    assert res.service.counts().num_rows == 0
+
+
+def test_a_followed_directory_ends_after_the_idle_time(spark, tmp_path):
+    d = tmp_path / "stream"
+    d.mkdir()
+    _write_epoch(d, "e00.txt", EDGES)
+    res = run_wcc(spark, d, partitions=2, progress=False, follow=0.5)
+    assert len(res.epochs) == 1 and dict(zip(*(res.labels.column(c).to_pylist()
+                                               for c in ("vertex", "component")))) == expected(EDGES)
+    assert res.service.counts().num_rows == 0
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = run_wcc(spark, empty, partitions=2, progress=False, follow=0.2)
+    assert res.epochs == [] and res.service.counts().num_rows == 0
+    with pytest.raises(EdgeInputError, match="needs a directory"):
+        run_wcc(spark, tmp_path / "stream" / "e00.txt", partitions=2, progress=False,
+                follow=1.0)
+
+
+def test_spark_loop_with_a_reliable_checkpoint_directory(spark, tmp_path, monkeypatch):
+    """With checkpoint_dir the Spark loop's stages are checkpointed to files there (not
+    localCheckpoint); the labels are the same."""
+    monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")
+    src = write_text(tmp_path / "g.txt", EDGES)
+    ck = tmp_path / "ck"
+    res = run_wcc(spark, src, epochs=2, partitions=2, progress=False, checkpoint_dir=str(ck))
+    got = dict(zip(*(res.labels.column(c).to_pylist() for c in ("vertex", "component"))))
+    assert got == expected(EDGES)
+    files = [p for p in ck.rglob("*") if p.is_file() and p.name.startswith("part-")]
+    assert files, "no checkpoint files written"
+    assert res.service.counts().num_rows == 0

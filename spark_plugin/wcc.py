@@ -45,7 +45,7 @@ from gpu_kernels.unionfind import compact_ids, uf_stars
 
 from .schema import delta_table
 from .service import FrontierService
-from .wcc_io import EdgeInputError, epoch_sources, read_edges
+from .wcc_io import EdgeInputError, edge_files, edge_format, epoch_sources, read_edges
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
            "EdgeInputError", "WccProtocolError"]
@@ -329,6 +329,15 @@ def _warm_kernels(parts=()):
     large_star(x, y)
     small_star(x, y, np.ones(2, np.bool_))
     return iter(())
+
+
+def _tasks_read(edges) -> bool:
+    """Whether the first epoch's contract tasks read their rows themselves (Parquet input)."""
+    p = Path(edges)
+    if p.is_dir():
+        files = edge_files(p)
+        p = files[0] if files else p
+    return p.is_file() and edge_format(p) == "parquet"
 
 
 def _changed_stars(a, b, f, oa, ob) -> np.ndarray:
@@ -675,12 +684,16 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         check_stage(deltas, s)
         return done.filter(F.col("a").isNotNull()).select("a", "b", "f"), ids
 
-    # Python workers start and load the kernels while the driver reads and validates the
-    # input (the first epoch's stage would otherwise wait for both); the driver loads its own.
+    # The driver loads its kernels while it reads the input and Spark runs the first stage.
+    # When the driver reads the input itself (text, CSV, or Parquet it ships), a small job
+    # starts the Python workers and loads their kernels meanwhile, so the first stage does
+    # not wait for both; when the tasks read Parquet themselves the first stage is submitted
+    # at once and starts the workers itself.
     warm = ThreadPoolExecutor(2, thread_name_prefix="wcc-warm")
-    warming = [warm.submit(_warm_kernels),
-               warm.submit(lambda: spark.sparkContext.parallelize(range(P), P)
-                           .mapPartitions(_warm_kernels).collect())]
+    warming = [warm.submit(_warm_kernels)]
+    if not (executor_input and _tasks_read(edges)):
+        warming.append(warm.submit(lambda: spark.sparkContext.parallelize(range(P), P)
+                                   .mapPartitions(_warm_kernels).collect()))
     warm.shutdown(wait=False)
     total, sources = epoch_sources(edges, epochs, follow=follow)
     bar = _Progress(progress, total)

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from engine.errors import TimelyFrontierError
 
 __all__ = ["EdgeInputError", "read_edges", "epoch_sources", "edge_files", "EDGE_SCHEMA",
-           "EpochSource", "ParquetSlice", "DONE_MARKER"]
+           "EpochSource", "ParquetSlice", "DONE_MARKER", "edge_format"]
 
 #: The schema :func:`read_edges` returns.
 EDGE_SCHEMA = pa.schema([pa.field("src", pa.int64(), nullable=False),
@@ -63,6 +63,11 @@ def _kind(path: Path) -> str:
     if name.endswith(".csv"):
         return "csv"
     return "text"
+
+
+def edge_format(path) -> str:
+    """``"parquet"``, ``"csv"`` or ``"text"``: how :func:`read_edges` reads ``path`` (by name)."""
+    return _kind(Path(path))
 
 
 def _open_text(path: Path) -> str:

@@ -603,6 +603,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit("--one needs --graph FILE")
         return _child_main(args)
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+    measured = commit_info()   # the code the runs use: recorded before they start
     metas, runs = {}, []
     for g in args.graphs:
         t0 = time.perf_counter()
@@ -619,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sp = speedups(runs, args.graphs)
     results = {
         "benchmark": "wcc",
-        **commit_info(),
+        **measured,
         "machine": _machine(),
         "parameters": {"graphs": args.graphs, "systems": args.systems, "master": args.master,
                        "partitions": args.partitions, "driver_memory": args.driver_memory,

@@ -139,12 +139,13 @@ class WccResult:
     """What :func:`run_wcc` did.
 
     ``seconds`` is the job's wall time (the session already running); ``tracking_seconds``
-    the driver's progress-tracking time (building delta batches, ``FrontierService.apply``,
-    frontier queries, and waiting for its own batches applied on the tracking thread);
-    ``tracking_background_seconds`` the time the tracking thread spent applying the
-    driver's own batches (overlapped with Spark work, except what ``tracking_seconds`` waited
-    for); ``delta_collect_seconds`` the Spark jobs that bring the tasks' delta
-    rows to the driver (``toArrow`` of the checkpointed stage output). ``labels`` (``vertex,
+    the driver's progress-tracking time on its main thread (building the stages' delta
+    batches, ``FrontierService.apply`` of them, frontier queries, and waiting for its own
+    batches on the tracking thread); ``tracking_background_seconds`` the time the tracking
+    thread spent building and applying the driver's own batches (overlapped with Spark work,
+    except what ``tracking_seconds`` waited for); ``delta_collect_seconds`` the Spark jobs
+    that bring the tasks' delta rows to the driver (the checkpointed stage output's delta
+    rows, or the whole output of a stage collected to finish the epoch on the driver). ``labels`` (``vertex,
     component``, sorted by vertex) is the last epoch's labels when no ``out`` was given;
     ``service`` the frontier service (all its counts are zero at the end); ``stages`` the
     number of Spark stages run (two per iteration)."""
@@ -188,9 +189,9 @@ class _Stage:
         bs = list(batches)
         if bs:
             t = pa.Table.from_batches(bs)
-            a = t.column("a").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-            b = t.column("b").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-            f = t.column("f").to_numpy(zero_copy_only=False).astype(np.bool_, copy=False)
+            a = _numpy(t.column("a")).astype(np.int64, copy=False)
+            b = _numpy(t.column("b")).astype(np.int64, copy=False)
+            f = _numpy(t.column("f")).astype(np.bool_, copy=False)
         else:
             a = b = np.zeros(0, np.int64)
             f = np.zeros(0, np.bool_)
@@ -250,6 +251,62 @@ def _gpu_kernels():
             "small": on_gpu(small_star_xp)}
 
 
+# Arrays for the tasks' output are built from their buffers: ``pa.array`` asks pyarrow's
+# pandas shim whether its input is a pandas object, which imports pandas (about 0.3 s in
+# every fresh Python worker, on the first stage's critical path).
+
+def _arrow_fixed(typ: pa.DataType, x: np.ndarray) -> pa.Array:
+    """A null-free Arrow array of the fixed-width type ``typ`` over the numpy array ``x``."""
+    x = np.ascontiguousarray(x, typ.to_pandas_dtype())
+    return pa.Array.from_buffers(typ, len(x), [None, pa.py_buffer(x)])
+
+
+def _arrow_bool(x: np.ndarray) -> pa.Array:
+    bits = np.packbits(np.asarray(x, np.bool_), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(x), [None, pa.py_buffer(bits)])
+
+
+def _arrow_lists(typ: pa.DataType, rows) -> pa.Array:
+    """A list array (``list<int64>`` or ``large_list<int64>``) of the int sequences ``rows``."""
+    lens = np.array([len(r) for r in rows], np.int64)
+    off = np.zeros(len(rows) + 1, np.int64 if pa.types.is_large_list(typ) else np.int32)
+    np.cumsum(lens, out=off[1:])
+    values = _arrow_fixed(pa.int64(), np.array([v for r in rows for v in r], np.int64))
+    return pa.Array.from_buffers(typ, len(rows), [None, pa.py_buffer(off)], children=[values])
+
+
+def _arrow_strings(typ: pa.DataType, items) -> pa.Array:
+    """A ``string`` / ``large_string`` array of the Python strings ``items``."""
+    data = [x.encode("utf-8") for x in items]
+    off = np.zeros(len(data) + 1, np.int64 if pa.types.is_large_string(typ) else np.int32)
+    np.cumsum([len(d) for d in data], out=off[1:])
+    return pa.Array.from_buffers(typ, len(data),
+                                 [None, pa.py_buffer(off), pa.py_buffer(b"".join(data))])
+
+
+def _numpy(col) -> np.ndarray:
+    """The values of an Arrow (chunked) array of a fixed-width or boolean type as a writable
+    numpy array, read from its buffers (``to_numpy`` imports pandas too); arrays with nulls
+    go through ``to_numpy``."""
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    typ = col.type
+    parts = []
+    for c in chunks:
+        n, off = len(c), c.offset
+        if c.null_count:
+            parts.append(c.to_numpy(zero_copy_only=False))
+        elif pa.types.is_boolean(typ):
+            bits = np.frombuffer(c.buffers()[1], np.uint8)
+            parts.append(np.unpackbits(bits, count=off + n, bitorder="little")[off:]
+                         .astype(np.bool_))
+        else:
+            dt = np.dtype(typ.to_pandas_dtype())
+            parts.append(np.frombuffer(c.buffers()[1], dt, count=n, offset=off * dt.itemsize))
+    if not parts:
+        return np.zeros(0, np.bool_ if pa.types.is_boolean(typ) else typ.to_pandas_dtype())
+    return np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+
+
 def _to_ipc(batches, schema: pa.Schema) -> bytes:
     """Arrow record batches as one Arrow IPC stream (the bytes a task ships)."""
     sink = pa.BufferOutputStream()
@@ -293,14 +350,14 @@ class _IpcTask:
                     batches += _from_ipc(state).to_batches()
                 if isinstance(new, (bytes, bytearray)):
                     t = _from_ipc(new)
-                    a, b = (t.column(c).to_numpy(zero_copy_only=False) for c in ("a", "b"))
+                    a, b = (_numpy(t.column(c)) for c in ("a", "b"))
                     batches += t.to_batches()
                 else:
                     t = new.read()
-                    a, b = (t.column(c).to_numpy(zero_copy_only=False) for c in ("src", "dst"))
+                    a, b = (_numpy(t.column(c)) for c in ("src", "dst"))
                     batches.append(pa.RecordBatch.from_arrays(
-                        [pa.array(a, pa.int64()), pa.array(b, pa.int64()),
-                         pa.array(np.ones(len(a), np.bool_))], names=["a", "b", "f"]))
+                        [_arrow_fixed(pa.int64(), a), _arrow_fixed(pa.int64(), b),
+                         _arrow_bool(np.ones(len(a), np.bool_))], names=["a", "b", "f"]))
                 loops.append(np.unique(a[a == b]).astype(np.int64))
         except EdgeInputError as err:
             yield None, None, (str(err), err.path, err.line)
@@ -377,8 +434,8 @@ def _data_batches(a, b, f, large: bool, chunk: int = 1 << 16):
     for s in range(0, n, chunk):
         k = min(chunk, n - s)
         yield pa.RecordBatch.from_arrays(
-            [pa.array(a[s:s + k], pa.int64()), pa.array(b[s:s + k], pa.int64()),
-             pa.array(f[s:s + k], pa.bool_()), pa.nulls(k, pa.int32()),
+            [_arrow_fixed(pa.int64(), a[s:s + k]), _arrow_fixed(pa.int64(), b[s:s + k]),
+             _arrow_bool(f[s:s + k]), pa.nulls(k, pa.int32()),
              pa.nulls(k, schema.field("ts").type), pa.nulls(k, pa.int64()),
              pa.nulls(k, schema.field("producer").type), pa.nulls(k, pa.int64())], schema=schema)
 
@@ -388,11 +445,11 @@ def _delta_batch(rows, producer: str, seq: int, large: bool) -> pa.RecordBatch:
     k = len(rows)
     return pa.RecordBatch.from_arrays(
         [pa.nulls(k, pa.int64()), pa.nulls(k, pa.int64()), pa.nulls(k, pa.bool_()),
-         pa.array([r[0] for r in rows], pa.int32()),
-         pa.array([list(r[1]) for r in rows], schema.field("ts").type),
-         pa.array([r[2] for r in rows], pa.int64()),
-         pa.array([producer] * k, schema.field("producer").type),
-         pa.array([seq] * k, pa.int64())], schema=schema)
+         _arrow_fixed(pa.int32(), np.array([r[0] for r in rows], np.int32)),
+         _arrow_lists(schema.field("ts").type, [r[1] for r in rows]),
+         _arrow_fixed(pa.int64(), np.array([r[2] for r in rows], np.int64)),
+         _arrow_strings(schema.field("producer").type, [producer] * k),
+         _arrow_fixed(pa.int64(), np.full(k, seq, np.int64))], schema=schema)
 
 
 class _Progress:
@@ -574,9 +631,11 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     pending: list = []
     background = 0.0
 
-    def timed_apply(tbl):
+    def timed_apply(rows, producer, s):
+        """On the tracking thread: build the driver's delta batch and apply it."""
         t0 = time.perf_counter()
-        svc.apply(tbl)
+        svc.apply(delta_table([r[0] for r in rows], [list(r[1]) for r in rows],
+                              [r[2] for r in rows], producer, s))
         return time.perf_counter() - t0
 
     def sync():
@@ -590,10 +649,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     def driver(rows, producer=DRIVER, key="driver"):
         nonlocal tracking
         t0 = time.perf_counter()
-        tbl = delta_table([r[0] for r in rows], [list(r[1]) for r in rows],
-                          [r[2] for r in rows], producer, seq[key])
+        pending.append(pool.submit(timed_apply, list(rows), producer, seq[key]))
         seq[key] += 1
-        pending.append(pool.submit(timed_apply, tbl))
         tracking += time.perf_counter() - t0
 
     def frontier(loc):

@@ -214,3 +214,31 @@ def test_graph_is_figure_2():
     assert [g.describe(l) for l in (wg.b_in0, wg.b_in1, wg.d_in0)] == [
         "target label[2].in0 (depth 1)", "target label[2].in1 (depth 1)",
         "target output[0].in0 (depth 1)"]
+
+
+def test_arrow_buffer_helpers_equal_pyarrow_conversions():
+    """The tasks build and read Arrow arrays from their buffers (no pandas import); the
+    results equal pyarrow's own conversions, also for sliced and chunked arrays."""
+    from spark_plugin.wcc import (_arrow_bool, _arrow_fixed, _arrow_lists, _arrow_strings,
+                                  _numpy)
+
+    rng = np.random.default_rng(5)
+    x = rng.integers(-5, 10 ** 12, 1000)
+    f = rng.random(1000) < 0.3
+    assert _arrow_fixed(pa.int64(), x).equals(pa.array(x, pa.int64()))
+    assert _arrow_fixed(pa.int32(), x[:9].astype(np.int32)).equals(pa.array(x[:9].astype(np.int32)))
+    assert _arrow_bool(f).equals(pa.array(f))
+    for lo, hi in [(0, 1000), (3, 17), (13, 13), (999, 1000)]:
+        got = _numpy(pa.array(x).slice(lo, hi - lo))
+        assert np.array_equal(got, x[lo:hi]) and got.flags.writeable
+        assert np.array_equal(_numpy(pa.array(f).slice(lo, hi - lo)), f[lo:hi])
+    chunked = pa.chunked_array([pa.array(x[:300]), pa.array(x[300:]).slice(5)])
+    assert np.array_equal(_numpy(chunked), np.r_[x[:300], x[305:]])
+    assert _numpy(pa.chunked_array([], pa.int64())).shape == (0,)
+    assert _numpy(pa.array([1, None, 3], pa.float64())).tolist()[0] == 1.0   # nulls: to_numpy
+    rows = [(0, 1), (), (5, 6, 7)]
+    for typ in (pa.list_(pa.int64()), pa.large_list(pa.int64())):
+        assert _arrow_lists(typ, rows).equals(pa.array([list(r) for r in rows], typ))
+    for typ in (pa.string(), pa.large_string()):
+        items = ["wcc-0", "", "wcc-ü"]
+        assert _arrow_strings(typ, items).equals(pa.array(items, typ))

@@ -388,6 +388,33 @@ def _warm_kernels(parts=()):
     return iter(())
 
 
+def _local_path(out) -> bool:
+    """``out`` names the local file system (no URL scheme other than ``file:``)."""
+    text = str(out)
+    return "://" not in text or text.startswith("file://")
+
+
+def _append_local(out, epoch: int, labels: pa.Table) -> None:
+    """Append one epoch's labels to the local Parquet dataset ``out`` as one part file,
+    written under a hidden name and renamed when complete (readers -- pyarrow, Spark --
+    skip hidden files, so they never see a partial part). Same columns as Spark's writer:
+    ``epoch, vertex, component`` (int64). No Spark job: the labels are on the driver."""
+    import uuid
+
+    import pyarrow.parquet as pq
+
+    text = str(out)
+    d = Path(text[len("file://"):] if text.startswith("file://") else text)
+    d.mkdir(parents=True, exist_ok=True)
+    n = labels.num_rows
+    table = pa.table({"epoch": _arrow_fixed(pa.int64(), np.full(n, epoch, np.int64)),
+                      "vertex": labels.column("vertex"), "component": labels.column("component")})
+    name = f"part-epoch-{epoch:06d}-{uuid.uuid4().hex}.parquet"
+    tmp = d / f".{name}.tmp"
+    pq.write_table(table, tmp)
+    os.replace(tmp, d / name)
+
+
 def _tasks_read(edges) -> bool:
     """Whether the first epoch's contract tasks read their rows themselves (Parquet input)."""
     p = Path(edges)
@@ -872,7 +899,9 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             if any(t[0] <= e for t in fd):
                 raise WccProtocolError(f"epoch {e}: the frontier at output.in0 "
                                        f"{_fmt_frontier(fd)} has not passed epoch {e}")
-            if out is not None:
+            if out is not None and isinstance(labels, pa.Table) and _local_path(out):
+                _append_local(out, e, labels)   # driver-held labels, local dataset
+            elif out is not None:
                 lab_df = labels
                 if isinstance(labels, pa.Table):
                     lab_df = spark.createDataFrame(labels,

@@ -228,6 +228,8 @@ def test_parquet_epochs_read_by_tasks_or_driver(spark, tmp_path, executor_input)
     for e in range(3):
         assert dict(final[e]) == expected(edges[:(e + 1) * n // 3]), e
     assert res.epochs[-1].edges == n and res.service.counts().num_rows == 0
+    # the dataset is one part file per epoch, readable by Spark as well
+    assert spark.read.parquet(out).count() == sum(len(v) for v in final.values())
     bad_dst = list(dst)
     bad_dst[n - 2] = -5
     bad = tmp_path / "bad.parquet"

@@ -46,21 +46,6 @@ def _find(parent, x):
 
 
 @njit(cache=True)
-def _uf(ia, ib, n):
-    parent = np.arange(n)
-    for j in range(ia.shape[0]):
-        ra = _find(parent, ia[j])
-        rb = _find(parent, ib[j])
-        if ra < rb:
-            parent[rb] = ra
-        elif rb < ra:
-            parent[ra] = rb
-    for x in range(n):
-        parent[x] = _find(parent, x)
-    return parent
-
-
-@njit(cache=True)
 def _uf_span(a, b, lo, span):
     """Union-find indexed by ``id - lo`` (no compaction): ``parent[x] = -1`` marks an absent
     id. Union by the smaller root keeps ``parent[x] <= x``, so one ascending pass resolves
@@ -139,10 +124,9 @@ def uf_stars(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     span = max(int(a.max()), int(b.max())) - lo + 1
     if span <= 2 * a.shape[0] + (1 << 16):   # dense ids: index by id, O(n + span)
         return _uf_span(a, b, lo, span)
-    ids, (ia, ib) = compact_ids(a, b)
-    parent = _uf(ia, ib, ids.shape[0])
-    leaf = np.flatnonzero(parent != np.arange(ids.shape[0]))
-    return ids[parent[leaf]], ids[leaf]
+    ids, (ia, ib) = compact_ids(a, b)   # sparse ids: the same union-find over their ranks
+    root, leaf = _uf_span(ia, ib, 0, ids.shape[0])
+    return ids[root], ids[leaf]
 
 
 @njit(cache=True)

@@ -45,7 +45,8 @@ from gpu_kernels.unionfind import compact_ids, uf_stars
 
 from .schema import delta_table
 from .service import FrontierService
-from .wcc_io import EdgeInputError, edge_files, edge_format, epoch_sources, read_edges
+from .wcc_io import (EdgeInputError, edge_files, edge_format, epoch_sources, even_cuts,
+                     read_edges)
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
            "EdgeInputError", "WccProtocolError"]
@@ -713,9 +714,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         t0 = time.perf_counter()
 
         def part(t, p):
-            n = t.num_rows
-            lo, hi = p * n // P, (p + 1) * n // P
-            return _to_ipc(t.slice(lo, hi - lo).to_batches(), t.schema)
+            cuts = even_cuts(t.num_rows, P)
+            return _to_ipc(t.slice(cuts[p], cuts[p + 1] - cuts[p]).to_batches(), t.schema)
 
         elements = [(None if state_tbl is None else part(state_tbl, p),
                      part(new, p) if isinstance(new, pa.Table) else new.part(p, P))

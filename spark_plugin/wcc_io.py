@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from engine.errors import TimelyFrontierError
 
 __all__ = ["EdgeInputError", "read_edges", "epoch_sources", "edge_files", "EDGE_SCHEMA",
-           "EpochSource", "ParquetSlice", "DONE_MARKER", "edge_format"]
+           "EpochSource", "ParquetSlice", "DONE_MARKER", "edge_format", "even_cuts"]
 
 #: The schema :func:`read_edges` returns.
 EDGE_SCHEMA = pa.schema([pa.field("src", pa.int64(), nullable=False),
@@ -241,6 +241,12 @@ def _check_parquet(t: pa.Table, path, first_row: int) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=EDGE_SCHEMA)
 
 
+def even_cuts(n: int, k: int) -> list[int]:
+    """The ``k + 1`` bounds of ``k`` consecutive, equal slices of ``n`` rows (the first ones
+    one row shorter when ``k`` does not divide ``n``)."""
+    return [(i * n) // k for i in range(k + 1)]
+
+
 class ParquetSlice:
     """Rows ``[start, stop)`` (0-based) of a Parquet edge file, read -- and validated -- by
     whoever needs them: the driver (:meth:`read`) or a Spark task (:meth:`read` of a
@@ -281,9 +287,8 @@ class ParquetSlice:
 
     def part(self, p: int, parts: int) -> "ParquetSlice":
         """The ``p``-th of ``parts`` consecutive, equal sub-slices."""
-        n = self.rows
-        return ParquetSlice(self.path, self.start + p * n // parts,
-                            self.start + (p + 1) * n // parts)
+        cuts = even_cuts(self.rows, parts)
+        return ParquetSlice(self.path, self.start + cuts[p], self.start + cuts[p + 1])
 
     def read(self) -> pa.Table:
         """The rows as ``src int64, dst int64`` (validated)."""
@@ -366,14 +371,11 @@ def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
         raise FileNotFoundError(f"edge file {_fmt(path)!r} does not exist")
     if _kind(path) == "parquet":
         whole = ParquetSlice.of(path)
-        n = whole.rows
-        bounds = [(e * n) // epochs for e in range(epochs + 1)]
-        slices = [ParquetSlice(path, bounds[e], bounds[e + 1]) for e in range(epochs)]
+        slices = [whole.part(e, epochs) for e in range(epochs)]
         return epochs, (EpochSource(f"{path} rows {s.start + 1}-{s.stop}", s.read, s)
                         for s in slices)
     table = read_edges(path)
-    n = table.num_rows
-    bounds = [(e * n) // epochs for e in range(epochs + 1)]
+    bounds = even_cuts(table.num_rows, epochs)
     return epochs, (EpochSource(f"{path} rows {bounds[e] + 1}-{bounds[e + 1]}",
                                 (lambda s=bounds[e], t=bounds[e + 1]: table.slice(s, t - s)))
                     for e in range(epochs))

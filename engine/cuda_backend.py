@@ -92,6 +92,8 @@ def usable_device(device: int | None = None) -> tuple[bool, str]:
     except Exception as e:
         return False, f"device {d} does not run CuPy code: {type(e).__name__}: {e}"
     try:
+        from gpu_kernels._cuda import restore_numpy_aliases
+        restore_numpy_aliases()  # numba-cuda 0.30 on NumPy 2.5: see gpu_kernels._cuda
         from numba import cuda
         if not cuda.is_available():
             return False, "Numba's CUDA target cannot reach the driver (numba-cuda installed?)"

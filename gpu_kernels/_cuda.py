@@ -22,6 +22,19 @@ is a Python thread (about 0.5 ms each) and idle threads cost as much as busy one
 :data:`SIM_THREADS_PER_BLOCK` (1 unless a test raises it to exercise partial blocks).
 Kernels go to CuPy's current stream, so that Numba kernels and CuPy primitives (sort, scan,
 compaction) on the same arrays are ordered without host synchronisation.
+
+**Counts.** A GPU design is judged by its launches, blocking host synchronisations and
+device allocations, so the orchestration counts them (:data:`COUNTS`), on a device and under
+the simulator alike: :func:`launch`/:func:`launch_blocks` count each Numba launch,
+:func:`op` an array-library primitive (a CuPy sort, scan, compaction, reduction: at least one
+kernel each), :func:`read` a blocking device-to-host read, :func:`alloc` a device
+allocation. The cuda backend reports the counts of each batch beside its timings.
+
+**NumPy 2.5 and numba-cuda 0.30.** numba-cuda 0.30 registers an overload for
+``numpy.row_stack``, which NumPy 2.5 removed, and so fails while compiling the first kernel.
+:func:`cuda` restores the documented alias ``numpy.row_stack = numpy.vstack`` (NumPy's own
+definition of it before the removal) when it is missing, before ``numba.cuda`` loads
+(:data:`NUMPY_ALIASES` says whether it did).
 """
 
 from __future__ import annotations
@@ -35,13 +48,79 @@ from numba.core.dispatcher import Dispatcher
 
 __all__ = ["cuda", "simulator", "device", "launch", "launch_blocks", "blocks",
            "namespace", "to_host", "stream", "upper_bound", "THREADS_PER_BLOCK",
-           "SIM_THREADS_PER_BLOCK"]
+           "SIM_THREADS_PER_BLOCK", "DeviceCounts", "COUNTS", "op", "read", "alloc",
+           "NUMPY_ALIASES", "restore_numpy_aliases"]
 
 #: Threads per block of one-thread-per-item kernels on a device: 8 warps, enough to hide
 #: latency with several resident blocks per SM and small enough for irregular work.
 THREADS_PER_BLOCK = 256
 #: The same under the simulator; tests raise it to exercise partial blocks.
 SIM_THREADS_PER_BLOCK = 1
+
+
+class DeviceCounts:
+    """Running totals of device work issued by this process: ``launches`` (Numba kernels),
+    ``ops`` (array-library primitives, each at least one kernel), ``syncs`` (blocking
+    device-to-host reads) and ``allocs`` (device arrays made through :func:`alloc`).
+
+    >>> c = DeviceCounts(); before = c.snapshot(); c.syncs += 2
+    >>> c.since(before)
+    {'launches': 0, 'ops': 0, 'syncs': 2, 'allocs': 0}
+    """
+
+    FIELDS = ("launches", "ops", "syncs", "allocs")
+
+    def __init__(self):
+        self.launches = self.ops = self.syncs = self.allocs = 0
+
+    def snapshot(self) -> tuple[int, ...]:
+        return tuple(getattr(self, f) for f in self.FIELDS)
+
+    def since(self, snap: tuple[int, ...]) -> dict[str, int]:
+        """Counts issued since ``snap`` (a :meth:`snapshot`)."""
+        return {f: getattr(self, f) - v for f, v in zip(self.FIELDS, snap)}
+
+
+#: The process-wide counts (device work is process-wide too: one CUDA context per device).
+COUNTS = DeviceCounts()
+
+
+def op(result=None, k: int = 1):
+    """Count ``k`` array-library primitives (CuPy sort, scan, compaction, reduction, fancy
+    indexing); returns ``result`` so a call can wrap the expression it counts."""
+    COUNTS.ops += k
+    return result
+
+
+def read(a) -> np.ndarray:
+    """A blocking device-to-host read of a (small) array, counted as one synchronisation."""
+    COUNTS.syncs += 1
+    return to_host(a)
+
+
+def alloc(xp, shape, dtype, fill=None):
+    """A device array of ``shape``/``dtype`` (uninitialised, or filled with ``fill``),
+    counted as one allocation (served by the pooled allocator on a device)."""
+    COUNTS.allocs += 1
+    if fill is None:
+        return xp.empty(shape, dtype)
+    if fill == 0:
+        return xp.zeros(shape, dtype)
+    return xp.full(shape, fill, dtype)
+
+
+#: Aliases :func:`restore_numpy_aliases` had to add to NumPy (empty when none was missing).
+NUMPY_ALIASES: list[str] = []
+
+
+def restore_numpy_aliases() -> list[str]:
+    """Put back the NumPy names numba-cuda still registers overloads for but this NumPy no
+    longer has (``row_stack``, removed in NumPy 2.5, was an alias of ``vstack``). Idempotent;
+    returns the names added."""
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+        NUMPY_ALIASES.append("numpy.row_stack = numpy.vstack")
+    return NUMPY_ALIASES
 
 
 @functools.cache
@@ -59,6 +138,7 @@ def cuda():
     * ``CUDA_LOW_OCCUPANCY_WARNINGS = False``: small launches (a handful of locations) are
       part of the design, not a mistake worth a warning each.
     """
+    restore_numpy_aliases()
     from numba import cuda as _cuda
     if not simulator():
         import importlib
@@ -121,6 +201,7 @@ def launch(kernel, n: int, *args, tpb: int | None = None) -> None:
     if n <= 0:
         return
     t = _threads(tpb)
+    COUNTS.launches += 1
     kernel[blocks(n, t), t, stream()](*args)
 
 
@@ -128,6 +209,7 @@ def launch_blocks(kernel, n_blocks: int, threads: int, *args) -> None:
     """Run ``kernel`` on ``n_blocks`` blocks of ``threads`` threads (cooperative kernels)."""
     if int(n_blocks) <= 0:
         return
+    COUNTS.launches += 1
     kernel[int(n_blocks), int(threads), stream()](*args)
 
 

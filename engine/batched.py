@@ -175,9 +175,8 @@ class BatchedTracker:
         """
         k, xp, ga = self.kernels, self.kernels.xp, self.ga
         start = time.perf_counter()
-        b_loc, b_ts, b_diff = batch_arrays(self.graph, ga.depth, loc, ts, diff)
-        # 1. consolidate (on the backend: only the deltas travel)
-        c_loc, c_ts, c_diff = k.consolidate(k.asarray(b_loc), k.asarray(b_ts), k.asarray(b_diff))
+        # 1. validate and consolidate (on the backend: only the deltas travel)
+        c_loc, c_ts, c_diff = k.intake(self.graph, ga.depth, loc, ts, diff)
         # 2. merge into the count table; recompute F where the positive set changed
         flip = xp.zeros(ga.L, dtype=xp.bool_)
         n_loc, n_ts, n_cnt, bad = k.merge_counts(self._loc, self._ts, self._cnt, c_loc, c_ts,

@@ -46,6 +46,19 @@ class KernelSet(abc.ABC):
         """Backend array -> NumPy array."""
         return np.asarray(a)
 
+    # batch intake: validation and consolidation
+    def intake(self, graph, depth, loc, ts, diff):
+        """Validate a batch as :func:`engine.batch_arrays.batch_arrays` does (same exceptions,
+        same messages, nothing changed on error) and consolidate it on the backend.
+
+        Returns the consolidated ``(loc int32[k], ts int64[k, W], diff int64[k])`` as backend
+        arrays, sorted by ``(loc, ts)``, zero sums dropped. This default validates on the
+        host and consolidates on the backend; a device backend may validate while packing.
+        """
+        from .batch_arrays import batch_arrays
+        b_loc, b_ts, b_diff = batch_arrays(graph, depth, loc, ts, diff)
+        return self.consolidate(self.asarray(b_loc), self.asarray(b_ts), self.asarray(b_diff))
+
     # consolidation and the count table: gpu_kernels.consolidate
     @abc.abstractmethod
     def consolidate(self, loc, ts, diff):

@@ -35,7 +35,7 @@ from . import _cuda
 from .summary_rows import ts_cmp
 
 __all__ = ["consolidate", "merge_counts", "pack_plan", "pack_key", "unpack_key", "row_cmp",
-           "consolidate_cuda", "merge_counts_cuda"]
+           "consolidate_cuda", "consolidate_sorting_cuda", "merge_counts_cuda"]
 
 RADIX_BITS = 11
 
@@ -452,57 +452,74 @@ def consolidate_cuda(loc, ts, diff, *, tpb=None):
 
     Notes
     -----
-    Kernel types: the per-row steps are Numba ``@cuda.jit`` kernels, because they run the
-    twin's scalar ``pack_key``/``unpack_key``/``row_cmp`` (one source, simulator-tested);
-    the sort, scans and compactions are CuPy's CUB-backed primitives, which a hand-written
-    kernel would not beat.
-
-    Steps and kernels: (1) column maxima (CuPy reduction) -> host: **sync**, ``8 (W + 1)``
-    bytes, to choose the packing; (2) ``pack_rows``, one thread per row, into uint32 keys
-    when the packing needs at most 32 bits (the common case: a few thousand locations,
-    epochs and iterations in the thousands), else uint64; (3) ``argsort`` of the keys
-    (Thrust/CUB radix sort by key: one pass per 8 key bits, each moving the key and an
-    8-byte index twice) and a gather of keys and diffs; (4) ``key_heads``, one thread per row; (5) ``cumsum`` of the
-    sorted diffs; (6) ``flatnonzero`` of the heads -- **sync** for the number of runs;
-    (7) ``run_sums``, one thread per run; (8) ``flatnonzero`` of non-zero sums -- **sync**;
-    (9) ``emit_keys``, one thread per output row. Launches of ``ceil(n / 256)`` blocks of
-    256 threads.
-
-    Bytes per input row, packed path (``W = 2``: 28 bytes in): maxima 20, pack 24; the radix
-    sort about 100 (4 passes x 24 bytes for uint32 keys; 8 x 32 for uint64); gathers,
-    heads, scan, compactions and run sums about 170; the output 56 per surviving row. About
-    350 bytes per row with 32-bit keys: bandwidth-bound, see ``docs/performance-model.md``.
+    The device intake's consolidation without its validation
+    (:func:`gpu_kernels.intake.intake_cuda` with ``validate=False``): a ``check_pack`` pass
+    takes the column maxima with per-block atomics (no reduction over the leading axis of
+    ``ts``) -- **sync** to choose the packing; ``check_pack`` packs ``(loc, ts, row index)``
+    into one key; a key-only sort; ``run_values``, a scan, ``run_tails``, a scan and
+    ``emit_runs`` sum and compact the runs -- **sync** for the output size. 5 launches, 3
+    CuPy primitives, 2 syncs. Rows whose key leaves no room for the row index take
+    :func:`consolidate_sorting_cuda`. Bytes per row: ``docs/performance-model.md``.
     """
     xp = _cuda.namespace(loc, ts, diff)
     n, W = ts.shape
     if n == 0:
         return loc[:0].astype(xp.int32), ts[:0], diff[:0]
+    from .intake import intake_cuda
+    r = intake_cuda(loc, ts, diff, None, 1, 0, W, validate=False, tpb=tpb)
+    return r.loc, r.ts, r.diff
+
+
+def consolidate_sorting_cuda(loc, ts, diff, plan, *, tpb=None):
+    """Consolidation of rows whose packed key has no room for a row index: an argsort of the
+    packed keys (``plan`` from :func:`pack_plan`), or a ``lexsort`` of the columns when
+    ``plan`` is None; then run heads, a scan of the sorted diffs, run sums and compaction.
+
+    Parameters
+    ----------
+    loc : int32[n], ts : int64[n, W] (non-negative), diff : int64[n], ``n > 0``
+    plan : (int64[W + 1] widths, total bits) or None
+
+    Returns
+    -------
+    (loc int32[k], ts int64[k, W], diff int64[k]) as :func:`consolidate`.
+
+    Notes
+    -----
+    Steps: ``pack_rows`` (thread per row) into uint32 keys when the packing needs at most 32
+    bits, else uint64; ``argsort`` (CUB radix sort carrying an 8-byte index) and a gather of
+    the keys; ``key_heads`` (or ``row_heads`` after ``lexsort``); ``cumsum`` of the gathered
+    diffs; ``flatnonzero`` of the heads -- **sync** for the number of runs; ``run_sums``;
+    ``flatnonzero`` of the non-zero sums -- **sync**; ``emit_keys``/``emit_rows``.
+    3 or 4 launches, 6 or 7 primitives, 2 syncs.
+    """
+    xp = _cuda.namespace(loc, ts, diff)
+    n, W = ts.shape
     k = _kernels()
-    # 1. column maxima: one small transfer decides the packing
-    maxima = _cuda.to_host(xp.concatenate([loc.max(keepdims=True).astype(xp.int64),
-                                           ts.max(axis=0)]))
-    plan = pack_plan(int(maxima[0]), maxima[1:])
-    head = xp.empty(n, xp.uint8)
+    head = _cuda.alloc(xp, n, xp.uint8)
     if plan is not None:
         widths = xp.asarray(plan[0])
         # keys of at most 32 bits sort as uint32: half the radix passes and bytes per pass
-        keys = xp.empty(n, xp.uint32 if plan[1] <= 32 else xp.uint64)
+        keys = _cuda.alloc(xp, n, xp.uint32 if plan[1] <= 32 else xp.uint64)
         _cuda.launch(k.pack_rows, n, loc, ts, widths, keys, tpb=tpb)
-        perm = xp.argsort(keys)
-        keys = keys[perm]
+        perm = _cuda.op(xp.argsort(keys))
+        keys = _cuda.op(keys[perm])
         _cuda.launch(k.key_heads, n, keys, head, tpb=tpb)
     else:
-        perm = xp.lexsort(xp.concatenate([ts.T[::-1], loc[None, :].astype(xp.int64)]))
+        perm = _cuda.op(xp.lexsort(xp.concatenate([ts.T[::-1],
+                                                   loc[None, :].astype(xp.int64)])), 3)
         _cuda.launch(k.row_heads, n, loc, ts, perm, head, tpb=tpb)
-    csum = xp.cumsum(diff[perm])
-    starts = xp.flatnonzero(head)
-    total = xp.empty(starts.shape[0], xp.int64)
+    csum = _cuda.op(xp.cumsum(diff[perm]), 2)
+    starts = _cuda.op(xp.flatnonzero(head))
+    _cuda.COUNTS.syncs += 1  # flatnonzero reads the number of runs back
+    total = _cuda.alloc(xp, starts.shape[0], xp.int64)
     _cuda.launch(k.run_sums, starts.shape[0], starts, csum, total, tpb=tpb)
-    keep = xp.flatnonzero(total)
+    keep = _cuda.op(xp.flatnonzero(total))
+    _cuda.COUNTS.syncs += 1
     c = keep.shape[0]
-    out_loc = xp.empty(c, xp.int32)
-    out_ts = xp.empty((c, W), xp.int64)
-    out_diff = xp.empty(c, xp.int64)
+    out_loc = _cuda.alloc(xp, c, xp.int32)
+    out_ts = _cuda.alloc(xp, (c, W), xp.int64)
+    out_diff = _cuda.alloc(xp, c, xp.int64)
     if plan is not None:
         _cuda.launch(k.emit_keys, c, keys, starts, keep, total, widths, out_loc, out_ts,
                      out_diff, tpb=tpb)

@@ -39,7 +39,7 @@ import numpy as np
 from .errors import BackendError
 from .kernels import KernelSet
 
-__all__ = ["CudaKernels", "usable_device", "device_report", "PINNED_THRESHOLD"]
+__all__ = ["CudaKernels", "PinnedPool", "usable_device", "device_report", "PINNED_THRESHOLD"]
 
 #: Host arrays of at least this many bytes travel through pinned (page-locked) buffers.
 PINNED_THRESHOLD = 1 << 20
@@ -144,6 +144,90 @@ def _use_memory_pool() -> str:
     return "rmm (rmm_cupy_allocator)"
 
 
+class _Done:
+    """A copy event that is already complete (the simulator copies synchronously)."""
+
+    done = True
+
+
+_DONE = _Done()
+
+
+class PinnedPool:
+    """Reusable page-locked host buffers for host-to-device copies.
+
+    A buffer is taken for one staging (:meth:`take`) and handed back with the event
+    recorded after its copies (:meth:`release`); it is taken again only once that event is
+    done, so a copy in flight never sees its source overwritten. A request no idle buffer
+    can hold allocates a new one with the next power of two bytes (at least ``min_bytes``):
+    buffers grow by doubling, and idle ones the new buffer outgrows are dropped, so a
+    steady stream of batches settles on one or two buffers and allocates nothing.
+
+    Parameters
+    ----------
+    allocate : callable(nbytes) -> uint8[nbytes]
+        Pinned memory (``cupyx.empty_pinned``; NumPy under the simulator).
+    min_bytes : int
+
+    Attributes
+    ----------
+    allocations : int
+        Buffers allocated so far.
+
+    >>> pool = PinnedPool(lambda n: np.empty(n, np.uint8), min_bytes=64)
+    >>> a = pool.take(100); pool.release(a, _DONE); b = pool.take(80)
+    >>> b is a, a.buffer.nbytes, pool.allocations
+    (True, 128, 1)
+    """
+
+    class Entry:
+        __slots__ = ("buffer", "event", "busy")
+
+        def __init__(self, buffer):
+            self.buffer, self.event, self.busy = buffer, None, False
+
+    def __init__(self, allocate, *, min_bytes: int = 1 << 16):
+        self._allocate = allocate
+        self.min_bytes = int(min_bytes)
+        self.entries: list[PinnedPool.Entry] = []
+        self.allocations = 0
+
+    def _idle(self, e) -> bool:
+        return not e.busy and (e.event is None or e.event.done)
+
+    def take(self, nbytes: int) -> "PinnedPool.Entry":
+        """An idle buffer of at least ``nbytes`` bytes (the smallest), or a new one."""
+        fit = [e for e in self.entries if self._idle(e) and e.buffer.nbytes >= nbytes]
+        if fit:
+            entry = min(fit, key=lambda e: e.buffer.nbytes)
+        else:
+            cap = max(self.min_bytes, 1 << max(int(nbytes) - 1, 0).bit_length())
+            self.entries = [e for e in self.entries
+                            if not (self._idle(e) and e.buffer.nbytes < cap)]
+            entry = PinnedPool.Entry(self._allocate(cap))
+            self.allocations += 1
+            self.entries.append(entry)
+        entry.busy, entry.event = True, None
+        return entry
+
+    def release(self, entry: "PinnedPool.Entry", event) -> None:
+        """Hand ``entry`` back; it is reused once ``event.done``."""
+        entry.busy, entry.event = False, event
+
+
+def _fill(a: np.ndarray, pin: np.ndarray, lo: int, hi: int) -> None:
+    """Copy rows ``lo:hi`` of ``a`` into the pinned view ``pin`` (a pool thread's job)."""
+    if a.ndim == 0:
+        pin[...] = a
+    else:
+        pin[lo:hi] = a[lo:hi]
+
+
+def _intake_max_width() -> int:
+    from gpu_kernels.intake import MAX_WIDTH
+    return MAX_WIDTH
+
+
 class CudaKernels(KernelSet):
     """The ``cuda`` backend: CuPy arrays and the CUDA kernels of ``gpu_kernels``.
 
@@ -178,7 +262,10 @@ class CudaKernels(KernelSet):
         self.pinned_threshold = int(pinned_threshold)
         self._graphs: dict[int, types.SimpleNamespace] = {}
         self._psis: dict[int, types.SimpleNamespace] = {}
-        self._staging: list = []
+        self._pool = PinnedPool(self._pinned_buffer)
+        self._stage_threads = None
+        self._depths: dict[int, object] = {}
+        self._guesses: dict[int, np.ndarray] = {}
         if self.simulated:
             if not _simulator_enabled():
                 raise BackendError(
@@ -208,37 +295,198 @@ class CudaKernels(KernelSet):
 
     def asarray(self, a):
         """Host array -> device array; at least ``pinned_threshold`` bytes go through a
-        pinned staging buffer and an asynchronous copy on the current stream."""
+        reusable pinned buffer of :attr:`pool` and asynchronous copies on the current stream
+        (see :meth:`stage`)."""
         if self.simulated:
             return np.asarray(a)
         cupy = self.xp
         if isinstance(a, cupy.ndarray):
             return a
-        a = np.ascontiguousarray(a)
+        a = np.asarray(a)
         if a.nbytes < self.pinned_threshold:
             return cupy.asarray(a)
-        import cupyx
-        # a staging buffer may only be reused once its copy is done
-        self._staging = [(e, b) for e, b in self._staging if not e.done]
-        staged = cupyx.empty_pinned(a.shape, a.dtype)
-        staged[...] = a
-        out = cupy.empty(a.shape, a.dtype)
-        out.set(staged, stream=cupy.cuda.get_current_stream())
-        done = cupy.cuda.Event()
-        done.record()
-        self._staging.append((done, staged))
-        return out
+        return self.stage(a)[0]
 
     def to_host(self, a) -> np.ndarray:
-        """Device array -> NumPy array (into a pinned buffer when large); synchronises."""
+        """Device array -> NumPy array (into a pinned buffer when large); synchronises
+        (counted in ``gpu_kernels._cuda.COUNTS.syncs``)."""
         if self.simulated or isinstance(a, np.ndarray):
             return np.asarray(a)
+        from gpu_kernels import _cuda
+        _cuda.COUNTS.syncs += 1
         if a.nbytes < self.pinned_threshold:
             return a.get()
         import cupyx
         out = cupyx.empty_pinned(a.shape, a.dtype)
         a.get(out=out)
         return out
+
+    # -- staging through pinned buffers ----------------------------------------------------
+
+    #: Bytes per staging chunk: the unit one pool thread fills and one copy moves.
+    stage_chunk = 4 << 20
+    #: Threads that fill pinned buffers (NumPy copies release the GIL).
+    stage_threads = min(8, os.cpu_count() or 1)
+
+    @property
+    def pool(self) -> "PinnedPool":
+        """The reusable pinned host buffers host-to-device copies go through."""
+        return self._pool
+
+    def _pinned_buffer(self, nbytes: int) -> np.ndarray:
+        if self.simulated:
+            return np.empty(nbytes, np.uint8)
+        import cupyx
+        return cupyx.empty_pinned((nbytes,), np.uint8)
+
+    def _copy_done(self):
+        """An event recorded on the current stream after the copies just issued (one that is
+        done at once under the simulator, where copies are synchronous)."""
+        if self.simulated:
+            return _DONE
+        e = self.xp.cuda.Event(block=False, disable_timing=True)
+        e.record(self.xp.cuda.get_current_stream())
+        return e
+
+    def stage(self, *arrays) -> list:
+        """Host arrays (any integer or float dtype, any strides) -> device arrays of the same
+        dtypes and shapes, through one pinned buffer of :attr:`pool` and one device
+        allocation.
+
+        The columns are laid out one after another (8-byte aligned) in a pinned buffer and
+        on the device. Each column is cut into row chunks of about :attr:`stage_chunk` bytes;
+        a thread pool (:attr:`stage_threads`) fills the chunks in parallel, and the calling
+        thread issues each chunk's asynchronous host-to-device copy on the current stream as
+        soon as that chunk is filled, so copies overlap the filling of later chunks and the
+        work already queued on the stream. An event recorded after the last copy returns the
+        buffer to the pool. No synchronisation; one device allocation; ``ceil(bytes /
+        stage_chunk)`` copies (the fill runs inline when there is one chunk).
+        """
+        from gpu_kernels import _cuda
+        xp = self.xp
+        offs, total = [], 0
+        for a in arrays:
+            offs.append(total)
+            total += -(-a.nbytes // 8) * 8
+        entry = self._pool.take(max(total, 8))
+        dev = _cuda.alloc(xp, max(total, 8), xp.uint8)
+        pins, outs, jobs = [], [], []
+        for a, o in zip(arrays, offs):
+            pin = entry.buffer[o:o + a.nbytes].view(a.dtype).reshape(a.shape)
+            out = dev[o:o + a.nbytes].view(a.dtype).reshape(a.shape)
+            pins.append(pin)
+            outs.append(out)
+            row = max(a.nbytes // max(len(a), 1), 1) if a.ndim else a.nbytes
+            step = max(1, self.stage_chunk // row)
+            for lo in range(0, len(a) if a.ndim else 1, step):
+                jobs.append((a, pin, out, lo, lo + step))
+        try:
+            if len(jobs) > 1:
+                if self._stage_threads is None:
+                    import concurrent.futures
+                    self._stage_threads = concurrent.futures.ThreadPoolExecutor(
+                        self.stage_threads, thread_name_prefix="tfront-stage")
+                fills = [self._stage_threads.submit(_fill, a, pin, lo, hi)
+                         for a, pin, _, lo, hi in jobs]
+            else:
+                fills = [None] * len(jobs)
+            for (a, pin, out, lo, hi), f in zip(jobs, fills):
+                if f is None:
+                    _fill(a, pin, lo, hi)
+                else:
+                    f.result()
+                if a.ndim == 0:
+                    out[...] = pin
+                elif self.simulated:
+                    out[lo:hi] = pin[lo:hi]
+                else:
+                    out[lo:hi].set(pin[lo:hi], stream=xp.cuda.get_current_stream())
+        finally:
+            self._pool.release(entry, self._copy_done())
+        return outs
+
+    # -- batch intake on the device --------------------------------------------------------
+
+    def intake(self, graph, depth, loc, ts, diff):
+        """Validate and consolidate a batch on the device
+        (:func:`gpu_kernels.intake.intake_cuda`); same results, exceptions and messages as
+        the host path (:meth:`KernelSet.intake`), nothing changed on error.
+
+        Integer NumPy columns (``loc`` 1-d, ``ts`` 2-d, ``diff`` 1-d, equal lengths, any
+        integer dtype but ``uint64``, ``m + K <= 59``) travel as they are, through
+        :meth:`stage`; CuPy columns are used in place. Anything else (lists, ragged rows,
+        object or float dtypes, ``uint64``) takes the host path, ``batch_arrays``. On the
+        device one kernel validates, takes the maxima and packs; when a row is invalid the
+        host re-runs ``batch_arrays`` on the rows up to the first offending one (the error
+        ``batch_arrays`` raises on the whole batch is the one of the first failing rule, at
+        its first row), which raises exactly today's exception.
+
+        Per valid batch in the steady state (the packing guessed from the previous batch
+        holds): 4 launches, 3 CuPy primitives, **1 sync**, 5 allocations (staging buffer,
+        statistics, keys, workspace, output); the first batch, or one whose maxima outgrow
+        the guess, takes one more launch and sync. See ``docs/performance-model.md``.
+        """
+        from gpu_kernels import intake as gi
+        m, W = graph.m, graph.m + graph.max_depth
+        cols = self._device_columns(loc, ts, diff, W)
+        if cols is None:
+            return super().intake(graph, depth, loc, ts, diff)
+        n = len(cols[0])
+        with self._scope():
+            if any(isinstance(c, np.ndarray) for c in cols):
+                d_loc, d_ts, d_diff = self.stage(*cols)
+            else:
+                d_loc, d_ts, d_diff = cols
+            r = gi.intake_cuda(d_loc, d_ts, d_diff, self._device_depth(depth), m,
+                               graph.num_locations, W, guess=self._guesses.get(W))
+        if not r.valid:
+            self._raise_first_bad(graph, depth, cols, r.bad)
+        guess = gi.speculative_widths(r.maxima, graph.num_locations, n)
+        if guess is not None:
+            self._guesses[W] = guess
+        return r.loc, r.ts, r.diff
+
+    def _device_columns(self, loc, ts, diff, W):
+        """``(loc, ts, diff)`` if the device intake takes them as they are, else None."""
+        xp = self.xp
+        kinds = (np.ndarray,) if self.simulated else (np.ndarray, xp.ndarray)
+        cols = (loc, ts, diff)
+        if not all(isinstance(c, kinds) for c in cols):
+            return None
+        if [c.ndim for c in cols] != [1, 2, 1] or not len(loc):
+            return None
+        if not len(ts) == len(diff) == len(loc) or W > _intake_max_width():
+            return None
+        for c in cols:
+            if c.dtype.kind not in "iu" or (c.dtype.kind == "u" and c.dtype.itemsize == 8):
+                return None
+        if not self.simulated and len({type(c) for c in cols}) > 1:  # mixed host/device
+            cols = tuple(xp.asarray(c) for c in cols)
+        return cols
+
+    def _device_depth(self, depth):
+        """``depth`` (``int64[L]``) on the device, copied once per array."""
+        hit = self._depths.get(id(depth))
+        if hit is not None and hit[0] is depth:
+            return hit[1]
+        host = np.ascontiguousarray(depth, dtype=np.int64)
+        dev = host if self.simulated else self.xp.asarray(host)
+        self._depths[id(depth)] = (depth, dev)
+        return dev
+
+    def _raise_first_bad(self, graph, depth, cols, bad):
+        """Raise the exception ``batch_arrays`` raises for this batch: that of the first
+        rule in its order that some row breaks, at that rule's first row ``r``. Rows after
+        ``r`` cannot change it, so only rows ``0..r`` are validated again on the host."""
+        from gpu_kernels.intake import KINDS
+        from .batch_arrays import batch_arrays
+        host = [c if isinstance(c, np.ndarray) else self.to_host(c) for c in cols]
+        n = len(host[0])
+        r = next(int(bad[k]) for k in range(KINDS) if bad[k] < n)
+        batch_arrays(graph, depth, *(c[:r + 1] for c in host))
+        batch_arrays(graph, depth, *host)
+        raise BackendError(f"the device intake flagged row {r} (first bad rows per rule: "
+                           f"{[int(b) for b in bad]}), but host validation accepts the batch")
 
     # -- device copies of per-graph arrays -------------------------------------------------
 

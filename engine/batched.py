@@ -95,9 +95,11 @@ class BatchedTracker:
     strict : bool
         Reject (atomically) a batch that would leave any count negative.
     strategy : {"auto", "edgewise", "closure"}
-        Propagation strategy, identical in results. ``auto`` takes ``edgewise`` on the CPU
-        (measured faster) and, on a device backend, ``closure`` when ``Psi`` is estimated to
-        fit ``memory_budget``.
+        Propagation strategy, identical in results. ``auto`` takes the one with the smaller
+        estimated cost per batch (:mod:`engine.cost`): ``edgewise`` on the CPU; on a device
+        backend, ``closure`` where the device gather is estimated cheaper than host-side
+        edge-wise propagation and ``Psi`` fits ``memory_budget``. Edge-wise propagation
+        always runs on the host (only the changed ``F`` rows leave the device).
     max_antichain : int, optional
         Cap on ``Psi`` antichains (closure strategy); exceeding it raises
         :class:`~engine.errors.AntichainOverflowError`.
@@ -110,9 +112,12 @@ class BatchedTracker:
 
     Attributes
     ----------
+    choice : engine.cost.StrategyChoice
+        The strategy taken and why (the cost estimates ``auto`` compared).
     last_timing : dict
         ``apply_s`` (validate, consolidate, merge, local frontiers) and ``propagate_s`` of the
-        last batch.
+        last batch; on a device backend also the batch's device work: ``launches`` (kernels),
+        ``ops`` (array-library primitives), ``syncs`` (blocking reads) and ``allocs``.
     """
 
     def __init__(self, graph: Graph, *, strict: bool = False, strategy: "str | Strategy" = "auto",
@@ -126,7 +131,11 @@ class BatchedTracker:
         self.max_steps = max_steps
         self.max_antichain = max_antichain
         self.memory_budget = memory_budget
-        self.strategy = self._choose(Strategy.parse(strategy))
+        self.strategy, self.choice = self._choose(Strategy.parse(strategy))
+        # where F and I live and propagation runs: edge-wise propagation is host work for
+        # every backend (only the changed F rows travel); the closure gather runs on the backend
+        on_host = self.kernels.on_device and self.strategy is Strategy.EDGEWISE
+        self._pk = cpu_kernels if on_host else self.kernels
         self.psi = None
         if self.strategy is Strategy.CLOSURE:
             from .psi import compute_psi
@@ -135,11 +144,13 @@ class BatchedTracker:
         W, L = self.ga.width, self.ga.L
         self._width = (graph.m + self.ga.depth).tolist()
         xp = self.kernels.xp
-        # resident state, on the backend's device: the count table (sorted by (loc, ts), no
-        # zero counts), F (frontier of positive counts) and I (implied frontier) as CSR by location
+        # resident state: the count table (sorted by (loc, ts), no zero counts) on the
+        # backend's device; F (frontier of positive counts) and I (implied frontier) as CSR by
+        # location, where propagation runs
         self._loc = xp.zeros(0, xp.int32)
         self._ts = xp.zeros((0, W), xp.int64)
         self._cnt = xp.zeros(0, xp.int64)
+        xp = self._pk.xp
         self._F_ptr = xp.zeros(L + 1, xp.int64)
         self._F_ts = xp.zeros((0, W), xp.int64)
         self._I_ptr = xp.zeros(L + 1, xp.int64)
@@ -147,20 +158,17 @@ class BatchedTracker:
         self.counts = TableCounts(self)
         self.last_timing = {"apply_s": 0.0, "propagate_s": 0.0}
 
-    def _choose(self, strategy: Strategy) -> Strategy:
-        """``auto``: the closure strategy gathers every affected location's frontier through
-        ``Psi`` -- one independent task per location, the GPU's shape, but O(pairs reached)
-        work per batch. On the CPU, edge-wise relaxation does only the work where frontiers
-        change and measured 5x to 1000x faster on the synthetic workloads
-        (``perf/bench_propagate.py``), so the cpu backend always takes ``edgewise``; a device
-        backend takes ``closure`` when ``estimate_bytes(graph)`` fits ``memory_budget``."""
+    def _choose(self, strategy: Strategy):
+        """The strategy and a :class:`~engine.cost.StrategyChoice` saying why: ``auto`` takes
+        the cheaper by the cost model of :mod:`engine.cost` (edge-wise on the cpu backend;
+        on a device, the closure gather only where its estimated cost per churn batch beats
+        the host-side edge-wise propagation and ``Psi`` fits ``memory_budget``)."""
+        from .cost import StrategyChoice, choose_strategy
         if strategy is not Strategy.AUTO:
-            return strategy
-        if not self.kernels.on_device:
-            return Strategy.EDGEWISE
-        from .psi import estimate_bytes
-        return Strategy.CLOSURE if estimate_bytes(self.ga) <= self.memory_budget \
-            else Strategy.EDGEWISE
+            return strategy, StrategyChoice(strategy.value, "requested")
+        choice = choose_strategy(self.ga, on_device=self.kernels.on_device,
+                                 memory_budget=self.memory_budget)
+        return Strategy.parse(choice.strategy), choice
 
     # -- the batch path ------------------------------------------------------------------------
 
@@ -173,36 +181,47 @@ class BatchedTracker:
         +1 for a timestamp entering a location's implied frontier and -1 for one leaving.
         Host (NumPy) arrays whatever the backend.
         """
-        k, xp, ga = self.kernels, self.kernels.xp, self.ga
+        k, pk, ga = self.kernels, self._pk, self.ga
+        snap = k.counts_snapshot()
         start = time.perf_counter()
         # 1. validate and consolidate (on the backend: only the deltas travel)
         c_loc, c_ts, c_diff = k.intake(self.graph, ga.depth, loc, ts, diff)
         # 2. merge into the count table; recompute F where the positive set changed
-        flip = xp.zeros(ga.L, dtype=xp.bool_)
+        flip = k.flags(ga.L)
         n_loc, n_ts, n_cnt, bad = k.merge_counts(self._loc, self._ts, self._cnt, c_loc, c_ts,
                                                  c_diff, self.strict, flip)
         if int(bad) >= 0:
             self._reject_negative(k.to_host(c_loc[bad:bad + 1])[0],
                                   k.to_host(c_ts[bad:bad + 1])[0], int(c_diff[bad]))
         self._loc, self._ts, self._cnt = n_loc, n_ts, n_cnt
-        flipped = xp.flatnonzero(flip).astype(xp.int64)
-        if flipped.size:
-            seg_ptr = xp.searchsorted(n_loc, xp.arange(ga.L + 1, dtype=xp.int64)).astype(xp.int64)
-            sel_ptr, sel_ts = k.segment_frontiers(n_ts, n_cnt, seg_ptr, flipped, ga.m)
-            self._F_ptr, self._F_ts, seeds = k.replace_segments(self._F_ptr, self._F_ts, flipped,
-                                                                sel_ptr, sel_ts)
+        locs, sel_ptr, sel_ts = k.flipped_frontiers(n_loc, n_ts, n_cnt, flip, ga.L, ga.m)
+        old_F = self._F_ptr, self._F_ts
+        if sel_ptr is None:
+            seeds = locs
         else:
-            seeds = flipped
+            if pk is not k:  # F and I live with the host-side propagation: a few rows travel
+                locs, sel_ptr, sel_ts = k.to_host_all(locs, sel_ptr, sel_ts)
+            self._F_ptr, self._F_ts, seeds = pk.replace_segments(self._F_ptr, self._F_ts, locs,
+                                                                 sel_ptr, sel_ts)
         applied = time.perf_counter()
         # 3. propagate; 4. emit the changes of I
         if seeds.size:
-            new_ptr, new_ts, touched = self._propagate(seeds)
-            out = k.frontier_changes(touched, self._I_ptr, self._I_ts, new_ptr, new_ts, ga.width)
+            if self.strategy is Strategy.CLOSURE:
+                new_ptr, new_ts, out = pk.closure_step(ga, self.psi, *old_F, self._F_ptr,
+                                                       self._F_ts, self._I_ptr, self._I_ts, seeds)
+            else:
+                new_ptr, new_ts, touched, steps = pk.edgewise(
+                    ga, self._F_ptr, self._F_ts, self._I_ptr, self._I_ts, seeds, self.max_steps)
+                if steps < 0:
+                    raise ConvergenceError(f"edge-wise propagation exceeded {self.max_steps} steps")
+                out = pk.frontier_changes(touched, self._I_ptr, self._I_ts, new_ptr, new_ts,
+                                          ga.width)
             self._I_ptr, self._I_ts = new_ptr, new_ts
-            out = tuple(k.to_host(a) for a in out)
+            out = tuple(pk.to_host(a) for a in out)
         else:
             out = (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64), np.zeros(0, np.int64))
-        self.last_timing = {"apply_s": applied - start, "propagate_s": time.perf_counter() - applied}
+        self.last_timing = {"apply_s": applied - start, "propagate_s": time.perf_counter() - applied,
+                            **k.counts_since(snap)}
         return out
 
     def _reject_negative(self, l, row, d):
@@ -212,17 +231,6 @@ class BatchedTracker:
         raise NegativeCountError(
             f"strict mode: pointstamp ({l}, {t}) at {self.graph.describe(l)} would have count "
             f"{old + d} (now {old}, batch changes it by {d}); batch rejected, nothing applied")
-
-    def _propagate(self, seeds):
-        k = self.kernels
-        if self.strategy is Strategy.CLOSURE:
-            return k.gather_closure(self.ga, self.psi, self._F_ptr, self._F_ts, self._I_ptr,
-                                    self._I_ts, seeds)
-        new_ptr, new_ts, touched, steps = k.edgewise(self.ga, self._F_ptr, self._F_ts, self._I_ptr,
-                                                     self._I_ts, seeds, self.max_steps)
-        if steps < 0:
-            raise ConvergenceError(f"edge-wise propagation exceeded {self.max_steps} steps")
-        return new_ptr, new_ts, touched
 
     # -- the tracker API -----------------------------------------------------------------------
 

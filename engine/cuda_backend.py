@@ -260,8 +260,10 @@ class CudaKernels(KernelSet):
                  pinned_threshold: int = PINNED_THRESHOLD):
         self.simulated = bool(simulated)
         self.pinned_threshold = int(pinned_threshold)
-        self._graphs: dict[int, types.SimpleNamespace] = {}
         self._psis: dict[int, types.SimpleNamespace] = {}
+        #: keyword options of :func:`gpu_kernels.propagate.closure_step_cuda` (``rows``,
+        #: ``threads``, ``capacity``): tests shrink them to force the overflow path
+        self.closure_options: dict = {}
         self._pool = PinnedPool(self._pinned_buffer)
         self._stage_threads = None
         self._depths: dict[int, object] = {}
@@ -488,46 +490,25 @@ class CudaKernels(KernelSet):
         raise BackendError(f"the device intake flagged row {r} (first bad rows per rule: "
                            f"{[int(b) for b in bad]}), but host validation accepts the batch")
 
-    # -- device copies of per-graph arrays -------------------------------------------------
-
-    def _graph(self, ga):
-        """The graph's arrays on the device, and the level structure of the edge-wise
-        kernels; built once per :class:`~engine.graph_arrays.GraphArrays`."""
-        hit = self._graphs.get(id(ga))
-        if hit is not None:
-            return hit
-        from gpu_kernels.propagate import edgewise_levels
-        dev = self._device_copy
-        levels = edgewise_levels(ga.order, ga.scc, ga.scc_ptr, ga.in_ptr, ga.in_src)
-        g = types.SimpleNamespace(
-            m=ga.m, in_ptr=dev(ga.in_ptr), in_src=dev(ga.in_src), in_sum=dev(ga.in_sum),
-            out_ptr=dev(ga.out_ptr), out_dst=dev(ga.out_dst), order=dev(ga.order),
-            rank=dev(ga.rank), scc=dev(ga.scc), scc_ptr=dev(ga.scc_ptr),
-            scc_members=dev(ga.scc_members),
-            levels={k: dev(v) if isinstance(v, np.ndarray) else v for k, v in levels.items()})
-        self._graphs[id(ga)] = g
-        weakref.finalize(ga, self._graphs.pop, id(ga), None)
-        return g
+    # -- device copies of per-Psi arrays ---------------------------------------------------
 
     def _psi(self, psi):
-        """``Psi``'s arrays on the device (the layout the gather reads); once per ``Psi``."""
+        """``Psi`` target-major on the device (:func:`gpu_kernels.propagate.target_major`: the
+        order the block-per-target gather reads it in); built and copied once per ``Psi``."""
         hit = self._psis.get(id(psi))
         if hit is not None:
             return hit
+        from gpu_kernels.propagate import target_major
         from .psi import PsiLayout
-        dev = self._device_copy
-        i64, i32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
         sums = psi.sums.reshape(-1, psi.sums.shape[-1])
+        i64, i32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
         if psi.layout is PsiLayout.DENSE:
-            p = types.SimpleNamespace(
-                pair_ptr=dev(i64), pair_dst=dev(i32), sum_ptr=dev(i64), t_ptr=dev(i64),
-                t_src=dev(i32), t_pair=dev(i64), count=dev(psi.count), sums=dev(sums),
-                dense_A=psi.max_antichain)
+            tm = target_major(psi.L, psi.max_antichain, psi.count, i64, i32, i64, i64, sums)
         else:
-            p = types.SimpleNamespace(
-                pair_ptr=dev(psi.pair_ptr), pair_dst=dev(psi.pair_dst), sum_ptr=dev(psi.sum_ptr),
-                t_ptr=dev(psi.t_ptr), t_src=dev(psi.t_src), t_pair=dev(psi.t_pair),
-                count=dev(np.zeros((1, 1), np.uint8)), sums=dev(sums), dense_A=0)
+            tm = target_major(psi.L, 0, np.zeros((1, 1), np.uint8), psi.t_ptr, psi.t_src,
+                              psi.t_pair, psi.sum_ptr, sums)
+        p = types.SimpleNamespace(**dict(zip(("tm_ptr", "tm_src", "tm_sum"),
+                                             (self._device_copy(a) for a in tm))))
         self._psis[id(psi)] = p
         weakref.finalize(psi, self._psis.pop, id(psi), None)
         return p
@@ -570,24 +551,65 @@ class CudaKernels(KernelSet):
         with self._scope():
             return replace_segments_cuda(ptr, rows, locs, sel_ptr, sel_rows)
 
-    def edgewise(self, ga, F_ptr, F_ts, I_ptr, I_ts, seeds, max_steps):
-        from gpu_kernels.propagate import edgewise_cuda
-        with self._scope():
-            g = self._graph(ga)
-            return edgewise_cuda(g.m, g.in_ptr, g.in_src, g.in_sum, g.out_ptr, g.out_dst, g.order,
-                                 g.rank, g.scc, g.scc_ptr, g.scc_members, F_ptr, F_ts, I_ptr, I_ts,
-                                 seeds, max_steps, levels=g.levels)
+    def flags(self, n: int):
+        from gpu_kernels import _cuda
+        return _cuda.alloc(self.xp, n, self.xp.bool_, 0)
 
-    def gather_closure(self, ga, psi, F_ptr, F_ts, I_ptr, I_ts, seeds):
-        from gpu_kernels.propagate import gather_closure_cuda
+    def flipped_frontiers(self, t_loc, t_ts, t_cnt, flip, L: int, m: int):
+        """The flipped locations (a compaction and one **sync** for their number) and their
+        new ``F`` (:func:`gpu_kernels.pareto.segment_frontiers_cuda`)."""
+        from gpu_kernels import _cuda
+        xp = self.xp
+        with self._scope():
+            locs = _cuda.op(xp.flatnonzero(flip).astype(xp.int64), 2)
+            _cuda.COUNTS.syncs += 1  # a compaction's size is read back (NumPy stands in here)
+            if not locs.size:
+                return locs, None, None
+            seg_ptr = _cuda.op(xp.searchsorted(t_loc, xp.arange(L + 1, dtype=xp.int64)), 2)
+            sel_ptr, sel_ts = self.segment_frontiers(t_ts, t_cnt, seg_ptr.astype(xp.int64),
+                                                     locs, m)
+            return locs, sel_ptr, sel_ts
+
+    def closure_step(self, ga, psi, old_F_ptr, old_F_ts, F_ptr, F_ts, I_ptr, I_ts, seeds):
+        """:func:`gpu_kernels.propagate.closure_step_cuda` over target-major ``Psi``; the
+        changes come back in one copy and are split on the host."""
+        from gpu_kernels.propagate import closure_step_cuda
         with self._scope():
             p = self._psi(psi)
-            return gather_closure_cuda(ga.m, p.pair_ptr, p.pair_dst, p.sum_ptr, p.t_ptr, p.t_src,
-                                       p.t_pair, p.count, p.sums, p.dense_A, F_ptr, F_ts, I_ptr,
-                                       I_ts, seeds)
+            new_ptr, new_ts, ch = closure_step_cuda(ga.m, p.tm_ptr, p.tm_src, p.tm_sum, old_F_ptr,
+                                                    old_F_ts, F_ptr, F_ts, I_ptr, I_ts, seeds,
+                                                    **self.closure_options)
+        changes = (ch[:, 0].astype(np.int32), np.ascontiguousarray(ch[:, 2:]),
+                   np.ascontiguousarray(ch[:, 1]))
+        return new_ptr, new_ts, changes
 
     def frontier_changes(self, locs, old_ptr, old_ts, new_ptr, new_ts, W):
         from gpu_kernels.propagate import frontier_changes_cuda
         with self._scope():
             return frontier_changes_cuda(locs, old_ptr, old_ts, new_ptr, new_ts, W)
 
+    def to_host_all(self, *arrays) -> tuple[np.ndarray, ...]:
+        """Several ``int64`` device arrays in one transfer (one **sync**): concatenated on the
+        device, split on the host."""
+        from gpu_kernels import _cuda
+        if self.simulated:
+            _cuda.COUNTS.syncs += 1
+            return tuple(np.asarray(a) for a in arrays)
+        xp = self.xp
+        flat = _cuda.op(xp.concatenate([a.reshape(-1) for a in arrays]))
+        host = _cuda.read(flat)
+        out, o = [], 0
+        for a in arrays:
+            out.append(host[o:o + a.size].reshape(a.shape))
+            o += a.size
+        return tuple(out)
+
+    # -- accounting -------------------------------------------------------------------------
+
+    def counts_snapshot(self):
+        from gpu_kernels import _cuda
+        return _cuda.COUNTS.snapshot()
+
+    def counts_since(self, snap) -> dict[str, int]:
+        from gpu_kernels import _cuda
+        return _cuda.COUNTS.since(snap)

@@ -46,6 +46,11 @@ class KernelSet(abc.ABC):
         """Backend array -> NumPy array."""
         return np.asarray(a)
 
+    def to_host_all(self, *arrays) -> tuple[np.ndarray, ...]:
+        """Several backend ``int64`` arrays -> NumPy arrays (a device backend copies them in
+        one transfer)."""
+        return tuple(self.to_host(a) for a in arrays)
+
     # batch intake: validation and consolidation
     def intake(self, graph, depth, loc, ts, diff):
         """Validate a batch as :func:`engine.batch_arrays.batch_arrays` does (same exceptions,
@@ -77,22 +82,50 @@ class KernelSet(abc.ABC):
     def replace_segments(self, ptr, rows, locs, sel_ptr, sel_rows):
         ...
 
-    # propagation: gpu_kernels.propagate
-    @abc.abstractmethod
-    def edgewise(self, ga, F_ptr, F_ts, I_ptr, I_ts, seeds, max_steps):
-        ...
+    def flags(self, n: int):
+        """``bool[n]`` zeros on the backend (the merge's flipped-location marks)."""
+        return self.xp.zeros(n, dtype=self.xp.bool_)
 
+    def flipped_frontiers(self, t_loc, t_ts, t_cnt, flip, L: int, m: int):
+        """The locations whose positive set flipped in the merge, and their new ``F``.
+
+        Returns ``(locs int64[q], sel_ptr int64[q + 1], sel_ts int64[., W])`` on the backend
+        (``sel_*`` are None when ``q == 0``); ``t_*`` is the new count table.
+        """
+        xp = self.xp
+        locs = xp.flatnonzero(flip).astype(xp.int64)
+        if not locs.size:
+            return locs, None, None
+        seg_ptr = xp.searchsorted(t_loc, xp.arange(L + 1, dtype=xp.int64)).astype(xp.int64)
+        sel_ptr, sel_ts = self.segment_frontiers(t_ts, t_cnt, seg_ptr, locs, m)
+        return locs, sel_ptr, sel_ts
+
+    # propagation: gpu_kernels.propagate. Edge-wise propagation runs on the host for every
+    # backend (CpuKernels.edgewise): it does sequential work where frontiers change.
     @abc.abstractmethod
-    def gather_closure(self, ga, psi, F_ptr, F_ts, I_ptr, I_ts, seeds):
-        ...
+    def closure_step(self, ga, psi, old_F_ptr, old_F_ts, F_ptr, F_ts, I_ptr, I_ts, seeds):
+        """The closure strategy: ``(I_ptr, I_ts, (c_loc, c_ts, c_diff))`` -- the new implied
+        frontiers (backend arrays) of every target a changed ``F`` (``seeds``) reaches, and
+        their changes as host arrays sorted by ``(loc, ts)``."""
 
     @abc.abstractmethod
     def frontier_changes(self, locs, old_ptr, old_ts, new_ptr, new_ts, W):
         ...
 
+    # accounting of device work (gpu_kernels._cuda.COUNTS); nothing to count on the host
+    def counts_snapshot(self):
+        """An opaque snapshot of the backend's work counters, or None if it counts nothing."""
+        return None
+
+    def counts_since(self, snap) -> dict[str, int]:
+        """``{"launches", "ops", "syncs", "allocs"}`` issued since ``snap``; ``{}`` when the
+        backend counts nothing."""
+        return {}
+
 
 class CpuKernels(KernelSet):
-    """NumPy arrays and the Numba CPU twins of ``gpu_kernels``."""
+    """NumPy arrays and the Numba CPU twins of ``gpu_kernels``; also the host side of every
+    backend's edge-wise propagation."""
 
     name = "cpu"
     xp = np
@@ -121,6 +154,8 @@ class CpuKernels(KernelSet):
                         seeds, max_steps)
 
     def gather_closure(self, ga, psi, F_ptr, F_ts, I_ptr, I_ts, seeds):
+        """:func:`gpu_kernels.propagate.gather_closure` on ``Psi``'s own layout:
+        ``(I_ptr, I_ts, touched)``."""
         from gpu_kernels.propagate import gather_closure
         from .psi import PsiLayout
         dense = psi.layout is PsiLayout.DENSE
@@ -132,6 +167,11 @@ class CpuKernels(KernelSet):
             psi.count if dense else np.zeros((1, 1), np.uint8),
             psi.sums.reshape(-1, psi.sums.shape[-1]), psi.max_antichain if dense else 0,
             F_ptr, F_ts, I_ptr, I_ts, seeds)
+
+    def closure_step(self, ga, psi, old_F_ptr, old_F_ts, F_ptr, F_ts, I_ptr, I_ts, seeds):
+        new_ptr, new_ts, touched = self.gather_closure(ga, psi, F_ptr, F_ts, I_ptr, I_ts, seeds)
+        changes = self.frontier_changes(touched, I_ptr, I_ts, new_ptr, new_ts, ga.width)
+        return new_ptr, new_ts, changes
 
     def frontier_changes(self, locs, old_ptr, old_ts, new_ptr, new_ts, W):
         from gpu_kernels.propagate import frontier_changes

@@ -340,20 +340,21 @@ def segment_frontiers_cuda(t_ts, t_cnt, seg_ptr, locs, m, *, threads=None):
     W = t_ts.shape[1]
     if q == 0:
         return xp.zeros(1, xp.int64), xp.empty((0, W), xp.int64)
-    lens = seg_ptr[locs + 1] - seg_ptr[locs]
-    cap_ptr = xp.zeros(q + 1, xp.int64)
-    cap_ptr[1:] = xp.cumsum(lens)
-    total, longest = (int(v) for v in _cuda.to_host(xp.stack([cap_ptr[q], lens.max()])))
+    lens = _cuda.op(seg_ptr[locs + 1] - seg_ptr[locs], 3)
+    cap_ptr = _cuda.alloc(xp, q + 1, xp.int64, 0)
+    cap_ptr[1:] = _cuda.op(xp.cumsum(lens))
+    total, longest = (int(v) for v in _cuda.read(_cuda.op(xp.stack([cap_ptr[q], lens.max()]), 2)))
     T = int(threads) if threads is not None else frontier_threads(longest)
-    lst = xp.empty(max(total, 1), xp.int64)
-    nloc = xp.empty(q * T, xp.int64)
-    keep = xp.zeros(total, xp.uint8)
+    lst = _cuda.alloc(xp, max(total, 1), xp.int64)
+    nloc = _cuda.alloc(xp, q * T, xp.int64)
+    keep = _cuda.alloc(xp, total, xp.uint8, 0)
     _cuda.launch_blocks(_kernels().frontier_marks, q, T, t_ts, t_cnt, seg_ptr, locs, cap_ptr,
                         int(m), lst, nloc, keep)
-    idx = xp.flatnonzero(keep)
-    seg = xp.searchsorted(cap_ptr, idx, side="right") - 1
-    rows = t_ts[seg_ptr[locs[seg]] + (idx - cap_ptr[seg])]
-    ptr = xp.searchsorted(idx, cap_ptr, side="left").astype(xp.int64)
+    idx = _cuda.op(xp.flatnonzero(keep))
+    _cuda.COUNTS.syncs += 1  # the compaction's size is read back
+    seg = _cuda.op(xp.searchsorted(cap_ptr, idx, side="right") - 1, 2)
+    rows = _cuda.op(t_ts[seg_ptr[locs[seg]] + (idx - cap_ptr[seg])], 5)
+    ptr = _cuda.op(xp.searchsorted(idx, cap_ptr, side="left").astype(xp.int64))
     return ptr, rows
 
 
@@ -372,15 +373,17 @@ def replace_segments_cuda(ptr, rows, locs, sel_ptr, sel_rows, *, tpb=None):
     xp = _cuda.namespace(ptr, rows)
     L = ptr.shape[0] - 1
     q = int(locs.shape[0])
-    same = xp.empty(q, xp.uint8)
+    same = _cuda.alloc(xp, q, xp.uint8)
     _cuda.launch(_kernels().segments_same, q, ptr, rows, locs, sel_ptr, sel_rows, same, tpb=tpb)
-    lens = ptr[1:] - ptr[:-1]
-    lens[locs] = sel_ptr[1:] - sel_ptr[:-1]
-    new_ptr = xp.zeros(L + 1, xp.int64)
-    new_ptr[1:] = xp.cumsum(lens)
-    which = xp.zeros(L, xp.uint8)
+    lens = _cuda.op(ptr[1:] - ptr[:-1])
+    lens[locs] = _cuda.op(sel_ptr[1:] - sel_ptr[:-1], 2)
+    new_ptr = _cuda.alloc(xp, L + 1, xp.int64, 0)
+    new_ptr[1:] = _cuda.op(xp.cumsum(lens))
+    which = _cuda.alloc(xp, L, xp.uint8, 0)
     which[locs] = 1
-    start = ptr[:-1].copy()
-    start[locs] = sel_ptr[:-1]
+    start = _cuda.op(ptr[:-1].copy())
+    start[locs] = _cuda.op(sel_ptr[:-1], 2)
     new_rows = gather_segments_cuda(new_ptr, which, start, rows, sel_rows, tpb=tpb)
-    return new_ptr, new_rows, locs[same == 0].astype(xp.int64)
+    changed = _cuda.op(locs[same == 0].astype(xp.int64), 3)
+    _cuda.COUNTS.syncs += 1  # a boolean mask's size is read back
+    return new_ptr, new_rows, changed

@@ -28,10 +28,14 @@ Cost: O(arcs into recomputed locations * |I(u)| * |I(l)| * W): proportional to t
 the graph whose frontiers actually change, plus whole cycles the wave enters; a few extra
 passes where loops re-queue their heads. Memory O(total frontier size).
 
-CUDA kernels (foot of the file): :func:`gather_closure_cuda` (one thread per affected
-target), :func:`edgewise_cuda` (Jacobi rounds level by level over the components' DAG) and
-:func:`frontier_changes_cuda`, with the twins' contracts and scalar cores (``relax_into``,
-``walk_changes``, and ``gather_target`` from the twin's loops).
+CUDA kernels (foot of the file): the closure strategy as one device step,
+:func:`closure_step_cuda` (a block per target over a target-major ``Psi``, incremental where
+no source retreated, the frontier changes folded in), and :func:`frontier_changes_cuda`,
+with the twins' contracts and scalar cores (``apply_into``, ``antichain_insert``,
+``walk_changes``, ``segment_mode``, ``count_changes``, ``gather_target``). Edge-wise
+propagation has no device form: on the GPU backend it runs here, on the host, from the few
+``F`` rows that changed (a device version was a host loop of thousands of tiny rounds:
+``../shared/gpu/README.md``).
 """
 
 from __future__ import annotations
@@ -43,13 +47,12 @@ import numpy as np
 from numba import njit
 
 from . import _cuda
-from .pareto import antichain_insert, segments_equal, sort_rows_inplace, sort_rows_with
-from .segments import gather_segments_cuda
-from .summary_rows import apply_into, ts_cmp
+from .pareto import antichain_insert, sort_rows_inplace, sort_rows_with
+from .summary_rows import apply_into, ts_cmp, ts_le
 
 __all__ = ["edgewise", "gather_closure", "frontier_changes", "walk_changes", "relax_into",
-           "gather_target", "scc_levels", "edgewise_levels", "edgewise_cuda",
-           "gather_closure_cuda", "frontier_changes_cuda"]
+           "target_major", "segment_mode", "seed_modes", "count_changes", "gather_target",
+           "closure_step_cuda", "frontier_changes_cuda", "coop_threads"]
 
 
 @njit(cache=True, nogil=True)
@@ -319,111 +322,179 @@ def gather_closure(m, pair_ptr, pair_dst, sum_ptr, t_ptr, t_src, t_pair, count, 
     return new_ptr, new_ts, np.nonzero(hit)[0]
 
 
-# -- CUDA ---------------------------------------------------------------------------------------
-#
-# The CPU twins walk locations one at a time (a worklist in rank order; targets in a loop).
-# On the device:
-#
-# * closure strategy: one thread per affected target gathers through Psi (``gather_target``,
-#   the scalar core) into a fixed-capacity slot; a target that needs more room is retried
-#   with four times the capacity (rare: frontiers are small). Targets are independent, so
-#   this is one launch per capacity round, and the work is O(pairs reached) spread over
-#   threads.
-# * edge-wise strategy: Jacobi rounds, level by level. ``edgewise_levels`` numbers the
-#   strongly connected components by longest path in their DAG; all inputs of a level come
-#   from lower levels or from its own cycles. For each level holding pending locations,
-#   lowest first, every pending location of the level recomputes *in parallel* from its
-#   predecessors' current values (``relax_into``, the twin's scalar core); changed locations
-#   wake their successors. A level without cycles is done after one round; a cycle reached
-#   for the first time restarts from empty (as in the twin, so the iteration from empty
-#   reaches the least fixed point) and iterates until no member changes. Round bound: one
-#   round per level with pending work, plus, per cycle, at most (number of members + 1)
-#   rounds: every minimal element comes from a simple path inside the cycle, and a round
-#   extends paths by one arc. Each round costs three launches and two host synchronisations
-#   (the work list's size and the slots' total), so the device edge-wise strategy is
-#   latency-bound on deep graphs: it is the fallback for graphs whose Psi does not fit.
-#
-# Kernels are Numba ``@cuda.jit`` throughout: each is a thin shell that indexes and calls the
-# scalar core shared with the CPU twins, and each runs under the simulator.
+# -- the closure strategy's device form: target-major Psi, seed modes, change counts -----------
 
-#: ``numba.cuda``, bound by :func:`_kernels` on first use. A module global, not a local of the
-#: factory, because the simulator swaps the kernels' *global* ``cuda`` for its fake module.
-cuda = None
+
+@njit(cache=True, nogil=True)
+def target_major(L, dense_A, count, t_ptr, t_src, t_pair, sum_ptr, sums):
+    """``Psi`` laid out in the order the device gather reads it: for every target ``l2``, one
+    entry per ``(l1, s)`` with ``s in Psi[l1, l2]``, sources ascending.
+
+    Inputs are :class:`~engine.psi.PsiArrays` fields: ``dense_A > 0`` with ``count[L, L]``
+    and ``sums`` the dense ``[L, L, A, SW]`` rows flattened to ``[L * L * A, SW]``, or the
+    ragged ``t_ptr``/``t_src``/``t_pair``/``sum_ptr``/``sums`` (``count`` unused).
+
+    Returns ``(tm_ptr int64[L + 1], tm_src int32[E], tm_sum dtype[E, SW])``: the entries of
+    target ``l2`` are ``tm_ptr[l2]:tm_ptr[l2 + 1]``. Built once per ``Psi``: O(E x SW) bytes,
+    the size of ``Psi`` itself, read contiguously by the block that owns a target.
+    """
+    SW = sums.shape[1]
+    tm_ptr = np.zeros(L + 1, dtype=np.int64)
+    for l2 in range(L):
+        e = 0
+        if dense_A > 0:
+            for l1 in range(L):
+                e += count[l1, l2]
+        else:
+            for q in range(t_ptr[l2], t_ptr[l2 + 1]):
+                p = t_pair[q]
+                e += sum_ptr[p + 1] - sum_ptr[p]
+        tm_ptr[l2 + 1] = tm_ptr[l2] + e
+    E = tm_ptr[L]
+    tm_src = np.empty(E, dtype=np.int32)
+    tm_sum = np.empty((E, SW), dtype=sums.dtype)
+    for l2 in range(L):
+        e = tm_ptr[l2]
+        if dense_A > 0:
+            for l1 in range(L):
+                base = (l1 * L + l2) * dense_A
+                for j in range(base, base + count[l1, l2]):
+                    tm_src[e] = l1
+                    tm_sum[e] = sums[j]
+                    e += 1
+        else:
+            for q in range(t_ptr[l2], t_ptr[l2 + 1]):
+                p = t_pair[q]
+                for j in range(sum_ptr[p], sum_ptr[p + 1]):
+                    tm_src[e] = t_src[q]
+                    tm_sum[e] = sums[j]
+                    e += 1
+    return tm_ptr, tm_src, tm_sum
 
 
 @njit(cache=True, nogil=True, inline="always")
-def gather_target(l2, m, W, srcs, t_ptr, t_src, t_pair, sum_ptr, count, sums, dense_A, F_ptr,
-                  F_ts, slot, C, cand):
-    """The closure strategy for one target ``l2``: ``frontier( s(t) : l1 reaches l2, t in
-    F(l1), s in Psi[l1, l2] )`` into ``slot[:n]``, sorted; returns ``n``, or -1 when the
-    antichain would need more than ``C`` rows (the caller retries with more room). ``srcs``
-    lists the locations with a non-empty ``F`` (dense layout). Scalar core of the device
-    gather; the CPU twin runs the same loops with a growing buffer."""
-    K = W - m
-    L = F_ptr.shape[0] - 1
+def segment_mode(x, a, b, y, c, d, m, W):
+    """How the frontier ``x[a:b]`` (old) became ``y[c:d]`` (new): 0 unchanged, 1 *grown*
+    (every old row is ``>=`` some new row: the down-set only gained, so every implied frontier
+    downstream can only gain candidates), 2 *retreated* (some old row is covered by no new
+    row: candidates were withdrawn). Scalar core of :func:`seed_modes` and its kernel."""
+    if b - a == d - c:
+        same = True
+        for k in range(b - a):
+            if ts_cmp(x[a + k], y[c + k], W) != 0:
+                same = False
+                break
+        if same:
+            return 0
+    for i in range(a, b):
+        covered = False
+        for j in range(c, d):
+            if ts_le(y[j], x[i], m, W):
+                covered = True
+                break
+        if not covered:
+            return 2
+    return 1
+
+
+@njit(cache=True, nogil=True)
+def seed_modes(L, seeds, old_ptr, old_ts, new_ptr, new_ts, m):
+    """``uint8[L]``: :func:`segment_mode` of every seed's ``F`` (0 elsewhere). CPU twin of the
+    device kernel ``modes``."""
+    W = new_ts.shape[1]
+    mode = np.zeros(L, dtype=np.uint8)
+    for s in seeds:
+        mode[s] = segment_mode(old_ts, old_ptr[s], old_ptr[s + 1], new_ts, new_ptr[s],
+                               new_ptr[s + 1], m, W)
+    return mode
+
+
+@njit(cache=True, nogil=True, inline="always")
+def count_changes(x, a, b, y, c, d, W):
+    """Rows in exactly one of the sorted row sets ``x[a:b]`` and ``y[c:d]``: the number of
+    frontier changes :func:`walk_changes` emits for them."""
     n = 0
-    if dense_A > 0:
-        for i in range(srcs.shape[0]):
-            l1 = srcs[i]
-            k = count[l1, l2]
-            base = (l1 * L + l2) * dense_A
-            for j in range(base, base + k):
-                for f in range(F_ptr[l1], F_ptr[l1 + 1]):
-                    if n == C:
-                        return -1
-                    apply_into(sums[j], F_ts[f], cand, m, K)
-                    n = antichain_insert(slot, n, cand, m, W)
-    else:
-        for q in range(t_ptr[l2], t_ptr[l2 + 1]):
-            l1 = t_src[q]
-            p = t_pair[q]
-            for j in range(sum_ptr[p], sum_ptr[p + 1]):
-                for f in range(F_ptr[l1], F_ptr[l1 + 1]):
-                    if n == C:
-                        return -1
-                    apply_into(sums[j], F_ts[f], cand, m, K)
-                    n = antichain_insert(slot, n, cand, m, W)
+    i = a
+    j = c
+    while i < b or j < d:
+        if j >= d:
+            i += 1
+            n += 1
+        elif i >= b:
+            j += 1
+            n += 1
+        else:
+            k = ts_cmp(x[i], y[j], W)
+            if k == 0:
+                i += 1
+                j += 1
+            elif k < 0:
+                i += 1
+                n += 1
+            else:
+                j += 1
+                n += 1
+    return n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def gather_target(l2, m, W, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, slot, C, cand):
+    """One target's implied frontier ``frontier( s(t) : (l1, s) an entry of l2, t in F(l1) )``
+    into ``slot[:n]``, sorted; returns ``n``, or -1 when it would need more than ``C`` rows.
+    ``slot`` has ``C + 1`` rows (an insertion needs one spare). Scalar core of the device
+    gather's overflow path (one thread per target, global-memory slots)."""
+    K = W - m
+    n = 0
+    for e in range(tm_ptr[l2], tm_ptr[l2 + 1]):
+        l1 = tm_src[e]
+        for f in range(F_ptr[l1], F_ptr[l1 + 1]):
+            apply_into(tm_sum[e], F_ts[f], cand, m, K)
+            n = antichain_insert(slot, n, cand, m, W)
+            if n > C:
+                return -1
     sort_rows_with(slot, n, W, cand)
     return n
 
 
-@njit(cache=True, nogil=True)
-def scc_levels(order, scc, in_ptr, in_src, n_scc):
-    """``int64[n_scc]``: the longest-path depth of every strongly connected component in the
-    DAG of components (0 for a component without inputs from others). Locations are visited
-    in ``order``, where every member of an upstream component comes before every member of a
-    downstream one, so a component's inputs are final when it is reached. O(L + A)."""
-    level = np.zeros(n_scc, np.int64)
-    for l in order:
-        c = scc[l]
-        for a in range(in_ptr[l], in_ptr[l + 1]):
-            cu = scc[in_src[a]]
-            if cu != c and level[cu] + 1 > level[c]:
-                level[c] = level[cu] + 1
-    return level
+# -- CUDA ---------------------------------------------------------------------------------------
+#
+# The closure strategy on the device is one cooperative launch over *all* targets, a scan, one
+# small read, and one fill launch (``closure_step_cuda``):
+#
+# * ``modes`` (thread per seed): how each changed ``F`` changed (``segment_mode``).
+# * ``coop_gather`` (block of ``T`` threads per target, ``Psi`` target-major so the block
+#   reads its entries contiguously): the threads stride over the target's entries and vote
+#   (``syncthreads_or``) whether a source changed -- no: the block is done, its frontier is
+#   the old one; whether a source *retreated* -- no: the update is incremental, the threads
+#   start from the old frontier and apply only the grown sources (a down-set that only
+#   grows keeps every old candidate dominated or present); yes: full recomputation. Each
+#   thread keeps its own antichain of at most ``C`` rows in registers/local memory (the
+#   CPU's ``antichain_insert``); the block merges them in shared memory: a row survives
+#   unless another row is strictly below it (or equal, earlier), and its rank among the
+#   survivors (rows below it) is its place in the sorted frontier -- ``O(C x T C)``
+#   comparisons per thread, no serial sort. Thread 0 then counts the frontier changes
+#   against the old frontier (``count_changes``). Totals go to ``stats`` by atomics. A
+#   target whose antichain outgrows ``C`` rows in a thread (a rare, large frontier) is
+#   flagged and recomputed by ``gather_rows`` (thread per such target, ``gather_target``,
+#   retried with four times the room).
+# * one scan of the sizes (new frontier lengths and change counts) and one **sync** reading
+#   ``stats`` (3 integers: overflows, rows, changes) to size the outputs;
+# * ``coop_fill`` (thread per location): the new ``I`` segment (the block's slot or the old
+#   segment) and, for a touched target, its changes (``walk_changes``) into one
+#   ``int64[c, 2 + W]`` array, so that one copy (the second **sync**) brings them to the host.
+#
+# The warp-shuffle merge of the design (DESIGN.md 6a) is a shared-memory merge here: Numba's
+# CUDA simulator, which runs these kernels in every test run, has no shuffles.
 
+#: ``numba.cuda``, bound by the kernel factories on first use. A module global, not a local
+#: of the factory, because the simulator swaps the kernels' *global* ``cuda`` for its fake.
+cuda = None
 
-def edgewise_levels(order, scc, scc_ptr, in_ptr, in_src):
-    """Host-side preparation of the device edge-wise strategy, once per graph: a dict with
-    ``loc_level int64[L]``, ``level_ptr``/``level_members`` (locations grouped by level,
-    CSR), ``cyclic uint8[C]`` (component has more than one member), and the host lists
-    ``level_ptr_host`` and ``level_cyclic`` (per level: does it hold a cycle). NumPy arrays;
-    the backend copies them to its device."""
-    n_scc = len(scc_ptr) - 1
-    sizes = np.diff(np.asarray(scc_ptr))
-    level = scc_levels(np.asarray(order), np.asarray(scc), np.asarray(in_ptr),
-                       np.asarray(in_src), n_scc)
-    loc_level = level[np.asarray(scc)] if len(scc) else np.zeros(0, np.int64)
-    n_levels = int(loc_level.max()) + 1 if len(loc_level) else 0
-    members = np.argsort(loc_level, kind="stable").astype(np.int64)
-    level_ptr = np.searchsorted(loc_level[members], np.arange(n_levels + 1)).astype(np.int64)
-    cyclic = (sizes > 1).astype(np.uint8)
-    loc_cyclic = cyclic[np.asarray(scc)] if len(scc) else np.zeros(0, np.uint8)
-    level_cyclic = [bool(loc_cyclic[members[level_ptr[v]:level_ptr[v + 1]]].any())
-                    for v in range(n_levels)]
-    return {"loc_level": loc_level.astype(np.int64), "level_ptr": level_ptr,
-            "level_members": members, "cyclic": cyclic, "n_levels": n_levels,
-            "level_ptr_host": level_ptr.tolist(), "level_cyclic": level_cyclic}
+#: Threads per target block of ``coop_gather`` on a device (one warp), and on the simulator
+#: (two, so the merge across threads runs in every test).
+COOP_THREADS, SIM_COOP_THREADS = 32, 2
+#: Rows of each thread's own antichain in ``coop_gather`` (registers / local memory).
+COOP_ROWS = 8
 
 
 @functools.cache
@@ -431,14 +502,327 @@ def _kernels():
     global cuda
     cuda = _cuda.cuda()
     walk = _cuda.device(walk_changes)
-    relax_one = _cuda.device(relax_into)
+    mode_of = _cuda.device(segment_mode)
     gather_one = _cuda.device(gather_target)
-    equal = _cuda.device(segments_equal)
+    n_changes = _cuda.device(count_changes)
+
+    @cuda.jit
+    def modes(seeds, old_ptr, old_ts, new_ptr, new_ts, m, mode):
+        """mode[seeds[i]] <- segment_mode of its old and new F; thread per seed."""
+        i = cuda.grid(1)
+        if i < seeds.shape[0]:
+            s = seeds[i]
+            mode[s] = mode_of(old_ts, old_ptr[s], old_ptr[s + 1], new_ts, new_ptr[s],
+                              new_ptr[s + 1], m, new_ts.shape[1])
+
+    @cuda.jit
+    def gather_rows(targets, m, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, slots, C, cnt):
+        """Thread per target: gather_target into slot rows [i (C + 2), i (C + 2) + C + 1),
+        the last row being work space; cnt[i] = rows, or -1 on overflow."""
+        i = cuda.grid(1)
+        if i < targets.shape[0]:
+            a = i * (C + 2)
+            cnt[i] = gather_one(targets[i], m, slots.shape[1], tm_ptr, tm_src, tm_sum, F_ptr,
+                                F_ts, slots[a:a + C + 1], C, slots[a + C + 1])
+
+    @cuda.jit
+    def recount(I_ptr, I_ts, start, src1, touched, sizes):
+        """Thread per location: a target finished by the overflow path (touched == 3) gets its
+        change count, sizes[1, l + 1], and becomes an ordinary recomputed target."""
+        l = cuda.grid(1)
+        if l < touched.shape[0] and touched[l] == 3:
+            s = start[l]
+            sizes[1, l + 1] = n_changes(I_ts, I_ptr[l], I_ptr[l + 1], src1, s, s + sizes[0, l + 1],
+                                        I_ts.shape[1])
+            touched[l] = 1
+
+    @cuda.jit
+    def coop_fill(I_ptr, I_ts, new_ptr, new_ts, start, src1, touched, ch_off, changes):
+        """Thread per location: its new I segment (from its slot in ``src1`` if recomputed,
+        else the old segment) and, if recomputed, its changes (loc, diff, ts...) from row
+        ch_off[l] of ``changes``."""
+        l = cuda.grid(1)
+        if l < touched.shape[0]:
+            W = new_ts.shape[1]
+            if touched[l] != 0:
+                s = start[l]
+                for o in range(new_ptr[l], new_ptr[l + 1]):
+                    for c in range(W):
+                        new_ts[o, c] = src1[s, c]
+                    s += 1
+                walk(l, I_ptr, I_ts, new_ptr, new_ts, W, changes[:, 0], changes[:, 2:],
+                     changes[:, 1], ch_off[l], True)
+            else:
+                s = I_ptr[l]
+                for o in range(new_ptr[l], new_ptr[l + 1]):
+                    for c in range(W):
+                        new_ts[o, c] = I_ts[s, c]
+                    s += 1
+
+    return types.SimpleNamespace(modes=modes, gather_rows=gather_rows, recount=recount,
+                                 coop_fill=coop_fill)
+
+
+@functools.cache
+def _coop_kernel(W: int, C: int, T: int):
+    """``coop_gather`` for rows of ``W`` entries, ``C`` rows per thread and ``T`` threads per
+    block: the sizes of its local and shared arrays are compile-time constants, so there is
+    one compiled kernel per ``(W, C, T)`` (a graph has one ``W``)."""
+    global cuda
+    cuda = _cuda.cuda()
+    apply = _cuda.device(apply_into)
+    insert = _cuda.device(antichain_insert)
+    le = _cuda.device(ts_le)
+    cmp = _cuda.device(ts_cmp)
+    n_changes = _cuda.device(count_changes)
+    R = T * C
+    C1 = C + 1
+
+    @cuda.jit
+    def coop_gather(m, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, mode, I_ptr, I_ts, slots, sizes,
+                    touched, stats):
+        """Block per target ``l2``: its new implied frontier into slots[l2 R : l2 R + R]
+        (sorted), sizes[0, l2 + 1] <- its length (the old one if no source changed),
+        sizes[1, l2 + 1] <- its number of frontier changes, touched[l2] <- 1 if recomputed,
+        2 if it overflowed (then sizes are left for the overflow path); stats[0] +=
+        overflows, stats[1] += rows, stats[2] += changes (atomics)."""
+        l2 = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        K = W - m
+        buf = cuda.local.array((C1, W), np.int64)
+        cand = cuda.local.array(W, np.int64)
+        sh = cuda.shared.array((R, W), np.int64)
+        sh_n = cuda.shared.array(T, np.int64)
+        sh_keep = cuda.shared.array(R, np.uint8)
+        sh_tot = cuda.shared.array(2, np.int64)
+        a = tm_ptr[l2]
+        b = tm_ptr[l2 + 1]
+        old_a = I_ptr[l2]
+        old_b = I_ptr[l2 + 1]
+        # 1. vote: did a source of l2 change, did one retreat?
+        changed = 0
+        retreat = 0
+        for e in range(a + t, b, T):
+            md = mode[tm_src[e]]
+            if md != 0:
+                changed = 1
+            if md == 2:
+                retreat = 1
+        if cuda.syncthreads_or(changed) == 0:
+            if t == 0:
+                sizes[0, l2 + 1] = old_b - old_a
+                sizes[1, l2 + 1] = 0
+                touched[l2] = 0
+                cuda.atomic.add(stats, 1, old_b - old_a)
+            return
+        full = cuda.syncthreads_or(retreat)
+        if t == 0:
+            sh_tot[0] = 0
+            sh_tot[1] = 0
+        # 2. each thread's own antichain: the old frontier (incremental), then candidates
+        n = 0
+        over = 0
+        if full == 0:
+            for x in range(old_a + t, old_b, T):
+                if over == 0:
+                    n = insert(buf, n, I_ts[x], m, W)
+                    if n > C:
+                        over = 1
+        for e in range(a + t, b, T):
+            if over != 0:
+                break
+            l1 = tm_src[e]
+            if full == 0 and mode[l1] != 1:
+                continue
+            for f in range(F_ptr[l1], F_ptr[l1 + 1]):
+                apply(tm_sum[e], F_ts[f], cand, m, K)
+                n = insert(buf, n, cand, m, W)
+                if n > C:
+                    over = 1
+                    break
+        if cuda.syncthreads_or(over) != 0:
+            if t == 0:
+                touched[l2] = 2
+                cuda.atomic.add(stats, 0, 1)
+            return
+        for i in range(n):
+            for c in range(W):
+                sh[t * C + i, c] = buf[i, c]
+        sh_n[t] = n
+        cuda.syncthreads()
+        # 3. merge: a row survives unless another is below it (or equal and earlier)
+        kept = 0
+        for i in range(n):
+            p = t * C + i
+            keep = 1
+            for s2 in range(T):
+                for j in range(sh_n[s2]):
+                    q = s2 * C + j
+                    if q != p and le(sh[q], sh[p], m, W):
+                        if q < p or cmp(sh[q], sh[p], W) != 0:
+                            keep = 0
+                            break
+                if keep == 0:
+                    break
+            sh_keep[p] = keep
+            kept += keep
+        cuda.atomic.add(sh_tot, 0, kept)
+        cuda.syncthreads()
+        total = sh_tot[0]
+        # 4. each survivor's rank among the survivors is its row in the sorted frontier
+        base = l2 * R
+        for i in range(n):
+            p = t * C + i
+            if sh_keep[p] != 0:
+                rank = 0
+                for s2 in range(T):
+                    for j in range(sh_n[s2]):
+                        q = s2 * C + j
+                        if sh_keep[q] != 0 and cmp(sh[q], sh[p], W) < 0:
+                            rank += 1
+                for c in range(W):
+                    slots[base + rank, c] = sh[p, c]
+        cuda.syncthreads()
+        # 5. the frontier changes against the old frontier
+        if t == 0:
+            ch = n_changes(I_ts, old_a, old_b, slots, base, base + total, W)
+            sizes[0, l2 + 1] = total
+            sizes[1, l2 + 1] = ch
+            touched[l2] = 1
+            cuda.atomic.add(stats, 1, total)
+            cuda.atomic.add(stats, 2, ch)
+
+    return coop_gather
+
+
+def coop_threads() -> int:
+    """Threads per target block of ``coop_gather``: :data:`COOP_THREADS` on a device,
+    :data:`SIM_COOP_THREADS` on the simulator."""
+    return SIM_COOP_THREADS if _cuda.simulator() else COOP_THREADS
+
+
+def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, old_F_ptr, old_F_ts, F_ptr, F_ts, I_ptr, I_ts,
+                      seeds, *, rows=COOP_ROWS, threads=None, capacity=8, tpb=None):
+    """The closure strategy's whole step on the device: the new implied frontiers of every
+    target a changed ``F`` reaches, and their changes.
+
+    Equal to :func:`gather_closure` followed by :func:`frontier_changes` over the targets it
+    recomputed (the CPU twins), with ``Psi`` given target-major (:func:`target_major`).
+
+    Parameters
+    ----------
+    m : int
+    tm_ptr, tm_src, tm_sum : target-major ``Psi`` (device arrays)
+    old_F_ptr, old_F_ts, F_ptr, F_ts : ``F`` before and after the batch (CSR by location)
+    I_ptr, I_ts : the implied frontiers before the batch
+    seeds : int64[q], the locations whose ``F`` changed
+    rows, threads : each thread's antichain rows and threads per target block (defaults
+        :data:`COOP_ROWS`, :func:`coop_threads`)
+    capacity : first slot size of the overflow path (rows per target, grown x4)
+
+    Returns
+    -------
+    (I_ptr, I_ts, changes) : the new ``I`` (device CSR) and the changes as one host array
+    ``int64[c, 2 + W]``, columns ``loc, diff, ts...``, sorted by ``(loc, ts)``.
+
+    Notes
+    -----
+    Launches without overflow: ``modes`` (thread per seed), ``coop_gather`` (``L`` blocks of
+    ``threads``), one scan (CuPy), ``coop_fill`` (thread per location): 3 kernels + 1
+    primitive. Syncs: 2 (``stats``, 24 bytes; the changes, ``8 (2 + W)`` bytes each).
+    Allocations: 8. With ``o`` overflowing targets add, per capacity round, one
+    ``gather_rows`` launch, 2 primitives and one sync. Work per target: its ``E`` entries
+    read once by ``T`` threads (``E / T`` each, plus ``|F(l1)|`` candidates per entry of a
+    changed source), ``O(C x T C x W)`` merge comparisons per thread; bytes: ``E (4 +
+    itemsize x SW)`` of ``Psi``, the ``F`` rows of its sources (shared by all targets, L2
+    resident), the slot and the output ``8 W`` per row.
+    """
+    xp = _cuda.namespace(F_ts, I_ts)
+    k = _kernels()
+    L = I_ptr.shape[0] - 1
+    W = F_ts.shape[1]
+    T = int(threads) if threads is not None else coop_threads()
+    C = int(rows)
+    R = T * C
+    mode = _cuda.alloc(xp, L, xp.uint8, 0)
+    _cuda.launch(k.modes, seeds.shape[0], seeds, old_F_ptr, old_F_ts, F_ptr, F_ts, int(m), mode,
+                 tpb=tpb)
+    slots = _cuda.alloc(xp, (max(L * R, 1), W), xp.int64)
+    sizes = _cuda.alloc(xp, (2, L + 1), xp.int64, 0)
+    touched = _cuda.alloc(xp, L, xp.uint8)
+    stats = _cuda.alloc(xp, 3, xp.int64, 0)
+    _cuda.launch_blocks(_coop_kernel(W, C, T), L, T, int(m), tm_ptr, tm_src, tm_sum, F_ptr, F_ts,
+                        mode, I_ptr, I_ts, slots, sizes, touched, stats)
+    n_over, n_rows, n_ch = (int(v) for v in _cuda.read(stats))
+    start = _cuda.op(xp.arange(0, L * R, R, dtype=xp.int64))
+    src1 = slots
+    if n_over:
+        # targets whose antichain outgrew a thread: thread per target, growing global slots
+        over = _cuda.op(xp.flatnonzero(touched == 2).astype(xp.int64), 3)
+        bufs, cap = [slots], int(capacity)
+        base = slots.shape[0]
+        while True:
+            q = int(over.shape[0])  # known on the host: the compaction above synchronised
+            _cuda.COUNTS.syncs += 1
+            if q == 0:
+                break
+            buf = _cuda.alloc(xp, (q * (cap + 2), W), xp.int64)
+            cnt = _cuda.alloc(xp, q, xp.int64)
+            _cuda.launch(k.gather_rows, q, over, int(m), tm_ptr, tm_src, tm_sum, F_ptr, F_ts, buf,
+                         cap, cnt, tpb=tpb)
+            ok = _cuda.op(xp.flatnonzero(cnt >= 0), 2)
+            done = over[ok]
+            start[done] = base + ok * (cap + 2)
+            sizes[0, done + 1] = cnt[ok]
+            touched[done] = 3
+            _cuda.op(k=5)
+            bufs.append(buf)
+            base += buf.shape[0]
+            over = _cuda.op(over[cnt < 0], 2)
+            cap *= 4
+        src1 = _cuda.op(xp.concatenate(bufs))
+        _cuda.launch(k.recount, L, I_ptr, I_ts, start, src1, touched, sizes, tpb=tpb)
+        _cuda.op(xp.cumsum(sizes, axis=1, out=sizes))
+        n_rows, n_ch = (int(v) for v in _cuda.read(sizes[:, L]))
+    else:
+        _cuda.op(xp.cumsum(sizes, axis=1, out=sizes))
+    # one scan gave both offsets; fill I and the changes; one copy brings the changes out
+    new_ts = _cuda.alloc(xp, (n_rows, W), xp.int64)
+    changes = _cuda.alloc(xp, (n_ch, 2 + W), xp.int64)
+    _cuda.launch(k.coop_fill, L, I_ptr, I_ts, sizes[0], new_ts, start, src1, touched, sizes[1],
+                 changes, tpb=tpb)
+    return sizes[0], new_ts, _cuda.read(changes)
+
+
+def frontier_changes_cuda(locs, old_ptr, old_ts, new_ptr, new_ts, W, *, tpb=None):
+    """CUDA version of :func:`frontier_changes`: two passes over ``locs`` (thread per
+    location), ``changes_count`` then, after an exclusive scan and one **sync** for the
+    output size, ``changes_fill``; both run :func:`walk_changes`, the twin's scalar core."""
+    xp = _cuda.namespace(old_ts, new_ts)
+    k = _changes_kernels()
+    q = int(locs.shape[0])
+    off = _cuda.alloc(xp, q + 1, xp.int64, 0)
+    _cuda.launch(k.changes_count, q, locs, old_ptr, old_ts, new_ptr, new_ts, off[1:],
+                 xp.empty(0, xp.int32), xp.empty((0, W), xp.int64), xp.empty(0, xp.int64), tpb=tpb)
+    off[1:] = _cuda.op(xp.cumsum(off[1:]))
+    size = int(_cuda.read(off[q:])[0])
+    c_loc = _cuda.alloc(xp, size, xp.int32)
+    c_ts = _cuda.alloc(xp, (size, W), xp.int64)
+    c_diff = _cuda.alloc(xp, size, xp.int64)
+    _cuda.launch(k.changes_fill, q, locs, old_ptr, old_ts, new_ptr, new_ts, off, c_loc, c_ts,
+                 c_diff, tpb=tpb)
+    return c_loc, c_ts, c_diff
+
+
+@functools.cache
+def _changes_kernels():
+    global cuda
+    cuda = _cuda.cuda()
+    walk = _cuda.device(walk_changes)
 
     @cuda.jit
     def changes_count(locs, old_ptr, old_ts, new_ptr, new_ts, cnt, no_loc, no_ts, no_diff):
-        """cnt[i] <- number of frontier changes of locs[i]; thread per location (the walk
-        does not write: ``no_*`` are empty arrays standing in for its outputs)."""
+        """cnt[i] <- number of frontier changes of locs[i]; thread per location."""
         i = cuda.grid(1)
         if i < locs.shape[0]:
             cnt[i] = walk(locs[i], old_ptr, old_ts, new_ptr, new_ts, old_ts.shape[1], no_loc,
@@ -452,287 +836,4 @@ def _kernels():
             walk(locs[i], old_ptr, old_ts, new_ptr, new_ts, old_ts.shape[1], c_loc, c_ts, c_diff,
                  off[i], True)
 
-    @cuda.jit
-    def relax_bound(work, F_ptr, in_ptr, in_src, cur_len, size):
-        """size[i] <- rows the slot of work[i] needs: |F| + sum over in-arcs of |I(u)|, + 1
-        row of work space; thread per location."""
-        i = cuda.grid(1)
-        if i < work.shape[0]:
-            l = work[i]
-            need = F_ptr[l + 1] - F_ptr[l] + 1
-            for a in range(in_ptr[l], in_ptr[l + 1]):
-                need += cur_len[in_src[a]]
-            size[i] = need
-
-    @cuda.jit
-    def relax(work, m, F_ptr, F_ts, in_ptr, in_src, in_sum, cur_start, cur_len, pool, base, off,
-              n_out, changed):
-        """One Jacobi round: work[i] recomputes into its slot pool[base + off[i]:...] from the
-        current values (read only: they change in ``commit``); thread per location."""
-        i = cuda.grid(1)
-        if i < work.shape[0]:
-            l = work[i]
-            W = pool.shape[1]
-            a = base + off[i]
-            b = base + off[i + 1] - 1
-            n = relax_one(l, m, W, F_ptr, F_ts, in_ptr, in_src, in_sum, cur_start, cur_len, pool,
-                          pool[a:b], pool[b])
-            n_out[i] = n
-            c = cur_start[l]
-            changed[i] = 0 if equal(pool, a, a + n, pool, c, c + cur_len[l], W) else 1
-
-    @cuda.jit
-    def commit(work, base, off, n_out, changed, cur_start, cur_len, pending, out_ptr, out_dst):
-        """A changed location takes its slot as current value and wakes its successors."""
-        i = cuda.grid(1)
-        if i < work.shape[0] and changed[i] != 0:
-            l = work[i]
-            cur_start[l] = base + off[i]
-            cur_len[l] = n_out[i]
-            for e in range(out_ptr[l], out_ptr[l + 1]):
-                pending[out_dst[e]] = 1
-
-    @cuda.jit
-    def cycle_hits(members, pending, scc, cyclic, was_reset, hit):
-        """hit[c] <- cycle c of this level has a pending member and was not restarted yet."""
-        i = cuda.grid(1)
-        if i < members.shape[0]:
-            l = members[i]
-            c = scc[l]
-            if pending[l] != 0 and cyclic[c] != 0 and was_reset[c] == 0:
-                hit[c] = 1
-
-    @cuda.jit
-    def cycle_reset(members, scc, hit, cur_len, pending, touched, out_ptr, out_dst):
-        """Members of a hit cycle restart from empty; an old non-empty value wakes the
-        member's successors (its withdrawal must reach them)."""
-        i = cuda.grid(1)
-        if i < members.shape[0]:
-            l = members[i]
-            if hit[scc[l]] != 0:
-                if cur_len[l] > 0:
-                    for e in range(out_ptr[l], out_ptr[l + 1]):
-                        pending[out_dst[e]] = 1
-                cur_len[l] = 0
-                pending[l] = 1
-                touched[l] = 1
-
-    @cuda.jit
-    def mark_reached(seeds, pair_ptr, pair_dst, hit):
-        """hit[l2] <- 1 for every target of a seed's Psi row (ragged); thread per seed."""
-        i = cuda.grid(1)
-        if i < seeds.shape[0]:
-            s = seeds[i]
-            for p in range(pair_ptr[s], pair_ptr[s + 1]):
-                hit[pair_dst[p]] = 1
-
-    @cuda.jit
-    def gather(targets, m, srcs, t_ptr, t_src, t_pair, sum_ptr, count, sums, dense_A, F_ptr,
-               F_ts, slots, C, cnt):
-        """Thread per target: gather_target into slot rows [i (C + 1), i (C + 1) + C), the
-        last row of the slot being work space; cnt[i] = rows, or -1 on overflow."""
-        i = cuda.grid(1)
-        if i < targets.shape[0]:
-            a = i * (C + 1)
-            cnt[i] = gather_one(targets[i], m, slots.shape[1], srcs, t_ptr, t_src, t_pair, sum_ptr,
-                                count, sums, dense_A, F_ptr, F_ts, slots[a:a + C], C,
-                                slots[a + C])
-
-    return types.SimpleNamespace(
-        changes_count=changes_count, changes_fill=changes_fill, relax_bound=relax_bound,
-        relax=relax, commit=commit, cycle_hits=cycle_hits, cycle_reset=cycle_reset,
-        mark_reached=mark_reached, gather=gather)
-
-
-def frontier_changes_cuda(locs, old_ptr, old_ts, new_ptr, new_ts, W, *, tpb=None):
-    """CUDA version of :func:`frontier_changes`: two passes over ``locs`` (thread per
-    location), ``changes_count`` then, after an exclusive scan and one **sync** for the
-    output size, ``changes_fill``; both run :func:`walk_changes`, the twin's scalar core
-    (Numba ``@cuda.jit``; the scan is CuPy's). Bytes: each old and new
-    frontier row of ``locs`` is read twice (``16 W`` per row, once per pass, the second
-    mostly from L2), each change written once (``12 + 8 W``)."""
-    xp = _cuda.namespace(old_ts, new_ts)
-    k = _kernels()
-    q = int(locs.shape[0])
-    off = xp.zeros(q + 1, xp.int64)
-    _cuda.launch(k.changes_count, q, locs, old_ptr, old_ts, new_ptr, new_ts, off[1:],
-                 xp.empty(0, xp.int32), xp.empty((0, W), xp.int64), xp.empty(0, xp.int64), tpb=tpb)
-    off[1:] = xp.cumsum(off[1:])
-    size = int(off[q])
-    c_loc = xp.empty(size, xp.int32)
-    c_ts = xp.empty((size, W), xp.int64)
-    c_diff = xp.empty(size, xp.int64)
-    _cuda.launch(k.changes_fill, q, locs, old_ptr, old_ts, new_ptr, new_ts, off, c_loc, c_ts,
-                 c_diff, tpb=tpb)
-    return c_loc, c_ts, c_diff
-
-
-class _Pool:
-    """Rows ``int64[cap, W]`` of current values and round slots; grows by doubling, so that
-    appending a round's slots is amortised O(rows), and indices stay valid."""
-
-    def __init__(self, xp, rows):
-        self.xp = xp
-        n, W = rows.shape
-        self.rows = xp.empty((max(64, 2 * n), W), xp.int64)
-        self.rows[:n] = rows
-        self.used = n
-
-    def reserve(self, k: int) -> int:
-        """Room for ``k`` more rows; returns the first of them."""
-        cap = self.rows.shape[0]
-        if self.used + k > cap:
-            grown = self.xp.empty((max(2 * cap, self.used + k), self.rows.shape[1]), self.xp.int64)
-            grown[:self.used] = self.rows[:self.used]
-            self.rows = grown
-        return self.used
-
-
-def edgewise_cuda(m, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank, scc, scc_ptr,
-                  scc_members, F_ptr, F_ts, I_ptr, I_ts, seeds, max_steps, *, levels=None,
-                  tpb=None):
-    """CUDA version of :func:`edgewise`: same arguments and results (``steps`` a Python int).
-
-    ``levels`` is :func:`edgewise_levels` of the graph with its arrays on the device
-    (computed here if omitted). Jacobi rounds level by level (see the notes above
-    :func:`gather_target`): per round, ``relax_bound`` (thread per working location), a scan
-    and a **sync** for the slots' total, ``relax`` (thread per working location, writing its
-    new value into a fresh slot of a growing pool), ``commit`` (thread per working location);
-    per level a **sync** to find the next level with pending work, and for a level with
-    cycles ``cycle_hits``/``cycle_reset`` and a **sync** per round for the work list.
-
-    Kernel types: Numba ``@cuda.jit`` throughout (``relax`` runs :func:`relax_into`, the
-    twin's scalar core); CuPy for the scans, the level minimum and the work lists.
-
-    Bytes per recomputation: per in-arc 12 bytes of arc data and its summary row
-    (``8 (1 + W)``), the predecessor's current frontier (``8 W`` per row), the new slot
-    written (``8 W`` per row) and the old value compared (``8 W`` per row). Rounds: see the
-    notes above :func:`gather_target`; ``rank`` and ``scc_members`` are unused (the levels
-    replace the rank order). ``steps`` counts recomputations, more than the twin's (Jacobi
-    rounds recompute a cycle member once per round), so ``max_steps`` binds differently.
-    """
-    xp = _cuda.namespace(F_ts, I_ts)
-    k = _kernels()
-    if levels is None:
-        lv = edgewise_levels(_cuda.to_host(order), _cuda.to_host(scc), _cuda.to_host(scc_ptr),
-                             _cuda.to_host(in_ptr), _cuda.to_host(in_src))
-        levels = {key: (xp.asarray(v) if isinstance(v, np.ndarray) else v) for key, v in lv.items()}
-    L = in_ptr.shape[0] - 1
-    C = scc_ptr.shape[0] - 1
-    cur_start = I_ptr[:-1].copy()
-    cur_len = I_ptr[1:] - I_ptr[:-1]
-    pool = _Pool(xp, I_ts)
-    pending = xp.zeros(L, xp.uint8)
-    pending[seeds] = 1
-    touched = xp.zeros(L, xp.uint8)
-    was_reset = xp.zeros(C, xp.uint8)
-    loc_level, members_all = levels["loc_level"], levels["level_members"]
-    level_ptr, level_cyclic = levels["level_ptr_host"], levels["level_cyclic"]
-    none = levels["n_levels"]
-    steps = 0
-    while L:
-        lv = int(xp.where(pending != 0, loc_level, none).min())
-        if lv >= none:
-            break
-        members = members_all[level_ptr[lv]:level_ptr[lv + 1]]
-        cyclic = level_cyclic[lv]
-        if cyclic:
-            hit = xp.zeros(C, xp.uint8)
-            _cuda.launch(k.cycle_hits, members.shape[0], members, pending, scc, levels["cyclic"],
-                         was_reset, hit, tpb=tpb)
-            _cuda.launch(k.cycle_reset, members.shape[0], members, scc, hit, cur_len, pending,
-                         touched, out_ptr, out_dst, tpb=tpb)
-            was_reset |= hit
-        while True:
-            work = members[pending[members] != 0]
-            nw = int(work.shape[0])
-            if nw == 0:
-                break
-            steps += nw
-            if steps > max_steps:
-                return I_ptr, I_ts, xp.zeros(0, xp.int64), -1
-            pending[work] = 0
-            touched[work] = 1
-            off = xp.zeros(nw + 1, xp.int64)
-            _cuda.launch(k.relax_bound, nw, work, F_ptr, in_ptr, in_src, cur_len, off[1:], tpb=tpb)
-            off[1:] = xp.cumsum(off[1:])
-            total = int(off[nw])
-            base = pool.reserve(total)
-            n_out = xp.empty(nw, xp.int64)
-            changed = xp.empty(nw, xp.uint8)
-            _cuda.launch(k.relax, nw, work, int(m), F_ptr, F_ts, in_ptr, in_src, in_sum, cur_start,
-                         cur_len, pool.rows, base, off, n_out, changed, tpb=tpb)
-            _cuda.launch(k.commit, nw, work, base, off, n_out, changed, cur_start, cur_len,
-                         pending, out_ptr, out_dst, tpb=tpb)
-            pool.used += total
-            if not cyclic:
-                break
-    new_ptr = xp.zeros(L + 1, xp.int64)
-    new_ptr[1:] = xp.cumsum(cur_len)
-    new_ts = gather_segments_cuda(new_ptr, xp.zeros(L, xp.uint8), cur_start, pool.rows,
-                                  pool.rows, tpb=tpb)
-    return new_ptr, new_ts, xp.flatnonzero(touched).astype(xp.int64), steps
-
-
-def gather_closure_cuda(m, pair_ptr, pair_dst, sum_ptr, t_ptr, t_src, t_pair, count, sums,
-                        dense_A, F_ptr, F_ts, I_ptr, I_ts, seeds, *, capacity=8, tpb=None):
-    """CUDA version of :func:`gather_closure`: same arguments and results.
-
-    Kernel type: Numba ``@cuda.jit`` (``gather`` runs :func:`gather_target`, built from the
-    twin's ``apply_into``/``antichain_insert``); CuPy for the reductions and compactions.
-
-    Launch shape: one thread per affected target (``gather``), each writing its antichain
-    into a slot of ``capacity`` rows; targets that overflow are re-launched with four times
-    the room until none does (a **sync** per round, for the overflow count). The affected
-    targets come from ``count[seeds] > 0`` (dense; a CuPy reduction) or ``mark_reached``
-    (ragged; thread per seed); their compaction is a **sync**. The new ``I`` is spliced by
-    the segmented gather (one more **sync**, the output size).
-
-    Bytes per affected target: for every source reaching it with a non-empty ``F``, its
-    ``Psi`` entry (``itemsize x W`` per summary, packed) and ``F`` rows (``8 W`` each,
-    shared by all targets of that source, so L2-resident), plus the dense ``count`` column
-    (``L`` bytes) or the ragged pair list (``12`` bytes per pair); the output
-    ``8 W`` per row. Work: O(|F(l1)| x |Psi[l1, l2]| x |I(l2)| x W) per pair, as the twin.
-    """
-    xp = _cuda.namespace(F_ts, I_ts)
-    k = _kernels()
-    L = I_ptr.shape[0] - 1
-    W = F_ts.shape[1]
-    dense = dense_A > 0
-    if dense:
-        hit = (count[seeds] > 0).any(axis=0)
-    else:
-        hit = xp.zeros(L, xp.uint8)
-        _cuda.launch(k.mark_reached, seeds.shape[0], seeds, pair_ptr, pair_dst, hit, tpb=tpb)
-    targets = xp.flatnonzero(hit).astype(xp.int64)
-    nt = int(targets.shape[0])
-    srcs = xp.flatnonzero(F_ptr[1:] - F_ptr[:-1]).astype(xp.int64)
-    t_start = xp.zeros(nt, xp.int64)
-    t_len = xp.zeros(nt, xp.int64)
-    pend = xp.arange(nt, dtype=xp.int64)
-    slot_rows, bufs, C = 0, [], int(capacity)
-    while pend.shape[0]:
-        np_ = int(pend.shape[0])
-        slots = xp.empty((np_ * (C + 1), W), xp.int64)
-        cnt = xp.empty(np_, xp.int64)
-        _cuda.launch(k.gather, np_, targets[pend], int(m), srcs, t_ptr, t_src, t_pair, sum_ptr,
-                     count, sums, int(dense_A), F_ptr, F_ts, slots, C, cnt, tpb=tpb)
-        ok = xp.flatnonzero(cnt >= 0)
-        t_start[pend[ok]] = slot_rows + ok * (C + 1)
-        t_len[pend[ok]] = cnt[ok]
-        bufs.append(slots)
-        slot_rows += slots.shape[0]
-        pend = pend[cnt < 0]
-        C *= 4
-    src1 = bufs[0] if len(bufs) == 1 else (xp.concatenate(bufs) if bufs else
-                                            xp.empty((0, W), xp.int64))
-    lens = I_ptr[1:] - I_ptr[:-1]
-    lens[targets] = t_len
-    new_ptr = xp.zeros(L + 1, xp.int64)
-    new_ptr[1:] = xp.cumsum(lens)
-    which = xp.zeros(L, xp.uint8)
-    which[targets] = 1
-    start = I_ptr[:-1].copy()
-    start[targets] = t_start
-    new_ts = gather_segments_cuda(new_ptr, which, start, I_ts, src1, tpb=tpb)
-    return new_ptr, new_ts, targets
+    return types.SimpleNamespace(changes_count=changes_count, changes_fill=changes_fill)

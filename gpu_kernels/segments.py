@@ -86,7 +86,7 @@ def gather_segments_cuda(new_ptr, which, start, src0, src1, *, tpb=None):
     simulator or CuPy). Synchronises once, to read the output size."""
     xp = _cuda.namespace(new_ptr, src0)
     W = src0.shape[1]
-    total = int(new_ptr[-1])
-    out = xp.empty((total, W), xp.int64)
+    total = int(_cuda.read(new_ptr[-1:])[0])
+    out = _cuda.alloc(xp, (total, W), xp.int64)
     _cuda.launch(_kernels(), total, new_ptr, which, start, src0, src1, out, tpb=tpb)
     return out

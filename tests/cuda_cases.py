@@ -9,12 +9,14 @@ Importing this module loads no CUDA: the kernels load when a check runs.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from engine import ImpliedFrontierTracker
+from engine import AntichainOverflowError, GraphBuilder, ImpliedFrontierTracker, Summary
 from engine.batched import BatchedTracker
 from engine.graph_arrays import GraphArrays
 from engine.psi import compute_psi
-from gpu_kernels import closure, consolidate, pareto, precursors, propagate, segments
+from gpu_kernels import _cuda, closure, consolidate, pareto, precursors, propagate, segments
+from gpu_kernels.summary_rows import smallest_dtype
 
 from test_trackers import replay_changes
 
@@ -112,86 +114,213 @@ def check_gather_segments(rng, dev, host, *, L=6, W=2, tpb=None):
 
 # -- propagation ----------------------------------------------------------------------------
 
-def _state(graph, batches):
-    """``(ga, F_ptr, F_ts, I_ptr, I_ts)`` after replaying ``batches`` on the cpu backend."""
+def _steps(graph, batches):
+    """``(ga, before, after, seeds)`` for every batch of a cpu-backend replay: ``F`` and ``I``
+    (CSR pairs) before and after it, and the locations whose ``F`` changed; first a step from
+    nothing to the final state with every location as a seed."""
     tr = BatchedTracker(graph, strategy="edgewise")
+    L, W = tr.ga.L, tr.ga.width
+    empty = (np.zeros(L + 1, np.int64), np.zeros((0, W), np.int64))
+    steps = []
     for b in batches:
+        before = (tr._F_ptr, tr._F_ts, tr._I_ptr, tr._I_ts)
         tr.update(*b)
-    return tr.ga, tr._F_ptr, tr._F_ts, tr._I_ptr, tr._I_ts
+        after = (tr._F_ptr, tr._F_ts, tr._I_ptr, tr._I_ts)
+        seeds = [l for l in range(L)
+                 if not np.array_equal(before[1][before[0][l]:before[0][l + 1]],
+                                       after[1][after[0][l]:after[0][l + 1]])]
+        steps.append((before, after, np.asarray(seeds, np.int64)))
+    final = (tr._F_ptr, tr._F_ts, tr._I_ptr, tr._I_ts)
+    steps.insert(0, (empty + empty, final, np.arange(L, dtype=np.int64)))
+    return tr.ga, steps
 
 
-def _graph_args(ga, dev):
-    return (ga.m, *(dev(a) for a in (ga.in_ptr, ga.in_src, ga.in_sum, ga.out_ptr, ga.out_dst,
-                                     ga.order, ga.rank, ga.scc, ga.scc_ptr, ga.scc_members)))
-
-
-def check_edgewise(graph, batches, rng, dev, host, *, tpb=None):
-    """Recompute every location from an empty ``I``, and a few seeds from the true ``I``."""
-    ga, F_ptr, F_ts, I_ptr, I_ts = _state(graph, batches)
-    L, W = ga.L, ga.width
-    E_ptr, E_ts = np.zeros(L + 1, np.int64), np.zeros((0, W), np.int64)
-    host_args = (ga.m, ga.in_ptr, ga.in_src, ga.in_sum, ga.out_ptr, ga.out_dst, ga.order,
-                 ga.rank, ga.scc, ga.scc_ptr, ga.scc_members)
-    seeds_all = np.arange(L, dtype=np.int64)
-    seeds_few = np.sort(rng.choice(L, min(L, 2), replace=False)).astype(np.int64)
-    for (o_ptr, o_ts), seeds in (((E_ptr, E_ts), seeds_all), ((I_ptr, I_ts), seeds_few),
-                                 ((E_ptr, E_ts), seeds_few)):
-        want = propagate.edgewise(*host_args, F_ptr, F_ts, o_ptr, o_ts, seeds, 10 ** 6)
-        got = propagate.edgewise_cuda(*_graph_args(ga, dev), dev(F_ptr), dev(F_ts), dev(o_ptr),
-                                      dev(o_ts), dev(seeds), 10 ** 6, tpb=tpb)
-        _same(want[0], got[0], host)
-        _same(want[1], got[1], host)
-        assert got[3] >= 0
-        # the emitted changes, over the union of the recomputed locations
-        touched = np.union1d(want[2], host(got[2])).astype(np.int64)
-        c_want = propagate.frontier_changes(touched, o_ptr, o_ts, want[0], want[1], W)
-        c_got = propagate.frontier_changes_cuda(dev(touched), dev(o_ptr), dev(o_ts), dev(want[0]),
-                                                dev(want[1]), W, tpb=tpb)
-        for a, b in zip(c_want, c_got):
-            _same(a, b, host)
-        if seeds is seeds_all:  # everything from empty: the least fixed point, the true I
-            _same(I_ptr, got[0], host)
-            _same(I_ts, got[1], host)
-
-
-def _psi_args(psi, dev):
-    dense = psi.layout.value == "dense"
-    i64, i32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
-    return (i64 if dense else psi.pair_ptr, i32 if dense else psi.pair_dst,
-            i64 if dense else psi.sum_ptr, i64 if dense else psi.t_ptr,
-            i32 if dense else psi.t_src, i64 if dense else psi.t_pair,
-            psi.count if dense else np.zeros((1, 1), np.uint8),
-            psi.sums.reshape(-1, psi.sums.shape[-1]), psi.max_antichain if dense else 0)
-
-
-def check_gather_closure(graph, batches, rng, dev, host, *, capacity=1, tpb=None):
-    ga, F_ptr, F_ts, I_ptr, I_ts = _state(graph, batches)
-    L, W = ga.L, ga.width
-    E_ptr, E_ts = np.zeros(L + 1, np.int64), np.zeros((0, W), np.int64)
-    seeds = np.sort(rng.choice(L, min(L, 3), replace=False)).astype(np.int64)
-    for layout in ("dense", "ragged"):
-        psi = compute_psi(graph, layout=layout)
-        args = _psi_args(psi, dev)
-        want = propagate.gather_closure(ga.m, *args, F_ptr, F_ts, E_ptr, E_ts, seeds)
-        d_args = tuple(dev(a) if isinstance(a, np.ndarray) else a for a in args)
-        got = propagate.gather_closure_cuda(ga.m, *d_args, dev(F_ptr), dev(F_ts), dev(E_ptr),
-                                            dev(E_ts), dev(seeds), capacity=capacity, tpb=tpb)
+def check_frontier_changes(graph, batches, dev, host, *, tpb=None):
+    """``frontier_changes_cuda`` equals its twin on every location of every step."""
+    ga, steps = _steps(graph, batches)
+    locs = np.arange(ga.L, dtype=np.int64)
+    for before, after, _ in steps:
+        want = propagate.frontier_changes(locs, before[2], before[3], after[2], after[3], ga.width)
+        got = propagate.frontier_changes_cuda(dev(locs), dev(before[2]), dev(before[3]),
+                                              dev(after[2]), dev(after[3]), ga.width, tpb=tpb)
         for a, b in zip(want, got):
             _same(a, b, host)
 
 
-def check_closure_dense(graph, dev, host, *, tpb=None):
+def check_closure_step(graph, batches, dev, host, *, rows=2, threads=None, tpb=None):
+    """``closure_step_cuda`` (block per target over target-major ``Psi``; incremental where
+    no source retreated; ``rows`` small enough to send big frontiers down the overflow path)
+    gives every step's new ``I`` and exactly the changes of ``frontier_changes`` over all
+    locations, for both layouts of ``Psi``; ``target_major`` lists every ``Psi`` entry by
+    target. Also the CPU twin of the seed modes."""
+    ga, steps = _steps(graph, batches)
+    W = ga.width
+    locs = np.arange(ga.L, dtype=np.int64)
+    for layout in ("dense", "ragged"):
+        psi = compute_psi(graph, layout=layout)
+        sums = psi.sums.reshape(-1, psi.sums.shape[-1])
+        if layout == "dense":
+            tm = propagate.target_major(ga.L, psi.max_antichain, psi.count, np.zeros(1, np.int64),
+                                        np.zeros(1, np.int32), np.zeros(1, np.int64),
+                                        np.zeros(1, np.int64), sums)
+        else:
+            tm = propagate.target_major(ga.L, 0, np.zeros((1, 1), np.uint8), psi.t_ptr, psi.t_src,
+                                        psi.t_pair, psi.sum_ptr, sums)
+        tm_ptr, tm_src, tm_sum = tm
+        assert int(tm_ptr[-1]) == psi.num_summaries
+        for l2 in range(ga.L):
+            got = sorted((int(l1), tuple(r)) for l1, r in zip(tm_src[tm_ptr[l2]:tm_ptr[l2 + 1]],
+                                                              tm_sum[tm_ptr[l2]:tm_ptr[l2 + 1]].tolist()))
+            want = sorted((l1, tuple(r)) for l1 in range(ga.L)
+                          for r in psi.summaries(l1, l2).tolist())
+            assert got == want
+        d_tm = tuple(dev(a) for a in tm)
+        for before, after, seeds in steps:
+            modes = propagate.seed_modes(ga.L, seeds, before[0], before[1], after[0], after[1],
+                                         ga.m)
+            differs = [not np.array_equal(before[1][before[0][l]:before[0][l + 1]],
+                                          after[1][after[0][l]:after[0][l + 1]])
+                       for l in range(ga.L)]
+            np.testing.assert_array_equal(modes > 0, differs)
+            new_ptr, new_ts, ch = propagate.closure_step_cuda(
+                ga.m, *d_tm, dev(before[0]), dev(before[1]), dev(after[0]), dev(after[1]),
+                dev(before[2]), dev(before[3]), dev(seeds), rows=rows, threads=threads, tpb=tpb)
+            _same(after[2], new_ptr, host)
+            _same(after[3], new_ts, host)
+            c_loc, c_ts, c_diff = propagate.frontier_changes(locs, before[2], before[3], after[2],
+                                                             after[3], W)
+            ch = host(ch)
+            assert ch.shape == (len(c_loc), 2 + W)
+            np.testing.assert_array_equal(ch[:, 0], c_loc)
+            np.testing.assert_array_equal(ch[:, 1], c_diff)
+            np.testing.assert_array_equal(ch[:, 2:], c_ts)
+
+
+# -- Psi on the device ----------------------------------------------------------------------
+
+PSI_FIELDS = ("pair_ptr", "pair_dst", "sum_ptr", "sums", "t_ptr", "t_src", "t_pair")
+
+
+def chain_graph(n):
+    """``n`` operators in a chain at depth 1, inside one loop (an input, a head merging the
+    input with the feedback, the chain, a feedback operator): the longest path grows with
+    ``n``, and every source reaches a cycle."""
+    b = GraphBuilder(m=1)
+    src = b.add_operator(0, 1, depth=1, name="input")
+    head = b.add_operator(2, 1, depth=1, name="head")
+    b.add_summary(head, 0, 0, Summary.identity(1))
+    b.add_summary(head, 1, 0, Summary.identity(1))
+    b.connect(src, 0, head, 0)
+    prev = head
+    for i in range(n):
+        op = b.add_operator(1, 1, depth=1, name=f"op{i}")
+        b.add_summary(op, 0, 0, Summary.delay(1, by=1) if i % 3 == 2 else Summary.identity(1))
+        b.connect(prev, 0, op, 0)
+        prev = op
+    fb = b.add_operator(1, 1, depth=1, name="feedback")
+    b.add_summary(fb, 0, 0, Summary.feedback(1))
+    b.connect(prev, 0, fb, 0)
+    b.connect(fb, 0, head, 1)
+    return b.build()
+
+
+def _settle_args(ga, dev):
+    fast = closure.translation_mask(ga.depth, ga.in_ptr, ga.in_src, ga.in_sum)
+    return (ga.m, ga.K, *(dev(a) for a in (ga.depth, ga.in_ptr, ga.in_src, ga.in_sum,
+                                           ga.out_ptr, ga.out_dst, ga.order, ga.rank, fast)))
+
+
+def check_closure_psi(graph, dev, host, *, rows=None, growth=2, tpb=None):
+    """The device count pass (``closure_settle_cuda``) and both fill passes equal the CPU
+    kernels' ``compute_psi``, array for array and dtype for dtype. A small ``rows`` makes
+    sources overflow their work space and settle again in larger ones. Returns the settle."""
     ga = GraphArrays.from_graph(graph)
-    psi = compute_psi(graph, layout="dense")
-    sums, count, rounds = closure.closure_dense_cuda(
-        ga.m, ga.K, dev(ga.depth), dev(ga.in_ptr), dev(ga.in_src), dev(ga.in_sum), capacity=1,
-        tpb=tpb)
-    A = psi.max_antichain
-    sums, count = host(sums), host(count)
-    np.testing.assert_array_equal(count, psi.count)
-    assert sums.shape[2] >= A and not sums[:, :, A:].any()
-    np.testing.assert_array_equal(sums[:, :, :A], psi.sums.astype(np.int64))
-    assert rounds >= 1
+    ragged = compute_psi(graph, layout="ragged")
+    dense = compute_psi(graph, layout="dense")
+    settle = closure.closure_settle_cuda(*_settle_args(ga, dev), rows=rows, growth=growth,
+                                         attempts=16, tpb=tpb)
+    assert settle.status == closure.OK and settle.err_src == -1
+    assert (settle.num_pairs, settle.num_summaries, settle.largest) == (
+        ragged.num_pairs, ragged.num_summaries, ragged.max_antichain)
+    assert smallest_dtype(settle.vmax) == ragged.dtype
+    got = closure.closure_fill_cuda(settle, ragged.dtype, tpb=tpb)
+    for name, b in zip(PSI_FIELDS, got):
+        _same(getattr(ragged, name), b, host)
+    sums, count = closure.closure_fill_dense_cuda(settle, dense.dtype, dense.count.dtype, tpb=tpb)
+    _same(dense.sums, sums, host)
+    _same(dense.count, count, host)
+    return settle
+
+
+def check_closure_psi_overflow(graph, dev, host, *, tpb=None):
+    """One-row work spaces: every source that reaches a location with a materialised row
+    overflows and is settled again (rows doubling); the result is unchanged.
+    One attempt with one row is not enough: ``WorkSpaceOverflow`` names the sources."""
+    settle = check_closure_psi(graph, dev, host, rows=1, growth=2, tpb=tpb)
+    assert settle.launches > 1 and settle.rows > 1
+    ga = GraphArrays.from_graph(graph)
+    try:
+        closure.closure_settle_cuda(*_settle_args(ga, dev), rows=1, growth=2, attempts=1,
+                                    tpb=tpb)
+    except closure.WorkSpaceOverflow as e:
+        assert e.rows == 1 and e.sources and "did not fit a work space of 1 summary rows" in str(e)
+    else:
+        raise AssertionError("one attempt with one row per source did not overflow")
+
+
+def check_compute_psi_device(graph, kernels):
+    """``compute_psi(..., kernels=<device backend>)`` equals the host's ``compute_psi`` in
+    every layout, and its ``device`` arrays are the same arrays in the gather's form; an
+    antichain cap below the largest antichain raises the host's error."""
+    host = kernels.to_host
+    for layout in ("auto", "dense", "ragged"):
+        want = compute_psi(graph, layout=layout)
+        got = compute_psi(graph, layout=layout, kernels=kernels)
+        assert repr(got) == repr(want)
+        assert got.layout is want.layout and got.dtype == want.dtype
+        assert want.device is None and got.device is not None
+        for name in PSI_FIELDS + ("count",):
+            a, b = getattr(want, name), getattr(got, name)
+            assert (a is None) == (b is None), name
+            if a is not None:
+                np.testing.assert_array_equal(a, b)
+                assert a.dtype == b.dtype, name
+        d = got.device
+        W = got.sums.shape[-1]
+        np.testing.assert_array_equal(host(d.sums), got.sums.reshape(-1, W))
+        if got.layout.value == "dense":
+            assert d.dense_A == got.max_antichain
+            _same(got.count, d.count, host)
+        else:
+            assert d.dense_A == 0
+            for name in PSI_FIELDS:
+                _same(getattr(got, name), getattr(d, name), host)
+    A = want.max_antichain
+    if A > 1:
+        with pytest.raises(AntichainOverflowError) as on_host:
+            compute_psi(graph, max_antichain=A - 1)
+        with pytest.raises(AntichainOverflowError) as on_device:
+            compute_psi(graph, max_antichain=A - 1, kernels=kernels)
+        assert str(on_device.value) == str(on_host.value)
+
+
+def check_psi_launches_do_not_grow(kernels, short=3, long=30):
+    """Launches, syncs, operations and allocations of the device ``Psi`` are the same for a
+    chain of ``short`` and of ``long`` operators (in a loop): none grows with the longest
+    path."""
+    counts = {}
+    for n in (short, long):
+        graph = chain_graph(n)
+        for layout in ("dense", "ragged"):
+            before = _cuda.COUNTS.snapshot()
+            got = compute_psi(graph, layout=layout, kernels=kernels)
+            counts[n, layout] = _cuda.COUNTS.since(before)
+            want = compute_psi(graph, layout=layout)
+            np.testing.assert_array_equal(got.sums, want.sums)
+    for layout in ("dense", "ragged"):
+        assert counts[short, layout] == counts[long, layout], counts
+        assert counts[short, layout]["launches"] == 2, counts
+        assert counts[short, layout]["syncs"] == 1, counts
 
 
 def check_precursors(graph, batches, rng, dev, host, *, n=6, tpb=None):
@@ -255,3 +384,190 @@ def check_backend_replay(graph, batches, kernels, strategy):
         assert replay_changes(before, expected) == eng.frontiers()
         assert sorted(eng.counts.items()) == sorted(ref.counts.items())
     assert eng.frontiers() == [[] for _ in range(graph.num_locations)]
+
+
+# -- batch intake on the device (issue 10, item 2) ------------------------------------------
+
+def _raw_batch_strategy():
+    """Hypothesis: ``(loc, ts, diff)`` NumPy columns for a graph, valid or broken on purpose
+    (``corrupt``), in the dtypes and widths a caller may pass."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def raw_batches(draw, graph, max_rows=6):
+        L, m, K = graph.num_locations, graph.m, graph.max_depth
+        W = m + K
+        depth = [graph.depth(l) for l in range(L)]
+        n = draw(st.integers(1, max_rows))
+        w, pool = W, list(range(L))
+        if K and draw(st.booleans()):  # narrower than W: every row of one depth
+            d = draw(st.sampled_from(sorted(set(depth))))
+            w, pool = m + d, [l for l in range(L) if depth[l] == d]
+        loc = np.array([draw(st.sampled_from(pool)) for _ in range(n)], np.int64)
+        hi = draw(st.sampled_from([3, 40, 1 << 20, 1 << 45]))  # 32-bit, 64-bit, argsort, lexsort
+        ts = np.zeros((n, w), np.int64)
+        for i in range(n):
+            for c in range(min(w, m + depth[loc[i]])):
+                ts[i, c] = draw(st.one_of(st.integers(0, 5), st.just(hi), st.integers(0, hi)))
+        diff = np.array(draw(st.lists(st.integers(-2, 2), min_size=n, max_size=n)), np.int64)
+        for kind, i in draw(st.lists(st.tuples(
+                st.sampled_from(["loc", "width", "range", "padding", "wide"]),
+                st.integers(0, n - 1)), max_size=2)):
+            if kind == "loc":
+                loc[i] = draw(st.sampled_from([L, L + 5, -1, -(1 << 40)]))
+            elif kind == "width":
+                other = [l for l in range(L) if m + depth[l] != w]
+                if other:
+                    loc[i] = draw(st.sampled_from(other))
+            elif kind == "range":
+                ts[i, draw(st.integers(0, w - 1))] = draw(st.sampled_from(
+                    [-1, -(1 << 62), 1 << 62, (1 << 63) - 1]))
+            elif kind == "padding" and w == W:
+                shallow = [l for l in range(L) if m + depth[l] < W]
+                if shallow:
+                    loc[i] = draw(st.sampled_from(shallow))
+                    ts[i, draw(st.integers(m + depth[loc[i]], W - 1))] = draw(st.integers(1, 9))
+            elif kind == "wide":
+                ts = np.concatenate([ts, np.zeros((n, 1), np.int64)], axis=1)
+                w += 1
+        loc_t = draw(st.sampled_from([np.int32, np.int64, np.uint16]))
+        if np.issubdtype(loc_t, np.unsignedinteger) and (loc < 0).any():
+            loc_t = np.int64
+        if np.iinfo(loc_t).max < loc.max() or np.iinfo(loc_t).min > loc.min():
+            loc_t = np.int64
+        ts_t = draw(st.sampled_from([np.int64, np.int64, np.int32]))
+        if ts.size and (np.iinfo(ts_t).max < ts.max() or np.iinfo(ts_t).min > ts.min()):
+            ts_t = np.int64
+        diff_t = draw(st.sampled_from([np.int64, np.int32]))
+        ts = ts.astype(ts_t)
+        if draw(st.booleans()):  # strided columns take the same path
+            ts = np.asfortranarray(ts)
+        return loc.astype(loc_t), ts, diff.astype(diff_t)
+
+    return raw_batches
+
+
+raw_batches = _raw_batch_strategy()
+
+
+def _depth(graph):
+    return np.array([graph.depth(l) for l in range(graph.num_locations)], np.int64)
+
+
+def host_intake(graph, loc, ts, diff):
+    """The host path's result: ``consolidate(*batch_arrays(...))``, or the exception."""
+    from engine.batch_arrays import batch_arrays
+    from engine.errors import BatchError
+    try:
+        return consolidate.consolidate(*batch_arrays(graph, _depth(graph), loc, ts, diff))
+    except BatchError as e:
+        return e
+
+
+def check_intake_kernels(graph, batch, dev, host, *, tpb=None):
+    """``intake_cuda`` (speculative widths, then none, then wrong ones) equals its CPU twin
+    ``intake`` -- first bad rows, maxima, output -- and a valid batch equals the host path."""
+    from gpu_kernels import intake as gi
+    loc, ts, diff = batch
+    m, L, W = graph.m, graph.num_locations, graph.m + graph.max_depth
+    depth = _depth(graph)
+    want = gi.intake(np.ascontiguousarray(loc), np.ascontiguousarray(ts), diff, depth, m, L, W)
+    guesses = [None]
+    if want.valid:
+        guesses += [gi.speculative_widths(want.maxima, L, len(loc)),
+                    np.zeros(W + 1, np.int64)]  # too narrow whenever a maximum is > 0
+    for guess in guesses:
+        got = gi.intake_cuda(dev(np.ascontiguousarray(loc)), dev(np.ascontiguousarray(ts)),
+                             dev(diff), dev(depth), m, L, W, guess=guess, tpb=tpb)
+        np.testing.assert_array_equal(want.bad, got.bad)
+        assert want.valid == got.valid
+        if want.valid:
+            np.testing.assert_array_equal(want.maxima, got.maxima)
+            for a, b in zip(want[2:], got[2:]):
+                _same(a, b, host)
+    oracle = host_intake(graph, loc, ts, diff)
+    assert isinstance(oracle, Exception) != want.valid, (oracle, want.bad)
+    if want.valid:
+        for a, b in zip(oracle, want[2:]):
+            _same(a, b, np.asarray)
+
+
+def check_intake_backend(graph, batch, kernels):
+    """``kernels.intake`` equals the host path on a raw batch: the same consolidated arrays,
+    or the same exception type and message; a tracker that rejects the batch is unchanged
+    and then agrees with the cpu backend's."""
+    import pytest
+    loc, ts, diff = batch
+    assert kernels._device_columns(loc, ts, diff, graph.m + graph.max_depth) is not None
+    want = host_intake(graph, loc, ts, diff)
+    if isinstance(want, Exception):
+        with pytest.raises(type(want)) as info:
+            kernels.intake(graph, _depth(graph), loc, ts, diff)
+        assert str(info.value) == str(want)
+        eng = BatchedTracker(graph, kernels=kernels, strategy="edgewise")
+        cpu = BatchedTracker(graph, strategy="edgewise")
+        first = (np.zeros(1, np.int32), np.zeros((1, graph.m + graph.max_depth), np.int64),
+                 np.ones(1, np.int64))
+        eng.update_arrays(*first)
+        cpu.update_arrays(*first)
+        state = [kernels.to_host(a) for a in eng.table()] + [eng.frontiers()]
+        with pytest.raises(type(want), match=None) as info:
+            eng.update_arrays(loc, ts, diff)
+        assert str(info.value) == str(want)
+        after = [kernels.to_host(a) for a in eng.table()] + [eng.frontiers()]
+        for a, b in zip(state[:3], after[:3]):
+            np.testing.assert_array_equal(a, b)
+        assert state[3] == after[3] == cpu.frontiers()
+    else:
+        got = kernels.intake(graph, _depth(graph), loc, ts, diff)
+        for a, b in zip(want, got):
+            _same(a, b, kernels.to_host)
+
+
+#: Launches (Numba kernels), CuPy primitives, blocking syncs and device allocations of the
+#: device intake of a valid batch once the packing guessed from the previous batch holds
+#: (``CudaKernels.intake``): check_pack, run_values, run_tails, emit_runs; sort, 2 scans;
+#: one read of the statistics; staging buffer, statistics, keys, workspace, output.
+INTAKE_STEADY = {"launches": 4, "ops": 3, "syncs": 1, "allocs": 5}
+
+
+def _churn(rng, graph, n, hi=6):
+    depth = _depth(graph)
+    W = graph.m + graph.max_depth
+    loc = rng.integers(0, graph.num_locations, n).astype(np.int32)
+    ts = rng.integers(0, hi, (n, W)).astype(np.int64)
+    ts[:, graph.m:] *= np.arange(graph.max_depth)[None, :] < depth[loc][:, None]
+    return loc, ts, rng.integers(-2, 3, n).astype(np.int64)
+
+
+def check_intake_counts(graph, kernels, sizes, rng):
+    """Per valid batch, after a first one sets the packing guess: exactly
+    :data:`INTAKE_STEADY` launches, primitives, syncs and allocations, whatever ``n``."""
+    from gpu_kernels import _cuda
+    kernels.intake(graph, _depth(graph), *_churn(rng, graph, sizes[0]))
+    seen = []
+    for n in sizes:
+        batch = _churn(rng, graph, n)
+        before = _cuda.COUNTS.snapshot()
+        got = kernels.intake(graph, _depth(graph), *batch)
+        seen.append(_cuda.COUNTS.since(before))
+        for a, b in zip(host_intake(graph, *batch), got):
+            _same(a, b, kernels.to_host)
+    assert all(s == INTAKE_STEADY for s in seen), seen
+
+
+def check_pinned_pool_reuse(graph, kernels, n, rng):
+    """Batches of one size reuse one pinned buffer; a larger one allocates a buffer twice
+    the size (or more) and drops the outgrown one; smaller ones then reuse it."""
+    pool = kernels.pool
+    start = pool.allocations
+    for _ in range(3):
+        kernels.intake(graph, _depth(graph), *_churn(rng, graph, n))
+    assert pool.allocations - start <= 1
+    small = max(e.buffer.nbytes for e in pool.entries)
+    kernels.intake(graph, _depth(graph), *_churn(rng, graph, small // 20 + 1))
+    assert pool.allocations - start == 2
+    assert len(pool.entries) == 1 and pool.entries[0].buffer.nbytes >= 2 * small
+    for _ in range(3):
+        kernels.intake(graph, _depth(graph), *_churn(rng, graph, n))
+    assert pool.allocations - start == 2 and len(pool.entries) == 1

@@ -17,7 +17,6 @@ from engine.cuda_backend import CudaKernels, usable_device
 from engine.workload import EXAMPLE_PATH, example_graph
 from gpu_kernels import segments
 from gpu_kernels.pareto import frontier_threads
-from gpu_kernels.propagate import edgewise_levels
 
 HAVE_DEVICE = usable_device()[0]
 no_device = pytest.mark.skipif(HAVE_DEVICE, reason="a CUDA device is usable here")
@@ -104,21 +103,3 @@ def test_gather_segments_twin():
 
 def test_frontier_threads_on_a_device():
     assert [frontier_threads(n) for n in (0, 10, 256, 257, 513, 10 ** 6)] == [32, 32, 32, 64, 128, 128]
-
-
-def test_edgewise_levels():
-    """Example graph: levels grow along the chain and the loop's members share one level."""
-    from engine.graph_arrays import GraphArrays
-    ga = GraphArrays.from_graph(example_graph())
-    lv = edgewise_levels(ga.order, ga.scc, ga.scc_ptr, ga.in_ptr, ga.in_src)
-    level = lv["loc_level"]
-    for l in range(ga.L):  # every arc between components climbs at least one level
-        for a in range(ga.in_ptr[l], ga.in_ptr[l + 1]):
-            u = ga.in_src[a]
-            assert level[u] == level[l] if ga.scc[u] == ga.scc[l] else level[u] < level[l]
-    members = lv["level_members"]
-    for v in range(lv["n_levels"]):
-        grp = members[lv["level_ptr"][v]:lv["level_ptr"][v + 1]]
-        assert (level[grp] == v).all()
-        assert lv["level_cyclic"][v] == bool(lv["cyclic"][ga.scc[grp]].any())
-    assert any(lv["level_cyclic"])  # the example has a loop

@@ -73,18 +73,18 @@ def test_gather_segments(cp):
 
 @examples(40)
 @given(data=st.data())
-def test_edgewise_and_frontier_changes(cp, data):
+def test_frontier_changes(cp, data):
     graph = data.draw(graphs)
-    cc.check_edgewise(graph, data.draw(batch_sequences(graph)), np.random.default_rng(3),
-                      cp.asarray, cp.asnumpy)
+    cc.check_frontier_changes(graph, data.draw(batch_sequences(graph)), cp.asarray, cp.asnumpy)
 
 
+@pytest.mark.parametrize("rows", [1, 8])
 @examples(40)
 @given(data=st.data())
-def test_gather_closure(cp, data):
+def test_closure_step(cp, rows, data):
     graph = data.draw(graphs)
-    cc.check_gather_closure(graph, data.draw(batch_sequences(graph)), np.random.default_rng(4),
-                            cp.asarray, cp.asnumpy)
+    cc.check_closure_step(graph, data.draw(batch_sequences(graph)), cp.asarray, cp.asnumpy,
+                          rows=rows)
 
 
 @examples(30)

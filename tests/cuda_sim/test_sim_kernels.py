@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import cuda_cases as cc
+from engine.workload import example_graph
 from gpu_kernels import _cuda
 from strategies import batch_sequences, examples, random_graphs, structured_graphs
 
@@ -63,25 +64,52 @@ def test_gather_segments():
 
 @examples(30)
 @given(data=st.data())
-def test_edgewise_and_frontier_changes(data):
+def test_frontier_changes(data):
     graph = data.draw(graphs)
-    batches = data.draw(batch_sequences(graph, max_batches=3))
-    cc.check_edgewise(graph, batches, np.random.default_rng(3), same, np.asarray, tpb=2)
+    cc.check_frontier_changes(graph, data.draw(batch_sequences(graph, max_batches=3)), same,
+                              np.asarray, tpb=2)
 
 
 @examples(30)
 @given(data=st.data())
-def test_gather_closure(data):
-    """Capacity 1 forces the overflow-and-retry path wherever a frontier has two rows."""
+def test_closure_step(data):
+    """Two rows per thread and two threads per block send every frontier of more than four
+    rows (and most of three or four) down the overflow path; batch after batch exercises the
+    incremental and full recomputation."""
     graph = data.draw(graphs)
     batches = data.draw(batch_sequences(graph, max_batches=3))
-    cc.check_gather_closure(graph, batches, np.random.default_rng(4), same, np.asarray, tpb=2)
+    cc.check_closure_step(graph, batches, same, np.asarray, rows=2, threads=2, tpb=2)
 
 
-@examples(15)
-@given(graph=st.one_of(random_graphs(max_ops=2, max_depth=2), structured_graphs(max_ops=3)))
-def test_closure_dense(graph):
-    cc.check_closure_dense(graph, same, np.asarray)
+@examples(10)
+@given(data=st.data())
+def test_closure_step_one_row_per_thread(data):
+    graph = data.draw(graphs)
+    batches = data.draw(batch_sequences(graph, max_batches=2))
+    cc.check_closure_step(graph, batches, same, np.asarray, rows=1, threads=3)
+
+
+psi_graphs = st.one_of(random_graphs(max_ops=3, max_depth=2, max_antichain=2),
+                       structured_graphs(max_ops=6, m=1), structured_graphs(max_ops=6, m=2))
+
+
+@examples(25)
+@given(graph=psi_graphs)
+def test_closure_psi(graph):
+    """Device count and fill passes equal compute_psi (both layouts), thread blocks of 2."""
+    cc.check_closure_psi(graph, same, np.asarray, tpb=2)
+
+
+@pytest.mark.parametrize("graph", [example_graph(), cc.chain_graph(4)], ids=["example", "loop"])
+def test_closure_psi_overflow_and_retry(graph):
+    cc.check_closure_psi_overflow(graph, same, np.asarray, tpb=3)
+
+
+@examples(10)
+@given(graph=psi_graphs)
+def test_closure_psi_retry_on_random_graphs(graph):
+    """One row per source to start with: every source with a materialised row settles again."""
+    cc.check_closure_psi(graph, same, np.asarray, rows=1)
 
 
 @examples(30)

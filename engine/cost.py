@@ -1,0 +1,129 @@
+"""The cost model that chooses a propagation strategy: estimated seconds per batch, not memory.
+
+A batch's propagation can run two ways with identical results (DESIGN.md 3):
+
+* **closure**, on the backend's arrays: every target that a changed ``F`` reaches gathers its
+  implied frontier through ``Psi``. Work: the candidates ``s(t)``, one per ``Psi`` entry
+  ``(l1, s)`` times the rows of ``F(l1)`` -- independent per target, so on a GPU it is a
+  block per target (:func:`gpu_kernels.propagate.closure_step_cuda`) and costs a fixed
+  number of launches and synchronisations plus the candidates at the device's rate;
+* **edge-wise**, always on the host (:func:`gpu_kernels.propagate.edgewise`): a worklist over
+  the location graph that only relaxes where frontiers change -- sequential, but its work is
+  the arcs into recomputed locations times the frontier sizes on both ends, which on the
+  synthetic workloads is a few thousand relaxations per batch.
+
+:func:`choose_strategy` estimates both for a batch that changes every location's ``F`` (a
+churn batch, the expensive case) with the constants of :class:`CostModel` and takes the
+cheaper one. The closure strategy needs ``Psi``; one estimated above ``memory_budget`` rules
+it out, whatever its speed. On the cpu backend the closure gather is the same work done
+serially, so the model always prefers edge-wise there; the cuda backend's edge-wise
+propagation is the cpu backend's own, so ``auto`` on a GPU is never slower at propagation than
+the cpu backend -- it only takes the closure gather where the model says that is faster.
+
+The constants are a model, calibrated from measurements on an H100 host
+(``../shared/gpu/README.md``: the cpu backend propagates a churn batch of the N=1000 chain
+workload in about 1 ms and of N=5000 in about 4 ms; CUDA launches and synchronisations cost
+10-30 microseconds each through CuPy and Numba) and from the closure kernel's counts (3
+launches, 1 primitive and 2 synchronisations per batch). The device rate of the
+block-per-target gather is a prediction until it is measured on a device.
+
+>>> from engine.workload import example_graph
+>>> from engine.graph_arrays import GraphArrays
+>>> c = choose_strategy(GraphArrays.from_graph(example_graph()), on_device=False)
+>>> c.strategy, c.reason.split(":")[0]
+('edgewise', 'cpu backend')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .graph_arrays import GraphArrays
+
+__all__ = ["CostModel", "StrategyChoice", "estimate_summaries", "choose_strategy"]
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Seconds per unit of work (see the module notes for where each comes from).
+
+    Attributes
+    ----------
+    host_relax_s : float
+        Edge-wise propagation on the host, per arc relaxation times the frontier rows on its
+        two ends (``antichain_insert`` of one candidate).
+    device_launch_s, device_sync_s : float
+        One kernel launch (Numba, through CuPy's stream) and one blocking device-to-host read.
+    device_candidate_s : float
+        One candidate ``s(t)`` of the closure gather, over the whole device (summed over SMs).
+    transfer_s_per_byte : float
+        Host <-> device bytes (pinned, one direction).
+    frontier_rows : float
+        Rows of a typical frontier ``F``/``I`` (the model's average antichain of timestamps).
+    """
+
+    host_relax_s: float = 1.0e-7
+    device_launch_s: float = 1.0e-5
+    device_sync_s: float = 2.0e-5
+    device_candidate_s: float = 2.0e-11
+    transfer_s_per_byte: float = 1.0 / 20e9
+    frontier_rows: float = 2.0
+
+
+@dataclass(frozen=True)
+class StrategyChoice:
+    """What ``auto`` (or the caller) picked, why, and the estimates behind it (seconds per
+    churn batch; ``None`` where a strategy was not estimated)."""
+
+    strategy: str
+    reason: str
+    closure_s: float | None = None
+    edgewise_s: float | None = None
+    psi_bytes: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.strategy} ({self.reason})"
+
+
+def estimate_summaries(ga: GraphArrays) -> int:
+    """Estimated number of ``Psi`` entries (summaries over all pairs), as
+    :func:`engine.psi.estimate_bytes` counts them: each location's reach times one plus the
+    merge excess of what it reaches. O(L (L + A)), no ``Psi`` rows."""
+    from gpu_kernels.closure import merge_excess, reach_counts
+    if ga.L == 0:
+        return 0
+    excess = merge_excess(ga.scc, ga.rank, ga.depth, ga.in_ptr, ga.in_src, ga.in_sum)
+    reach, merged = reach_counts(ga.out_ptr, ga.out_dst, excess)
+    return int((reach * (1 + merged)).sum())
+
+
+def choose_strategy(ga: GraphArrays, *, on_device: bool, memory_budget: int = 256 << 20,
+                    model: CostModel = CostModel()) -> StrategyChoice:
+    """The propagation strategy of ``auto`` for a backend (``on_device``: the cuda backend).
+
+    Returns a :class:`StrategyChoice` whose ``reason`` names the estimates it compared.
+    """
+    if not on_device:
+        return StrategyChoice("edgewise", "cpu backend: edge-wise relaxation does only the "
+                              "work where frontiers change; the closure gather is the same "
+                              "candidates done one by one (measured 5x-1000x slower)")
+    from .psi import estimate_bytes
+    f = model.frontier_rows
+    arcs = int(ga.in_ptr[-1]) if len(ga.in_ptr) else 0
+    W = ga.width
+    # edge-wise on the host: relaxations, plus the changed F rows down and nothing else up
+    edgewise_s = (arcs + ga.L) * f * f * model.host_relax_s \
+        + model.device_sync_s + ga.L * f * 8 * W * model.transfer_s_per_byte
+    S = estimate_summaries(ga)
+    closure_s = 4 * model.device_launch_s + 2 * model.device_sync_s \
+        + S * f * model.device_candidate_s
+    psi_bytes = estimate_bytes(ga, memory_budget=memory_budget)
+    est = f"closure ~{closure_s * 1e3:.3g} ms (Psi ~{S:,} summaries), edge-wise on the host " \
+          f"~{edgewise_s * 1e3:.3g} ms per churn batch"
+    if psi_bytes > memory_budget:
+        return StrategyChoice("edgewise", f"Psi would take ~{psi_bytes:,} bytes, over the "
+                              f"memory budget of {memory_budget:,}; {est}",
+                              closure_s, edgewise_s, psi_bytes)
+    pick = "closure" if closure_s < edgewise_s else "edgewise"
+    return StrategyChoice(pick, f"estimated {est}: {pick} is cheaper", closure_s, edgewise_s,
+                          psi_bytes)

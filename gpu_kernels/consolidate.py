@@ -430,9 +430,21 @@ def _kernels():
                 o_ts[o, c] = b_ts[j, c]
             o_cnt[o] = newcnt[j]
 
+    @cuda.jit
+    def merge_compact(ins, ins_rank, pos, ins_idx, ins_pos):
+        """Stream compaction of the inserted batch rows by their inclusive scan: row j, if
+        inserted, becomes the ins_rank[j] - 1-th (its index and table position); thread per
+        batch row."""
+        j = cuda.grid(1)
+        if j < ins.shape[0] and ins[j] != 0:
+            k = ins_rank[j] - 1
+            ins_idx[k] = j
+            ins_pos[k] = pos[j]
+
     return types.SimpleNamespace(pack_rows=pack_rows, key_heads=key_heads, row_heads=row_heads,
                                  run_sums=run_sums, emit_keys=emit_keys, emit_rows=emit_rows,
                                  merge_probe=merge_probe, merge_table=merge_table,
+                                 merge_compact=merge_compact,
                                  merge_batch=merge_batch)
 
 
@@ -542,10 +554,10 @@ def merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, *, 
     twin's ``row_cmp``); CuPy for the scans and the compaction.
 
     Kernels: ``merge_probe`` (thread per batch row: binary search, ``O(log r)`` row
-    comparisons); in strict mode the violation is read back -- **sync**, 8 bytes;
-    ``flatnonzero`` of the inserted rows and the output size -- **sync**; ``merge_table``
-    (thread per table row) and ``merge_batch`` (thread per inserted row) scatter the new
-    table. Bytes: the table is read once and written once (``(12 + 8W)`` bytes per row each
+    comparisons); two scans (kept table rows, inserted batch rows); one **sync** reads the
+    strict-mode violation and both totals (24 bytes); ``merge_compact`` (thread per batch
+    row) lists the inserted rows by their scan; ``merge_table`` (thread per table row) and
+    ``merge_batch`` (thread per inserted row) scatter the new table: 4 launches, 1 sync. Bytes: the table is read once and written once (``(12 + 8W)`` bytes per row each
     way, plus 9 bytes of drop/update flags), the batch likewise; the probes add
     ``O(n log r)`` mostly cached reads.
     """
@@ -555,28 +567,31 @@ def merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, *, 
     if n == 0:
         return t_loc, t_ts, t_cnt, -1
     k = _kernels()
-    pos = xp.empty(n, xp.int64)
-    newcnt = xp.empty(n, xp.int64)
-    ins = xp.empty(n, xp.uint8)
-    drop = xp.zeros(r, xp.uint8)
-    upd = xp.full(r, -1, xp.int64)
-    bad = xp.full(1, n, xp.int64)
+    pos = _cuda.alloc(xp, n, xp.int64)
+    newcnt = _cuda.alloc(xp, n, xp.int64)
+    ins = _cuda.alloc(xp, n, xp.uint8)
+    drop = _cuda.alloc(xp, r, xp.uint8, 0)
+    upd = _cuda.alloc(xp, r, xp.int64, -1)
+    bad = _cuda.alloc(xp, 1, xp.int64, n)
     _cuda.launch(k.merge_probe, n, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, bool(strict), flip,
                  pos, newcnt, ins, drop, upd, bad, tpb=tpb)
-    if strict:
-        first = int(bad[0])
-        if first < n:
-            return t_loc[:0], t_ts[:0], t_cnt[:0], first
-    kept_before = xp.zeros(r + 1, xp.int64)
-    kept_before[1:] = xp.cumsum(1 - drop.astype(xp.int64))
-    ins_idx = xp.flatnonzero(ins)
-    ins_pos = pos[ins_idx]
-    size = int(kept_before[r]) + int(ins_idx.shape[0])
-    o_loc = xp.empty(size, xp.int32)
-    o_ts = xp.empty((size, W), xp.int64)
-    o_cnt = xp.empty(size, xp.int64)
+    kept_before = _cuda.alloc(xp, r + 1, xp.int64, 0)
+    kept_before[1:] = _cuda.op(xp.cumsum(1 - drop.astype(xp.int64)), 3)
+    ins_rank = _cuda.op(xp.cumsum(ins, dtype=xp.int64))
+    # one read: the strict-mode violation, the kept table rows and the inserted batch rows
+    first, kept, n_ins = (int(v) for v in _cuda.read(
+        _cuda.op(xp.concatenate([bad, kept_before[r:], ins_rank[n - 1:]]))))
+    if strict and first < n:
+        return t_loc[:0], t_ts[:0], t_cnt[:0], first
+    ins_idx = _cuda.alloc(xp, n_ins, xp.int64)
+    ins_pos = _cuda.alloc(xp, n_ins, xp.int64)
+    _cuda.launch(k.merge_compact, n, ins, ins_rank, pos, ins_idx, ins_pos, tpb=tpb)
+    size = kept + n_ins
+    o_loc = _cuda.alloc(xp, size, xp.int32)
+    o_ts = _cuda.alloc(xp, (size, W), xp.int64)
+    o_cnt = _cuda.alloc(xp, size, xp.int64)
     _cuda.launch(k.merge_table, r, t_loc, t_ts, t_cnt, drop, upd, newcnt, kept_before, ins_pos,
                  o_loc, o_ts, o_cnt, tpb=tpb)
-    _cuda.launch(k.merge_batch, ins_idx.shape[0], b_loc, b_ts, newcnt, ins_idx, ins_pos,
+    _cuda.launch(k.merge_batch, n_ins, b_loc, b_ts, newcnt, ins_idx, ins_pos,
                  kept_before, o_loc, o_ts, o_cnt, tpb=tpb)
     return o_loc, o_ts, o_cnt, -1

@@ -53,8 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--out", default=None, help="Parquet dataset to append epoch,vertex,component to")
     w.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     w.add_argument("--partitions", type=int, default=None, help="Spark partitions per round (default: cores)")
-    w.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None,
-                   help="engine backend of the driver's frontier service (default: $TFRONT_BACKEND or auto)")
+    w.add_argument("--backend", choices=[b.value for b in (Backend.AUTO, Backend.CPU, Backend.CUDA)],
+                   default=None,
+                   help="where the WCC kernels run, decided per task: cuda = each task's GPU where "
+                        "usable, else the CPU (reason logged and printed); auto = the same for large "
+                        "inputs; cpu = Numba kernels only. Also the driver's frontier-service backend "
+                        "(cpu when the driver has no GPU). Default: $TFRONT_BACKEND or auto")
     w.add_argument("--checkpoint-dir", default=None,
                    help="checkpoint the Spark loop's stages reliably here (e.g. an HDFS path on a "
                         "cluster) instead of localCheckpoint")
@@ -66,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="show the backend chosen here and why, versions and CUDA devices")
     i.add_argument("--backend", choices=backends, default=None,
                    help="backend to resolve (default: $TFRONT_BACKEND or auto)")
+    i.add_argument("--workload", default=None, metavar="FILE",
+                   help="also say which propagation strategy the backend picks for this "
+                        "workload's graph, and the cost estimates behind the choice")
     return p
 
 
@@ -76,6 +83,8 @@ def _replay(args) -> int:
     if args.time and chosen in (Backend.CPU, Backend.CUDA):
         from .batched import warm_up
         warm_up(workload.graph.m, workload.graph.max_depth, tracker.kernels)
+        print(json.dumps({"backend": chosen.value, "strategy": tracker.choice.strategy,
+                          "reason": tracker.choice.reason}), file=sys.stderr)
     out = sys.stdout
     if not args.quiet:
         out.write(REPLAY_HEADER + "\n")
@@ -88,9 +97,11 @@ def _replay(args) -> int:
         if args.time:
             t = tracker.last_timing
             apply_ms, prop_ms = t["apply_s"] * 1e3, t["propagate_s"] * 1e3
+            device = {c: t[c] for c in ("launches", "ops", "syncs", "allocs") if c in t}
             print(json.dumps({"batch": k, "changes": len(batch.loc), "apply_ms": round(apply_ms, 3),
                               "propagate_ms": round(prop_ms, 3),
-                              "total_ms": round(apply_ms + prop_ms, 3)}), file=sys.stderr)
+                              "total_ms": round(apply_ms + prop_ms, 3), **device}),
+                  file=sys.stderr)
         if not args.quiet:
             write_frontier_report(out, workload, k, tracker.frontier, sources=args.sources)
     return 0
@@ -139,19 +150,41 @@ def _info(args) -> int:
     except TimelyFrontierError as e:
         out.write(f"backend: none\nreason: {e}\n")
         status = 2
+    if args.workload is not None and status == 0:
+        _info_strategy(out, args.workload, backend)
     out.write("versions:\n")
     out.write(f"  python {platform.python_version()}\n")
-    for dist in ("timely-frontier", "numpy", "numba", "numba-cuda", "cupy-cuda12x", "cupy",
-                 "rmm-cu12", "rmm"):
+    for dist in ("timely-frontier", "numpy", "numba", "numba-cuda", "cupy-cuda12x",
+                 "cupy-cuda13x", "cupy", "rmm-cu12", "rmm-cu13", "rmm"):
         v = _version(dist)
         if v != "not installed" or dist in ("timely-frontier", "numpy", "numba", "numba-cuda",
                                             "cupy-cuda12x"):
             out.write(f"  {dist} {v}\n")
+    from gpu_kernels._cuda import NUMPY_ALIASES
+    if NUMPY_ALIASES:
+        out.write(f"compatibility: restored {', '.join(NUMPY_ALIASES)} (removed from NumPy "
+                  f"{_version('numpy')}, still used by numba-cuda {_version('numba-cuda')})\n")
     out.write(f"CUDA_VISIBLE_DEVICES: {os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}\n")
     out.write("devices:\n")
     for line in device_report():
         out.write(f"  {line}\n")
     return status
+
+
+def _info_strategy(out, path: str, backend: Backend) -> None:
+    """The propagation strategy ``auto`` takes for a workload's graph on ``backend``, and why."""
+    from .cost import choose_strategy
+    from .graph_arrays import GraphArrays
+    workload = read_workload(path)
+    if backend not in (Backend.CPU, Backend.CUDA):
+        out.write(f"strategy: none ({backend.value} has no propagation strategies)\n")
+        return
+    ga = GraphArrays.from_graph(workload.graph)
+    choice = choose_strategy(ga, on_device=backend is Backend.CUDA)
+    out.write(f"strategy: {choice.strategy}\nstrategy reason: {choice.reason}\n")
+    if backend is Backend.CPU:  # what a GPU would change, for planning
+        gpu = choose_strategy(ga, on_device=True)
+        out.write(f"strategy on cuda: {gpu.strategy} ({gpu.reason})\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -99,13 +99,44 @@ def usable_device(device: int | None = None) -> tuple[bool, str]:
             return False, "Numba's CUDA target cannot reach the driver (numba-cuda installed?)"
         from numba.cuda.cudadrv import nvvm
         if not nvvm.is_available():
-            return False, "Numba's CUDA target finds no NVVM (install numba-cuda[cu12] or cuda-nvcc)"
+            return False, ("Numba's CUDA target finds no NVVM (install the [cuda] extra: "
+                           "numba-cuda[cu12], or [cuda13] for CUDA 13)")
     except Exception as e:
         return False, f"Numba's CUDA target is not usable: {type(e).__name__}: {e}"
+    try:  # compile and run one tiny kernel: a broken toolchain is named here, not mid-batch
+        with cupy.cuda.Device(d):
+            _probe_kernel(cupy)
+    except Exception as e:
+        from importlib.metadata import version
+        versions = []
+        for dist in ("numpy", "numba", "numba-cuda"):
+            try:
+                versions.append(f"{dist} {version(dist)}")
+            except Exception:
+                pass
+        return False, (f"Numba's CUDA target cannot compile and run a kernel here "
+                       f"({type(e).__name__}: {e}; {', '.join(versions)})")
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
     gib = props["totalGlobalMem"] / 2**30
     return True, (f"device {d} of {n} visible{shown}: {name}, compute capability "
                   f"{props['major']}.{props['minor']}, {gib:.0f} GiB")
+
+
+def _probe_kernel(cupy) -> None:
+    """Compile and run a one-line Numba kernel on CuPy memory; raises what Numba raises."""
+    from gpu_kernels import _cuda
+    cuda = _cuda.cuda()
+
+    @cuda.jit
+    def add_one(a):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            a[i] += 1
+
+    a = cupy.zeros(4, cupy.int64)
+    add_one[1, 4](a)
+    if int(a.sum()) != 4:
+        raise RuntimeError(f"a kernel adding 1 to 4 zeros gave {a.get().tolist()}")
 
 
 def device_report() -> list[str]:
@@ -129,19 +160,33 @@ def device_report() -> list[str]:
 
 
 def _use_memory_pool() -> str:
-    """Route CuPy's allocations through RMM when it is importable, else CuPy's pool; returns
-    which. Process-wide, as allocators are."""
+    """Route CuPy's allocations through a *pooled* allocator; returns which. Process-wide, as
+    allocators are.
+
+    With RMM importable, CuPy allocates through RMM (``rmm_cupy_allocator``), so that the
+    engine and the RAPIDS Accelerator for Spark share one pool on one GPU; when the current
+    RMM resource is RMM's default, non-pooled one (``CudaMemoryResource`` or
+    ``ManagedMemoryResource``: a ``cudaMalloc`` per allocation), it is wrapped in a
+    ``PoolMemoryResource`` first, and a pool someone else set up (Spark's) is kept. Without
+    RMM, CuPy's own memory pool."""
     import cupy
     try:
+        import rmm
         from rmm.allocators.cupy import rmm_cupy_allocator
     except ImportError:
-        try:
-            from rmm import rmm_cupy_allocator  # RMM before 23.x
-        except ImportError:
-            cupy.cuda.set_allocator(cupy.get_default_memory_pool().malloc)
-            return "cupy memory pool"
+        cupy.cuda.set_allocator(cupy.get_default_memory_pool().malloc)
+        return "cupy memory pool"
+    mr = rmm.mr.get_current_device_resource()
+    plain = tuple(getattr(rmm.mr, n) for n in ("CudaMemoryResource", "ManagedMemoryResource")
+                  if hasattr(rmm.mr, n))
+    if isinstance(mr, plain):
+        mr = rmm.mr.PoolMemoryResource(mr)
+        rmm.mr.set_current_device_resource(mr)
+        how = f"rmm PoolMemoryResource over {type(mr.upstream_mr).__name__}, set here"
+    else:
+        how = f"rmm {type(mr).__name__}, as configured"
     cupy.cuda.set_allocator(rmm_cupy_allocator)
-    return "rmm (rmm_cupy_allocator)"
+    return how
 
 
 class _Done:

@@ -11,6 +11,10 @@ result in the form that fits its size (DESIGN.md 3, "Storing Psi"):
 * **dense**: ``sums[L, L, A, W]`` with the antichain sizes ``count[L, L]``, ``A`` the
   largest antichain actually present.
 
+With ``kernels=`` a device backend (the cuda backend), the same kernel runs on the device, one
+thread per source, and the result keeps ``Psi`` on the device in the form the backend's
+gather reads (:attr:`PsiArrays.device`).
+
 Summary rows are ``[keep, d_out(m), vals(K)]`` (``gpu_kernels.summary_rows``), ``W = 1 + m +
 K`` entries, packed into the narrowest signed integer dtype that holds every entry.
 
@@ -34,15 +38,18 @@ True
 from __future__ import annotations
 
 import os
+import types
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gpu_kernels.closure import (ANTICHAIN_OVERFLOW, closure_counts, closure_fill,
-                                 closure_fill_dense, merge_excess, reach_counts,
-                                 translation_mask, transpose_pairs)
+                                 closure_fill_cuda, closure_fill_dense, closure_fill_dense_cuda,
+                                 closure_settle_cuda, merge_excess, reach_counts,
+                                 target_major_cuda, translation_mask, transpose_pairs)
 from gpu_kernels.summary_rows import smallest_dtype, unpack_summary_row
 
 from .errors import AntichainOverflowError, UnknownLocationError
@@ -50,6 +57,9 @@ from .graph import Graph
 from .choices import Choice
 from .graph_arrays import GraphArrays
 from .summary import Summary
+
+if TYPE_CHECKING:
+    from .kernels import KernelSet
 
 __all__ = ["PsiLayout", "PsiArrays", "compute_psi", "estimate_bytes", "DEFAULT_MEMORY_BUDGET"]
 
@@ -108,6 +118,13 @@ class PsiArrays:
         Dense only: the antichain size of every pair (0: ``l2`` not reachable).
     graph : Graph or None
         The graph, when it was given (for messages).
+    device : types.SimpleNamespace or None
+        Set when ``Psi`` was built on a device backend (``compute_psi(..., kernels=...)``
+        with ``kernels.on_device``): ``Psi`` on that device, target-major, the form the
+        closure step's gather reads (``gpu_kernels.propagate.target_major``): ``tm_ptr
+        int64[L + 1]``, ``tm_src int32[S]``, ``tm_sum dtype[S, W]``, the entries of target
+        ``l2`` being ``tm_ptr[l2]:tm_ptr[l2 + 1]``, sources ascending. ``None`` when built
+        on the host. Not counted in :attr:`nbytes`.
     """
 
     layout: PsiLayout
@@ -125,6 +142,7 @@ class PsiArrays:
     t_pair: np.ndarray | None = None
     count: np.ndarray | None = None
     graph: Graph | None = None
+    device: types.SimpleNamespace | None = None
 
     @property
     def L(self) -> int:
@@ -216,7 +234,7 @@ class PsiArrays:
 
 def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
                 layout: PsiLayout | str = "auto", memory_budget: int = DEFAULT_MEMORY_BUDGET,
-                threads: int | None = None) -> PsiArrays:
+                threads: int | None = None, kernels: "KernelSet | None" = None) -> PsiArrays:
     """``Psi`` for all pairs of locations, as :class:`PsiArrays`.
 
     Parameters
@@ -232,11 +250,19 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
     memory_budget : int
         Bytes the dense layout may take under ``auto``.
     threads : int, optional
-        Worker threads (the kernel releases the GIL); default ``os.cpu_count()``.
+        Worker threads (the kernel releases the GIL); default ``os.cpu_count()``. Unused on
+        a device.
+    kernels : KernelSet, optional
+        The backend to build ``Psi`` with. On a device backend (``kernels.on_device``: the
+        cuda backend, or its simulated form) ``Psi`` is computed on the device
+        (``gpu_kernels.closure.closure_settle_cuda`` and the fill kernels) and the result
+        keeps it on the device, target-major, in :attr:`PsiArrays.device` beside the host
+        copies; default (and for the cpu backend) the host's thread pool.
 
     Returns
     -------
     PsiArrays
+        The same arrays whichever backend built them.
 
     Raises
     ------
@@ -246,6 +272,9 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
         the cap. Nothing is stored.
     ValueError
         For a bad ``layout``, ``max_antichain``, ``memory_budget`` or ``threads``.
+    gpu_kernels.closure.WorkSpaceOverflow
+        On a device, if a source's rows outgrow every work space it was given (a
+        ``RuntimeError``; see ``closure_settle_cuda``).
 
     Notes
     -----
@@ -256,6 +285,11 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
     ``gpu_kernels.closure``). Cost: twice the fixed points plus O(S * W) to write; memory:
     the output plus O(L * W) work space per thread. The ragged layout adds a counting sort
     by target, O(L + P).
+
+    On a device the same steps run as kernels, one thread per source, in a number of
+    launches that does not depend on the graph (two, and one host synchronisation, unless a
+    source overflows its work space; see ``gpu_kernels.closure``): the settled work spaces
+    stay on the device, so each source settles once; then the result is copied to the host.
 
     ``max_antichain`` bounds the *final* antichains. The reference (``engine.closure``)
     checks every intermediate antichain of its worklist, so on a graph whose antichains
@@ -272,6 +306,8 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
     fast = translation_mask(ga.depth, ga.in_ptr, ga.in_src, ga.in_sum)
     args = (m, K, ga.depth, ga.in_ptr, ga.in_src, ga.in_sum, ga.out_ptr, ga.out_dst, ga.order,
             ga.rank, fast)
+    if kernels is not None and kernels.on_device:
+        return _compute_psi_device(ga, described, args, layout, cap, budget, kernels)
     chunks = _chunks(L, threads)
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -288,15 +324,9 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
         np.cumsum(n_pairs, out=pair_ptr[1:])
         P = int(pair_ptr[-1])
         S = int(n_rows.sum())
-        dtype = smallest_dtype(vmax)
 
-        # Step 2: choose the layout.
-        count_dtype = smallest_dtype(largest)
-        ragged = _ragged_bytes(L, P, S, W, dtype.itemsize)
-        dense = _dense_bytes(L, largest, W, dtype.itemsize, count_dtype.itemsize)
-        if layout is PsiLayout.AUTO:
-            layout = (PsiLayout.DENSE if dense <= 2 * ragged and dense <= budget
-                      else PsiLayout.RAGGED)
+        # Step 2: choose the dtypes and the layout.
+        layout, dtype, count_dtype = _choose(layout, L, P, S, W, vmax, largest, budget)
 
         # Step 3: settle again and write the rows in place.
         if layout is PsiLayout.DENSE:
@@ -317,6 +347,41 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
     return PsiArrays(layout, ga, dtype, largest, P, S, sums, pair_ptr=pair_ptr,
                      pair_dst=pair_dst, sum_ptr=sum_ptr, t_ptr=t_ptr, t_src=t_src,
                      t_pair=t_pair, graph=described)
+
+
+def _compute_psi_device(ga: GraphArrays, described: Graph | None, args: tuple,
+                        layout: PsiLayout, cap: int, budget: int, kernels) -> PsiArrays:
+    """:func:`compute_psi` on a device backend: count, choose, fill on the device (see
+    ``gpu_kernels.closure.closure_settle_cuda``); host copies plus :attr:`PsiArrays.device`."""
+    m, K = args[0], args[1]
+    L, W = ga.L, 1 + m + K
+    dev, host = kernels.asarray, kernels.to_host
+    # Step 1: settle every source and count its row (one launch, one sync).
+    settle = closure_settle_cuda(m, K, *(dev(a) for a in args[2:]), cap)
+    if settle.status == ANTICHAIN_OVERFLOW:
+        raise _overflow(described, settle.err_src, settle.err_dst, settle.err_size, cap)
+    P, S, largest = settle.num_pairs, settle.num_summaries, settle.largest
+    # Step 2: choose the dtypes and the layout, as on the host.
+    layout, dtype, count_dtype = _choose(layout, L, P, S, W, settle.vmax, largest, budget)
+    # Step 3: write the rows from the settled work spaces (and group the pairs by target);
+    # keep Psi on the device target-major, the form the gather reads.
+    if layout is PsiLayout.DENSE:
+        sums, count = closure_fill_dense_cuda(settle, dtype, count_dtype)
+        i64, i32 = dev(np.zeros(1, np.int64)), dev(np.zeros(1, np.int32))
+        tm = target_major_cuda(L, largest, count, i64, i32, i64, i64, sums.reshape(-1, W),
+                               num_summaries=S)
+        return PsiArrays(layout, ga, dtype, largest, P, S, host(sums), count=host(count),
+                         graph=described, device=_target_major(tm))
+    pair_ptr, pair_dst, sum_ptr, sums, t_ptr, t_src, t_pair = closure_fill_cuda(settle, dtype)
+    tm = target_major_cuda(L, 0, None, t_ptr, t_src, t_pair, sum_ptr, sums)
+    return PsiArrays(layout, ga, dtype, largest, P, S, host(sums), pair_ptr=host(pair_ptr),
+                     pair_dst=host(pair_dst), sum_ptr=host(sum_ptr), t_ptr=host(t_ptr),
+                     t_src=host(t_src), t_pair=host(t_pair), graph=described,
+                     device=_target_major(tm))
+
+
+def _target_major(tm) -> types.SimpleNamespace:
+    return types.SimpleNamespace(tm_ptr=tm[0], tm_src=tm[1], tm_sum=tm[2])
 
 
 def estimate_bytes(graph: Graph | GraphArrays, *, layout: PsiLayout | str = "auto",
@@ -369,6 +434,18 @@ def estimate_bytes(graph: Graph | GraphArrays, *, layout: PsiLayout | str = "aut
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
+def _choose(layout: PsiLayout, L: int, P: int, S: int, W: int, vmax: int, largest: int,
+            budget: int) -> tuple[PsiLayout, np.dtype, np.dtype]:
+    """The layout (``auto`` resolved), the summary dtype and the dense count dtype."""
+    dtype = smallest_dtype(vmax)
+    count_dtype = smallest_dtype(largest)
+    if layout is PsiLayout.AUTO:
+        ragged = _ragged_bytes(L, P, S, W, dtype.itemsize)
+        dense = _dense_bytes(L, largest, W, dtype.itemsize, count_dtype.itemsize)
+        layout = PsiLayout.DENSE if dense <= 2 * ragged and dense <= budget else PsiLayout.RAGGED
+    return layout, dtype, count_dtype
+
 
 def _ragged_bytes(L: int, P: int, S: int, W: int, itemsize: int) -> int:
     # pair_ptr, pair_dst, sum_ptr, sums, and the transpose t_ptr, t_src, t_pair

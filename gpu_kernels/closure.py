@@ -25,12 +25,14 @@ The fixed point is the reference worklist's (``engine.closure``): rows only ever
 upward closure, and the iteration stops exactly when no candidate adds a non-dominated
 summary. Composition, order and equality are the scalar core of ``summary_rows``.
 
-The output is produced in two passes, the usual GPU pattern: :func:`closure_counts` settles
-each source and reports its pairs, summaries, largest entry and largest antichain (so the host
-can size the output exactly, choose the narrowest dtype and the layout), then
-:func:`closure_fill` (ragged CSR) or :func:`closure_fill_dense` settles it again and writes
-the rows ``anchor rows ; delta`` straight into the final arrays.
-:func:`closure_rows` runs both for one range.
+Both the CPU and the CUDA kernels run one scalar core per source: :func:`settle_source` (the
+fixed point, in a work space of fixed capacity), then :func:`source_counts` (its size) or
+:func:`source_fill`/:func:`source_fill_dense` (its rows, written ``anchor rows ; delta``
+straight into the final arrays). The output is produced in two passes, the usual GPU pattern:
+:func:`closure_counts` settles each source and reports its pairs, summaries, largest entry and
+largest antichain (so the host can size the output exactly, choose the narrowest dtype and the
+layout), then :func:`closure_fill` (ragged CSR) or :func:`closure_fill_dense` settles it again
+and writes its rows. :func:`closure_rows` runs both for one range.
 
 Inputs (the arrays of ``GraphArrays``, ``A`` arcs, ``W = 1 + m + K``)
     ``depth int64[L]``, ``in_ptr int64[L+1]``, ``in_src int32[A]``, ``in_sum int64[A, W]``,
@@ -44,12 +46,17 @@ Cost
     Per source: O(L) for the sweep, O(W) per visit of a translation location, O(candidates x
     antichain x W) per visit of any other location; the fill pass adds O(W) per summary
     written. Work space O(L * W + rows materialised for one source); no allocation per
-    location. On the synthetic workload graphs (chains, loops, diamonds) a source visits
-    each location it reaches about once, plus loop heads twice.
+    location (the CPU kernels double a source's pool and settle it again when it overflows).
+    On the synthetic workload graphs (chains, loops, diamonds) a source visits each location
+    it reaches about once, plus loop heads twice, and materialises at most about ``L / 7``
+    rows.
 Launch shape
-    This two-pass sweep is the CPU kernel: one source per task, sources independent. The
-    CUDA kernel (:func:`closure_dense_cuda`, foot of the file) computes the dense layout by
-    Jacobi closure rounds instead, one thread per pair; see the notes there.
+    CPU: one source per task, sources independent, each pass settling it. CUDA
+    (:func:`closure_settle_cuda`, then :func:`closure_fill_cuda` or
+    :func:`closure_fill_dense_cuda`, foot of the file): one thread per source runs the same
+    core; the settled work spaces stay on the device between the count and the fill, so each
+    source settles once; one launch of each kernel and one sync in all unless a source
+    overflows its work space. See the notes there.
 
 Errors are status codes, never exceptions inside Numba: :data:`OK` or
 :data:`ANTICHAIN_OVERFLOW`, with the ``(source, target)`` pair whose final antichain exceeds
@@ -75,19 +82,23 @@ from __future__ import annotations
 
 import functools
 import types
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
 from . import _cuda
-from .pareto import segments_equal, sort_rows_with
 from .summary_rows import compose_into, smallest_dtype, summary_equal, summary_le
 
-__all__ = ["OK", "ANTICHAIN_OVERFLOW", "AntichainOverflow", "translation_mask", "closure_counts",
-           "closure_fill", "closure_fill_dense", "closure_rows", "transpose_pairs", "reach_counts",
-           "merge_excess", "summary_insert", "closure_relax", "closure_dense_cuda"]
+__all__ = ["OK", "ANTICHAIN_OVERFLOW", "WORK_SPACE_OVERFLOW", "AntichainOverflow",
+           "WorkSpaceOverflow", "translation_mask", "settle_source", "source_counts",
+           "source_fill", "source_fill_dense", "closure_counts", "closure_fill",
+           "closure_fill_dense", "closure_rows", "transpose_pairs", "reach_counts",
+           "merge_excess", "SOURCE_THREADS_PER_BLOCK", "ClosureSettle", "closure_settle_cuda",
+           "closure_fill_cuda", "closure_fill_dense_cuda", "target_major_cuda"]
 
-#: Status codes of :func:`closure_counts`.
+#: Status codes of :func:`closure_counts` and :func:`source_counts` (and
+#: :data:`WORK_SPACE_OVERFLOW`, of the CUDA kernel, at the foot of the file).
 OK, ANTICHAIN_OVERFLOW = 0, 1
 
 
@@ -114,17 +125,9 @@ def translation_mask(depth: np.ndarray, in_ptr: np.ndarray, in_src: np.ndarray,
 # -- work space -------------------------------------------------------------------------------
 
 @njit(cache=True, inline="always")
-def _grow_rows(a, need):
-    """``a`` (2-D, C order) with room for ``need`` rows, doubling; the first rows kept."""
-    if need <= a.shape[0]:
-        return a
-    cap = max(2 * a.shape[0], need, 16)
-    b = np.empty((cap, a.shape[1]), a.dtype)
-    src = a.reshape(a.size)
-    dst = b.reshape(b.size)
-    for i in range(a.size):
-        dst[i] = src[i]
-    return b
+def _copy_row(dst, src, W):
+    for p in range(W):
+        dst[p] = src[p]
 
 
 @njit(cache=True, inline="always")
@@ -156,18 +159,58 @@ def _mark_out(l, out_ptr, out_dst, rank, pending, block, n_pending, cur):
     return n_pending, cur
 
 
+@njit(cache=True, inline="always")
+def _abandon(anchor, pending, block):
+    """Put the work space back in its entry state after an overflow of the pool."""
+    for l in range(anchor.shape[0]):
+        anchor[l] = -1
+        pending[l] = 0
+    for b in range(block.shape[0]):
+        block[b] = 0
+
+
 @njit(cache=True, nogil=True)
-def _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank, fast,
-            anchor, delta, row_off, row_len, colmax, pending, block, pool, arcd, tmp):
-    """The fixed point for one source. On return, location ``l`` is reached iff
-    ``anchor[l] >= 0``, and ``Psi[source, l] = {x ; delta[l] : x in rows(anchor[l])}`` where
-    ``rows(a) = pool[row_off[a] : row_off[a] + row_len[a]]`` (sorted; ``colmax[a]`` their
-    column maxima). ``anchor`` must be all -1 and ``pending``/``block`` all 0 on entry; the
-    caller resets ``anchor``. Returns the (possibly regrown) ``pool``."""
+def settle_source(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
+                  fast, anchor, delta, row_off, row_len, colmax, pending, block, pool, arcd, tmp):
+    """The fixed point for one source in a fixed-capacity work space: the scalar core of the
+    CPU kernels and of the CUDA kernel ``closure_settle``.
+
+    On success, location ``l`` is reached iff ``anchor[l] >= 0``, and ``Psi[source, l] =
+    {x ; delta[l] : x in rows(anchor[l])}`` where ``rows(a) = pool[row_off[a] : row_off[a] +
+    row_len[a]]`` (sorted; ``colmax[a]`` their column maxima).
+
+    Parameters
+    ----------
+    source : int
+    m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank, fast
+        The graph (as for :func:`closure_counts`).
+    anchor, row_off, row_len : int[L]
+        ``anchor`` all -1 on entry.
+    delta, colmax : int64[L, W]
+    pending : uint8[L]
+        Indexed by rank; all 0 on entry.
+    block : int32[L // 64 + 1]
+        Pending count per 64 ranks; all 0 on entry.
+    pool : int64[C, W]
+        Room for ``C`` materialised summary rows.
+    arcd, tmp : int64[W]
+        Scratch rows.
+
+    Any of these may be strided views (the CUDA kernel interleaves its threads' work spaces).
+
+    Returns
+    -------
+    int
+        The pool rows used, or -1 if ``C`` rows were not enough: the work space is then back
+        in its entry state, and the caller may retry with a larger pool. On success
+        ``pending``/``block`` are all 0 again; the caller resets ``anchor``.
+    """
     L = depth.shape[0]
     W = 1 + m + K
+    cap = pool.shape[0]
     # Step 1: the source holds the identity.
-    pool = _grow_rows(pool, 1)
+    if cap < 1:
+        return -1
     _identity_into(pool[0], depth[source], W)
     anchor[source] = source
     _identity_into(delta[source], depth[source], W)
@@ -203,7 +246,9 @@ def _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order
         base = top
         cnt = 0
         if l == source:
-            pool = _grow_rows(pool, base + 1)
+            if base + 1 > cap:
+                _abandon(anchor, pending, block)
+                return -1
             _identity_into(pool[base], depth[source], W)
             cnt = 1
         for e in range(in_ptr[l], in_ptr[l + 1]):
@@ -214,7 +259,9 @@ def _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order
             compose_into(delta[u], in_sum[e], arcd, m, K)
             off = row_off[a]
             for i in range(row_len[a]):
-                pool = _grow_rows(pool, base + cnt + 1)
+                if base + cnt + 1 > cap:
+                    _abandon(anchor, pending, block)
+                    return -1
                 c = pool[base + cnt]
                 compose_into(pool[off + i], arcd, c, m, K)
                 dominated = False
@@ -228,20 +275,20 @@ def _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order
                 for j in range(cnt):
                     if not summary_le(c, pool[base + j], m, K):
                         if k != j:
-                            pool[base + k, :] = pool[base + j, :]
+                            _copy_row(pool[base + k], pool[base + j], W)
                         k += 1
                 if k != cnt:
-                    pool[base + k, :] = pool[base + cnt, :]
+                    _copy_row(pool[base + k], pool[base + cnt], W)
                 cnt = k + 1
         # sort lexicographically (insertion sort; antichains are small)
         for i in range(1, cnt):
             if _row_less(pool[base + i], pool[base + i - 1], W):
-                tmp[:] = pool[base + i, :]
+                _copy_row(tmp, pool[base + i], W)
                 j = i
                 while j > 0 and _row_less(tmp, pool[base + j - 1], W):
-                    pool[base + j, :] = pool[base + j - 1, :]
+                    _copy_row(pool[base + j], pool[base + j - 1], W)
                     j -= 1
-                pool[base + j, :] = tmp
+                _copy_row(pool[base + j], tmp, W)
         # Step 2c: keep it, and wake the out-neighbours, only if it changed.
         changed = anchor[l] != l or cnt != row_len[l]
         if not changed:
@@ -264,15 +311,105 @@ def _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order
             colmax[l, p] = mx
         top = base + cnt
         n_pending, cur = _mark_out(l, out_ptr, out_dst, rank, pending, block, n_pending, cur)
-    return pool
+    return top
+
+
+@njit(cache=True, inline="always")
+def source_counts(m, K, anchor, delta, row_len, colmax, tmp, max_antichain):
+    """The size of one settled source's row (:func:`settle_source`'s work space): scalar
+    core of :func:`closure_counts` and of the CUDA kernel ``closure_settle``.
+
+    Returns ``(status, err_dst, err_size, pairs, rows, vmax, largest)``: :data:`OK`, or
+    :data:`ANTICHAIN_OVERFLOW` with the first target (by id) whose antichain has more than
+    ``max_antichain`` (0: no cap) summaries and its size (-1, -1 otherwise); the reached
+    locations, the summaries over them, the largest entry of any row (at least 0) and the
+    largest antichain (the counts stop at an overflow)."""
+    W = 1 + m + K
+    pairs = 0
+    rows = 0
+    vmax = 0
+    largest = 0
+    for l in range(anchor.shape[0]):
+        a = anchor[l]
+        if a < 0:
+            continue
+        cnt = row_len[a]
+        if max_antichain > 0 and cnt > max_antichain:
+            return ANTICHAIN_OVERFLOW, l, cnt, pairs, rows, vmax, largest
+        if cnt > largest:
+            largest = cnt
+        # each column of ``x ; delta`` depends on that column of x alone, monotonically
+        compose_into(colmax[a], delta[l], tmp, m, K)
+        for p in range(W):
+            if tmp[p] > vmax:
+                vmax = tmp[p]
+        pairs += 1
+        rows += cnt
+    return OK, -1, -1, pairs, rows, vmax, largest
+
+
+@njit(cache=True, inline="always")
+def source_fill(m, K, anchor, delta, row_off, row_len, pool, P, S, pair_dst, sum_ptr, sums):
+    """Write one settled source's row in the ragged layout, its first pair at ``P`` and its
+    first summary at ``S``: ``pair_dst``/``sum_ptr`` from ``P`` on, ``sums`` from ``S`` on.
+    Scalar core of :func:`closure_fill` and of the CUDA kernel ``closure_fill_rows``."""
+    for l in range(anchor.shape[0]):
+        a = anchor[l]
+        if a < 0:
+            continue
+        pair_dst[P] = l
+        sum_ptr[P] = S
+        P += 1
+        off = row_off[a]
+        d = delta[l]
+        for i in range(row_len[a]):
+            compose_into(pool[off + i], d, sums[S], m, K)
+            S += 1
+
+
+@njit(cache=True, inline="always")
+def source_fill_dense(m, K, anchor, delta, row_off, row_len, pool, dense, count):
+    """Write one settled source's row in the dense layout: ``dense[l, :c]`` (``[L, A, W]``,
+    zero beforehand) and ``count[l] = c``. Scalar core of :func:`closure_fill_dense` and of
+    the CUDA kernel ``closure_fill_dense_rows``."""
+    for l in range(anchor.shape[0]):
+        a = anchor[l]
+        if a < 0:
+            continue
+        off = row_off[a]
+        d = delta[l]
+        cnt = row_len[a]
+        for i in range(cnt):
+            compose_into(pool[off + i], d, dense[l, i], m, K)
+        count[l] = cnt
+
+
+@njit(cache=True, inline="always")
+def _release(anchor):
+    for l in range(anchor.shape[0]):
+        anchor[l] = -1
+
+
+@njit(cache=True, nogil=True)
+def _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank, fast,
+            anchor, delta, row_off, row_len, colmax, pending, block, pool, arcd, tmp):
+    """:func:`settle_source` with a pool that grows: on an overflow, doubled and the source
+    settled again. Returns the (possibly regrown) ``pool``."""
+    while True:
+        top = settle_source(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst,
+                            order, rank, fast, anchor, delta, row_off, row_len, colmax, pending,
+                            block, pool, arcd, tmp)
+        if top >= 0:
+            return pool
+        pool = np.empty((2 * pool.shape[0], pool.shape[1]), np.int64)
 
 
 @njit(cache=True, inline="always")
 def _work_space(L, W):
-    anchor = np.full(L, -1, np.int64)
+    anchor = np.full(L, -1, np.int32)
     delta = np.empty((L, W), np.int64)
-    row_off = np.zeros(L, np.int64)
-    row_len = np.zeros(L, np.int64)
+    row_off = np.zeros(L, np.int32)
+    row_len = np.zeros(L, np.int32)
     colmax = np.empty((L, W), np.int64)
     pending = np.zeros(L, np.uint8)            # indexed by rank
     block = np.zeros((L >> 6) + 1, np.int32)   # pending count per 64 ranks: skips empty runs
@@ -325,27 +462,15 @@ def closure_counts(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst
         pool = _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
                        rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
                        arcd, tmp)
-        pairs = 0
-        rows = 0
-        for l in range(L):
-            a = anchor[l]
-            if a < 0:
-                continue
-            cnt = row_len[a]
-            if max_antichain > 0 and cnt > max_antichain:
-                return ANTICHAIN_OVERFLOW, source, l, cnt, n_pairs, n_rows, vmax, largest
-            if cnt > largest:
-                largest = cnt
-            # each column of ``x ; delta`` depends on that column of x alone, monotonically
-            compose_into(colmax[a], delta[l], tmp, m, K)
-            for p in range(W):
-                if tmp[p] > vmax:
-                    vmax = tmp[p]
-            pairs += 1
-            rows += cnt
-            anchor[l] = -1
+        status, err_dst, err_size, pairs, rows, vm, lg = source_counts(
+            m, K, anchor, delta, row_len, colmax, tmp, max_antichain)
+        if status != OK:
+            return status, source, err_dst, err_size, n_pairs, n_rows, vmax, largest
+        vmax = max(vmax, vm)
+        largest = max(largest, lg)
         n_pairs[source - lo] = pairs
         n_rows[source - lo] = rows
+        _release(anchor)
     return OK, -1, -1, -1, n_pairs, n_rows, vmax, largest
 
 
@@ -370,21 +495,9 @@ def closure_fill(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, 
         pool = _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
                        rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
                        arcd, tmp)
-        P = pair_ptr[source]
-        S = row_ptr[source]
-        for l in range(L):
-            a = anchor[l]
-            if a < 0:
-                continue
-            pair_dst[P] = l
-            sum_ptr[P] = S
-            P += 1
-            off = row_off[a]
-            d = delta[l]
-            for i in range(row_len[a]):
-                compose_into(pool[off + i], d, sums[S], m, K)
-                S += 1
-            anchor[l] = -1
+        source_fill(m, K, anchor, delta, row_off, row_len, pool, pair_ptr[source],
+                    row_ptr[source], pair_dst, sum_ptr, sums)
+        _release(anchor)
 
 
 @njit(cache=True, nogil=True)
@@ -402,17 +515,9 @@ def closure_fill_dense(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out
         pool = _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
                        rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
                        arcd, tmp)
-        for l in range(L):
-            a = anchor[l]
-            if a < 0:
-                continue
-            off = row_off[a]
-            d = delta[l]
-            cnt = row_len[a]
-            for i in range(cnt):
-                compose_into(pool[off + i], d, dense[source, l, i], m, K)
-            count[source, l] = cnt
-            anchor[l] = -1
+        source_fill_dense(m, K, anchor, delta, row_off, row_len, pool, dense[source],
+                          count[source])
+        _release(anchor)
 
 
 def closure_rows(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
@@ -607,167 +712,430 @@ def _is_zero(row, W):
 
 # -- CUDA ---------------------------------------------------------------------------------------
 #
-# ``Psi`` on the device: Jacobi closure rounds over all pairs at once, in the dense layout.
-# Round ``r + 1`` recomputes every pair in parallel from round ``r``:
+# ``Psi`` on the device: one thread per source runs the twin's scalar core, ``settle_source``
+# then ``source_counts`` (kernel ``closure_settle``) and, once the host has sized the output,
+# ``source_fill``/``source_fill_dense`` (kernels ``closure_fill_rows``/
+# ``closure_fill_dense_rows``), from the same Python source as the CPU kernels above. Every
+# source walks the locations in the one schedule all sources share (``order``: the reverse
+# postorder, pending locations smallest rank first, a back edge restarting the sweep at the
+# rank it woke), so the number of launches does not depend on the longest path; thread ``i``
+# takes source ``order[i]``, so neighbouring threads settle neighbouring sources and walk much
+# the same locations in the same order.
 #
-#     Psi'[s, l] = min( {identity if l == s}  u  { x ; a : u -a-> l, x in Psi[s, u] } )
-#
-# (``closure_relax``, built from the twin's scalar core ``compose_into``/``summary_le`` and the
-# shared row sort), starting from all-empty; a round extends the paths considered by one arc,
-# and the rounds stop when a round changes nothing: the least fixed point, which is
-# ``closure_counts``/``closure_fill``'s result. The twin's semi-naive sweep per source with its
-# translation fast path is sequential by nature; rounds trade extra work (every pair, every
-# round) for L^2-way parallelism, and suit the dense layout, which bounds L anyway. Rounds:
-# one more than the longest path (in arcs) that carries a minimal summary -- at most L for
-# graphs whose cycles all advance time (minimal summaries come from simple paths); a cycle
-# whose summary is incomparable with the identity can add a traversal.
+# A device thread cannot allocate, so each gets a fixed work space, interleaved across the
+# threads (the thread index is the last axis: when neighbouring threads touch the same
+# location, their accesses coalesce); its pool has room for ``rows`` summary rows. A source
+# whose rows do not fit reports it (``WORK_SPACE_OVERFLOW``) and is settled again, alone with
+# the other such sources, in a work space ``growth`` times larger: at most ``attempts``
+# launches of ``closure_settle`` in all. The settled work spaces stay on the device until the
+# fill, which reads them (no second settle, unlike the CPU's two passes).
+
+#: Status of a source whose rows did not fit its device work space (``closure_settle_cuda``).
+WORK_SPACE_OVERFLOW = 2
+
+#: Threads per block of the per-source kernels on a device: one warp, so that the few thousand
+#: sources spread over every SM (each thread's work is long and serial; 2,095 sources in
+#: blocks of 256 would keep 9 of an H100's 132 SMs busy).
+SOURCE_THREADS_PER_BLOCK = 32
 
 #: ``numba.cuda``, bound by :func:`_kernels` on first use. A module global, not a local of the
 #: factory, because the simulator swaps the kernels' *global* ``cuda`` for its fake module.
 cuda = None
 
 
-@njit(cache=True, inline="always")
-def summary_insert(buf, n, cand, m, K):
-    """Insert the summary row ``cand`` into the antichain ``buf[:n]`` (exact summary order):
-    skipped if an element is ``<=`` it, else the elements it is ``<=`` to are dropped.
-    Returns the new size; ``buf`` needs room for ``n + 1`` rows. The insertion step of
-    :func:`_settle` as a scalar function."""
-    W = 1 + m + K
-    for j in range(n):
-        if summary_le(buf[j], cand, m, K):
-            return n
-    k = 0
-    for j in range(n):
-        if not summary_le(cand, buf[j], m, K):
-            if k != j:
-                for p in range(W):
-                    buf[k, p] = buf[j, p]
-            k += 1
-    for p in range(W):
-        buf[k, p] = cand[p]
-    return k + 1
-
-
-@njit(cache=True, inline="always")
-def closure_relax(s, l, m, K, depth, in_ptr, in_src, in_sum, cur, cur_cnt, A, slot, cand):
-    """One closure round for the pair ``(s, l)``: the minimal elements of the identity (if
-    ``l == s``) and ``x ; a`` for every in-arc ``u -a-> l`` and ``x`` in the current
-    ``Psi[s, u]`` (rows ``cur[(s L + u) A:][:cur_cnt[s L + u]]``), sorted, into ``slot[:n]``.
-    Returns ``n``, or -1 if the antichain would need more than ``A`` rows."""
-    L = depth.shape[0]
-    W = 1 + m + K
-    n = 0
-    if l == s:
-        _identity_into(slot[0], depth[s], W)
-        n = 1
-    for e in range(in_ptr[l], in_ptr[l + 1]):
-        pu = s * L + in_src[e]
-        for i in range(cur_cnt[pu]):
-            if n == A:
-                return -1
-            compose_into(cur[pu * A + i], in_sum[e], cand, m, K)
-            n = summary_insert(slot, n, cand, m, K)
-    sort_rows_with(slot, n, W, cand)
-    return n
+class WorkSpaceOverflow(RuntimeError):
+    """Raised by :func:`closure_settle_cuda` when some sources still overflow their work
+    space after the last attempt; ``sources`` (their ids) and ``rows`` (the last room)."""
 
 
 @functools.cache
 def _kernels():
     global cuda
     cuda = _cuda.cuda()
-    relax = _cuda.device(closure_relax)
-    equal = _cuda.device(segments_equal)
+    settle = _cuda.device(settle_source)
+    counts = _cuda.device(source_counts)
+    fill = _cuda.device(source_fill)
+    fill_dense = _cuda.device(source_fill_dense)
 
     @cuda.jit
-    def closure_round(m, K, depth, in_ptr, in_src, in_sum, cur, cur_cnt, nxt, nxt_cnt, cand, A,
-                      flags):
-        """Thread per pair p = s L + l: nxt pair p <- closure_relax from cur; flags[0] <- 1 if
-        any pair changed, flags[1] <- 1 if any overflowed A."""
-        p = cuda.grid(1)
-        L = depth.shape[0]
-        if p < L * L:
-            s = p // L
-            l = p - s * L
-            n = relax(s, l, m, K, depth, in_ptr, in_src, in_sum, cur, cur_cnt, A,
-                      nxt[p * A:(p + 1) * A], cand[p])
-            if n < 0:
-                flags[1] = 1
-                nxt_cnt[p] = 0
-            else:
-                nxt_cnt[p] = n
-                if not equal(nxt, p * A, p * A + n, cur, p * A, p * A + cur_cnt[p], cur.shape[1]):
-                    flags[0] = 1
+    def closure_settle(srcs, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
+                       fast, anchor, delta, row_off, row_len, colmax, pending, block, pool, arcd,
+                       tmp, max_antichain, settled, status, n_pairs, n_rows, vmax, largest,
+                       err_dst, err_size):
+        """Thread per source ``s = srcs[i]``: settle it in work space ``i`` (the last axis),
+        then count its row; ``settled[i]`` says whether it fit."""
+        i = cuda.grid(1)
+        if i < srcs.shape[0]:
+            s = srcs[i]
+            top = settle(s, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
+                         fast, anchor[:, i], delta[:, :, i], row_off[:, i], row_len[:, i],
+                         colmax[:, :, i], pending[:, i], block[:, i], pool[:, :, i], arcd[:, i],
+                         tmp[:, i])
+            if top < 0:
+                settled[i] = 0
+                status[s] = WORK_SPACE_OVERFLOW
+                n_pairs[s] = 0
+                n_rows[s] = 0
+                vmax[s] = 0
+                largest[s] = 0
+                err_dst[s] = -1
+                err_size[s] = -1
+                return
+            settled[i] = 1
+            st, ed, es, pairs, rows, vm, lg = counts(m, K, anchor[:, i], delta[:, :, i],
+                                                     row_len[:, i], colmax[:, :, i], tmp[:, i],
+                                                     max_antichain)
+            status[s] = st
+            n_pairs[s] = pairs
+            n_rows[s] = rows
+            vmax[s] = vm
+            largest[s] = lg
+            err_dst[s] = ed
+            err_size[s] = es
 
-    return types.SimpleNamespace(closure_round=closure_round)
+    @cuda.jit
+    def closure_fill_rows(srcs, settled, m, K, anchor, delta, row_off, row_len, pool, pair_ptr,
+                          row_ptr, pair_dst, sum_ptr, sums):
+        """Thread per source settled in this work space: its ragged rows."""
+        i = cuda.grid(1)
+        if i < srcs.shape[0] and settled[i] == 1:
+            s = srcs[i]
+            fill(m, K, anchor[:, i], delta[:, :, i], row_off[:, i], row_len[:, i],
+                 pool[:, :, i], pair_ptr[s], row_ptr[s], pair_dst, sum_ptr, sums)
+
+    @cuda.jit
+    def closure_fill_dense_rows(srcs, settled, m, K, anchor, delta, row_off, row_len, pool,
+                                dense, count):
+        """Thread per source settled in this work space: its dense row."""
+        i = cuda.grid(1)
+        if i < srcs.shape[0] and settled[i] == 1:
+            s = srcs[i]
+            fill_dense(m, K, anchor[:, i], delta[:, :, i], row_off[:, i], row_len[:, i],
+                       pool[:, :, i], dense[s], count[s])
+
+    return types.SimpleNamespace(closure_settle=closure_settle,
+                                 closure_fill_rows=closure_fill_rows,
+                                 closure_fill_dense_rows=closure_fill_dense_rows)
 
 
-def closure_dense_cuda(m, K, depth, in_ptr, in_src, in_sum, *, capacity=4, max_rounds=None,
-                       tpb=None):
-    """``Psi`` of all pairs by closure rounds on the device, dense.
+@dataclass
+class ClosureSettle:
+    """Every source settled on the device (:func:`closure_settle_cuda`), ready to fill.
+
+    Attributes
+    ----------
+    L, m, K : int
+    status : int
+        :data:`OK` or :data:`ANTICHAIN_OVERFLOW`.
+    err_src, err_dst, err_size : int
+        With :data:`ANTICHAIN_OVERFLOW`: the first source (by id), its first target (by id)
+        whose antichain exceeds ``max_antichain``, and its size; -1 otherwise.
+    num_pairs, num_summaries, vmax, largest : int
+        ``P``, ``S``, the largest entry and the largest antichain (as
+        :func:`closure_counts`).
+    pair_ptr, row_ptr : int64[L + 1] (device)
+        Exclusive prefix sums of the pairs and summaries per source.
+    spaces : list of tuple
+        Per attempt ``(srcs, settled, anchor, delta, row_off, row_len, pool)``: the sources
+        of that launch and whether each settled there, and the work space holding them.
+    launches : int
+        Launches of ``closure_settle`` (1 unless some source overflowed).
+    rows : int
+        Pool rows per source in the last attempt.
+    """
+
+    L: int
+    m: int
+    K: int
+    status: int
+    err_src: int
+    err_dst: int
+    err_size: int
+    num_pairs: int
+    num_summaries: int
+    vmax: int
+    largest: int
+    pair_ptr: object
+    row_ptr: object
+    spaces: list
+    launches: int
+    rows: int
+
+
+def _source_tpb(tpb):
+    """``tpb`` if given, else :data:`SOURCE_THREADS_PER_BLOCK` on a device (the simulator's
+    own default under the simulator)."""
+    if tpb is not None or _cuda.simulator():
+        return tpb
+    return SOURCE_THREADS_PER_BLOCK
+
+
+def _device_work_space(xp, n, L, W, rows):
+    """The work spaces of ``n`` threads, thread index last: three allocations (int64, int32,
+    uint8 buffers) and one fill. Bytes per thread: ``8 W (2 L + rows + 2) + 4 (3 L + L / 64
+    + 1) + L``."""
+    nb = (L >> 6) + 1
+    w64 = _cuda.alloc(xp, ((2 * L + rows + 2) * W, n), xp.int64)
+    w32 = _cuda.alloc(xp, (3 * L + nb, n), xp.int32, 0)
+    pending = _cuda.alloc(xp, (L, n), xp.uint8, 0)
+    a = L * W
+    delta = w64[:a].reshape(L, W, n)
+    colmax = w64[a:2 * a].reshape(L, W, n)
+    pool = w64[2 * a:2 * a + rows * W].reshape(rows, W, n)
+    arcd = w64[2 * a + rows * W:2 * a + rows * W + W]
+    tmp = w64[2 * a + rows * W + W:]
+    anchor, row_off, row_len, block = w32[:L], w32[L:2 * L], w32[2 * L:3 * L], w32[3 * L:]
+    _cuda.op(anchor.fill(-1))
+    return anchor, delta, row_off, row_len, colmax, pending, block, pool, arcd, tmp
+
+
+def closure_settle_cuda(m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
+                        fast, max_antichain=0, *, rows=None, growth=8, attempts=4, tpb=None):
+    """Count pass of ``Psi`` on the device: every source settled and its row counted, in a
+    constant number of launches.
 
     Parameters
     ----------
-    m, K, depth, in_ptr, in_src, in_sum
+    m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank, fast
         As for :func:`closure_counts` (device arrays: CuPy, or NumPy under the simulator).
-    capacity : int
-        Antichain room per pair to start with; doubled (and the rounds restarted) whenever a
-        pair overflows it.
-    max_rounds : int, optional
-        Guard against non-termination (default ``4 L^2 + 16``); exceeding it raises
-        ``RuntimeError``.
+    max_antichain : int
+        Largest antichain allowed; 0 for no cap.
+    rows : int, optional
+        Pool rows per source in the first launch (default ``max(64, L // 4)``; the synthetic
+        workload graphs need at most about ``L / 7``).
+    growth, attempts : int
+        A source whose rows do not fit is settled again in a pool ``growth`` times larger, in
+        at most ``attempts`` launches in all.
 
     Returns
     -------
-    (sums int64[L, L, A, W], count int64[L, L], rounds): ``sums[s, l, :count[s, l]]`` is
-    ``Psi[s, l]`` sorted lexicographically by row (``A`` the final capacity, at least the
-    largest antichain), as ``compute_psi(..., layout="dense")`` stores it.
+    ClosureSettle
+        The counts (as :func:`closure_counts`) and the settled work spaces.
+
+    Raises
+    ------
+    WorkSpaceOverflow
+        If some source still does not fit after ``attempts`` launches.
 
     Notes
     -----
-    Kernel type: Numba ``@cuda.jit`` (``closure_round`` runs :func:`closure_relax`, built
-    from the twin's ``compose_into``/``summary_le``), so it shares the scalar core and runs
-    under the simulator.
+    Kernel type: Numba ``@cuda.jit`` (``closure_settle`` runs :func:`settle_source` and
+    :func:`source_counts`, the CPU kernels' scalar core); CuPy for the scans and reductions.
 
-    Launch shape: ``L^2`` threads per round (``closure_round``), one **sync** per round for
-    the changed/overflow flags (8 bytes). Bytes per round: every pair reads its
-    in-neighbours' antichains (``8 W`` per summary) and writes its own: about
-    ``L^2 x (in-degree + 1) x A x 8 W``; memory ``2 L^2 A W x 8`` bytes, so for graphs that
-    the dense layout suits.
+    Launch shape: one thread per source (``closure_settle``), in blocks of one warp
+    (:data:`SOURCE_THREADS_PER_BLOCK`) so that they spread over every SM. Without overflows:
+    **one launch**, then the two exclusive scans and the reductions (14 CuPy operations,
+    counted), and **one sync**, a read of nine integers (overflowing sources, ``P``, ``S``,
+    the largest entry and antichain, the first ``max_antichain`` overflow). Each further
+    attempt adds one launch, one sort (to list the overflowing sources, no sync) and the
+    same operations and read. Allocations: four per attempt (work spaces, ``settled``),
+    three for the counts and offsets.
+
+    Cost per thread: the CPU's per source (``O(L)`` for the sweep plus the visits, see the
+    module notes); memory ``L (16 W + 13) + 8 W (rows + 2)`` bytes per source, allocated at
+    once for all sources (that is what lets the fill read the settled rows without settling
+    again): for the synthetic workload graphs (``W = 3``) about 290 MB at ``L = 2,095`` and
+    1.2 GB at ``L = 4,179``; the zero fill touches about a fifth of it.
     """
     xp = _cuda.namespace(depth, in_sum)
     L = int(depth.shape[0])
-    W = 1 + int(m) + int(K)
-    P = L * L
-    limit = int(max_rounds) if max_rounds is not None else 4 * P + 16
+    m, K = int(m), int(K)
+    W = 1 + m + K
+    C = int(rows) if rows is not None else max(64, L // 4)
+    cnt = _cuda.alloc(xp, (7, L), xp.int64)
+    status, n_pairs, n_rows, vmax, largest, err_dst, err_size = cnt
+    pair_ptr = _cuda.alloc(xp, L + 1, xp.int64, 0)
+    row_ptr = _cuda.alloc(xp, L + 1, xp.int64, 0)
+    if L == 0:
+        return ClosureSettle(0, m, K, OK, -1, -1, -1, 0, 0, 0, 0, pair_ptr, row_ptr, [], 0, C)
     k = _kernels()
-    A = max(1, int(capacity))
-    while True:
-        cur = xp.zeros((P * A, W), xp.int64)
-        nxt = xp.zeros((P * A, W), xp.int64)
-        cur_cnt = xp.zeros(P, xp.int64)
-        nxt_cnt = xp.zeros(P, xp.int64)
-        cand = xp.empty((max(P, 1), W), xp.int64)
-        rounds = 0
-        overflow = False
-        while P:
-            flags = xp.zeros(2, xp.int64)
-            _cuda.launch(k.closure_round, P, int(m), int(K), depth, in_ptr, in_src, in_sum, cur,
-                         cur_cnt, nxt, nxt_cnt, cand, A, flags, tpb=tpb)
-            rounds += 1
-            changed, overflow = (bool(v) for v in _cuda.to_host(flags))
-            if overflow:
-                break
-            cur, nxt, cur_cnt, nxt_cnt = nxt, cur, nxt_cnt, cur_cnt
-            if not changed:
-                break
-            if rounds >= limit:
-                raise RuntimeError(f"closure rounds did not converge within {limit} rounds")
-        if not overflow:
-            sums = cur.reshape(L, L, A, W)
-            count = cur_cnt.reshape(L, L)
-            # slots past an antichain's end may hold rows of earlier rounds: zero them, as
-            # the dense layout of compute_psi has them
-            sums[xp.arange(A)[None, None, :] >= count[:, :, None]] = 0
-            return sums, count, rounds
-        A *= 2
+    tpb = _source_tpb(tpb)
+    srcs = order
+    spaces = []
+    for attempt in range(int(attempts)):
+        n = int(srcs.shape[0])
+        ws = _device_work_space(xp, n, L, W, C)
+        settled = _cuda.alloc(xp, n, xp.uint8)
+        _cuda.launch(k.closure_settle, n, srcs, m, K, depth, in_ptr, in_src, in_sum, out_ptr,
+                     out_dst, order, rank, fast, *ws, int(max_antichain), settled, status,
+                     n_pairs, n_rows, vmax, largest, err_dst, err_size, tpb=tpb)
+        anchor, delta, row_off, row_len, _, _, _, pool, _, _ = ws
+        spaces.append((srcs, settled, anchor, delta, row_off, row_len, pool))
+        _cuda.op(xp.cumsum(n_pairs, out=pair_ptr[1:]))
+        _cuda.op(xp.cumsum(n_rows, out=row_ptr[1:]))
+        first = _cuda.op(xp.argmax(status == ANTICHAIN_OVERFLOW), 2)
+        stats = _cuda.op(xp.stack([(status == WORK_SPACE_OVERFLOW).sum(), pair_ptr[L],
+                                   row_ptr[L], vmax.max(), largest.max(), first,
+                                   status[first], err_dst[first], err_size[first]]), 9)
+        n_over, P, S, vm, lg, first, st, ed, es = (int(v) for v in _cuda.read(stats))
+        if n_over == 0:
+            if st != ANTICHAIN_OVERFLOW:
+                first = ed = es = -1
+            return ClosureSettle(L, m, K, int(st == ANTICHAIN_OVERFLOW), first, ed, es, P, S,
+                                 vm, lg, pair_ptr, row_ptr, spaces, attempt + 1, C)
+        if attempt + 1 == int(attempts):
+            bad = _cuda.to_host(srcs)[_cuda.read(settled) == 0]
+            err = WorkSpaceOverflow(
+                f"{n_over} sources (first {sorted(bad.tolist())[:8]}) did not fit a work space "
+                f"of {C} summary rows after {attempts} attempts")
+            err.sources, err.rows = sorted(bad.tolist()), C
+            raise err
+        # the overflowing sources, without a sync: settled == 0 sorts first (their order
+        # does not matter)
+        srcs = _cuda.op(srcs[xp.argsort(settled)[:n_over]], 2)
+        C *= int(growth)
+
+
+def closure_fill_cuda(settle, dtype, *, tpb=None):
+    """Fill pass of ``Psi`` on the device, ragged layout, with the pairs grouped by target.
+
+    Parameters
+    ----------
+    settle : ClosureSettle
+        From :func:`closure_settle_cuda`, with status :data:`OK`.
+    dtype : numpy.dtype
+        Of the summary rows (holds ``settle.vmax``).
+
+    Returns
+    -------
+    pair_ptr int64[L+1], pair_dst int32[P], sum_ptr int64[P+1], sums dtype[S, W],
+    t_ptr int64[L+1], t_src int32[P], t_pair int64[P]
+        Exactly ``compute_psi(..., layout="ragged")``'s arrays, on the device.
+
+    Notes
+    -----
+    Launch shape: one thread per source and work space (``closure_fill_rows``: one launch per
+    attempt of the settle, one without overflows), writing its rows at its offsets; the
+    grouping by target is CuPy's: a count (``bincount``) and its scan for ``t_ptr``, the
+    source of each pair (``searchsorted`` in ``pair_ptr``), a sort of the unique keys
+    ``target L + source`` for ``t_pair`` and a gather for ``t_src``: about 10 operations.
+    No sync; allocations: the four arrays of the rows, and the transpose's.
+
+    Bytes: every summary written once (``itemsize W``), ``12`` per pair; the transpose reads
+    and writes about ``60`` bytes per pair (the sort's passes included).
+    """
+    xp = _cuda.namespace(settle.pair_ptr)
+    L, P, S, W = settle.L, settle.num_pairs, settle.num_summaries, 1 + settle.m + settle.K
+    k = _kernels()
+    tpb = _source_tpb(tpb)
+    pair_dst = _cuda.alloc(xp, P, xp.int32)
+    sum_ptr = _cuda.alloc(xp, P + 1, xp.int64)
+    sums = _cuda.alloc(xp, (S, W), np.dtype(dtype))
+    _cuda.op(sum_ptr.fill(S))
+    for srcs, settled, anchor, delta, row_off, row_len, pool in settle.spaces:
+        _cuda.launch(k.closure_fill_rows, srcs.shape[0], srcs, settled, settle.m, settle.K,
+                     anchor, delta, row_off, row_len, pool, settle.pair_ptr, settle.row_ptr,
+                     pair_dst, sum_ptr, sums, tpb=tpb)
+    t_ptr = _cuda.alloc(xp, L + 1, xp.int64, 0)
+    _cuda.op(xp.cumsum(xp.bincount(pair_dst, minlength=L), out=t_ptr[1:]), 2)
+    src = _cuda.op(xp.searchsorted(settle.pair_ptr[1:], xp.arange(P), side="right"), 2)
+    t_pair = _cuda.op(xp.argsort(pair_dst.astype(xp.int64) * L + src).astype(xp.int64), 4)
+    t_src = _cuda.op(src[t_pair].astype(xp.int32), 2)
+    return settle.pair_ptr, pair_dst, sum_ptr, sums, t_ptr, t_src, t_pair
+
+
+def closure_fill_dense_cuda(settle, dtype, count_dtype, *, tpb=None):
+    """Fill pass of ``Psi`` on the device, dense layout.
+
+    Parameters
+    ----------
+    settle : ClosureSettle
+        From :func:`closure_settle_cuda`, with status :data:`OK`.
+    dtype, count_dtype : numpy.dtype
+        Of the summary rows (holds ``settle.vmax``) and of the antichain sizes (holds
+        ``settle.largest``).
+
+    Returns
+    -------
+    sums dtype[L, L, A, W], count count_dtype[L, L]
+        ``A = settle.largest``; exactly ``compute_psi(..., layout="dense")``'s arrays (slots
+        past ``count`` zero), on the device.
+
+    Notes
+    -----
+    Launch shape: one thread per source and work space (``closure_fill_dense_rows``: one
+    launch per attempt of the settle); two zero-filled allocations; no sync. Bytes: the
+    zero fill of ``L^2 (A W itemsize + count itemsize)`` and the summaries written once.
+    """
+    xp = _cuda.namespace(settle.pair_ptr)
+    L, A, W = settle.L, settle.largest, 1 + settle.m + settle.K
+    k = _kernels()
+    tpb = _source_tpb(tpb)
+    dense = _cuda.alloc(xp, (L, L, A, W), np.dtype(dtype), 0)
+    count = _cuda.alloc(xp, (L, L), np.dtype(count_dtype), 0)
+    for srcs, settled, anchor, delta, row_off, row_len, pool in settle.spaces:
+        _cuda.launch(k.closure_fill_dense_rows, srcs.shape[0], srcs, settled, settle.m,
+                     settle.K, anchor, delta, row_off, row_len, pool, dense, count, tpb=tpb)
+    return dense, count
+
+
+def target_major_cuda(L, dense_A, count, t_ptr, t_src, t_pair, sum_ptr, sums, *,
+                      num_summaries=None):
+    """``Psi`` target-major on the device: the device twin of
+    ``gpu_kernels.propagate.target_major`` (same arguments and results, device arrays), kept
+    beside the kernels that build ``Psi`` on the device (``propagate`` reads it).
+
+    Parameters
+    ----------
+    L : int
+    dense_A : int
+        ``> 0``: the dense layout, ``count[L, L]`` and ``sums[L * L * A, W]``; 0: the ragged
+        layout, ``t_ptr``/``t_src``/``t_pair``/``sum_ptr``/``sums[S, W]`` (``count``
+        unused).
+    num_summaries : int, optional
+        ``S``, when known: saves the dense layout a sync.
+
+    Returns
+    -------
+    tm_ptr int64[L + 1], tm_src int32[S], tm_sum dtype[S, W]
+        For every target ``l2``, the entries ``tm_ptr[l2]:tm_ptr[l2 + 1]``: one per ``(l1,
+        s)`` with ``s in Psi[l1, l2]``, sources ascending, each antichain in its order.
+
+    Notes
+    -----
+    CuPy operations only, no Numba kernel, and no sync (the dense layout reads ``S`` once
+    when ``num_summaries`` is not given). Ragged, about 20 operations over the pairs and
+    summaries: the pair sizes in target order and their scan give each pair's first entry,
+    each summary finds its pair (``searchsorted``) and is scattered. Dense, about 20 over
+    the ``L^2 A`` slots: a scan down every column of ``count`` gives each pair's first
+    entry, and empty slots scatter into one spare row, dropped. Bytes: about ``60 + 2
+    itemsize W`` per summary (ragged) or per slot (dense).
+    """
+    xp = _cuda.namespace(sums)
+    W = int(sums.shape[1])
+    tm_ptr = _cuda.alloc(xp, L + 1, xp.int64, 0)
+    if L == 0:
+        return tm_ptr, _cuda.alloc(xp, 0, xp.int32), _cuda.alloc(xp, (0, W), sums.dtype)
+    if dense_A > 0:
+        A = int(dense_A)
+        col = _cuda.op(count.astype(xp.int64))
+        _cuda.op(xp.cumsum(col.sum(axis=0), out=tm_ptr[1:]), 2)
+        S = (int(num_summaries) if num_summaries is not None
+             else int(_cuda.read(tm_ptr[L:])[0]))
+        first = _cuda.op(xp.cumsum(col, axis=0) - col + tm_ptr[None, :L], 3)  # pair (l1, l2)
+        i = _cuda.op(xp.arange(A, dtype=xp.int64))
+        dest = _cuda.op(xp.where(i[None, None, :] < col[:, :, None],
+                                 first[:, :, None] + i[None, None, :], S).reshape(-1), 4)
+        src = _cuda.op((xp.arange(L * L * A, dtype=xp.int64) // (L * A)).astype(xp.int32), 3)
+        tm_src = _cuda.alloc(xp, S + 1, xp.int32)
+        tm_sum = _cuda.alloc(xp, (S + 1, W), sums.dtype)
+        _cuda.op(tm_src.__setitem__(dest, src))
+        _cuda.op(tm_sum.__setitem__(dest, sums))
+        return tm_ptr, tm_src[:S], tm_sum[:S]
+    P = int(t_pair.shape[0])
+    S = int(sums.shape[0])
+    size = _cuda.op(sum_ptr[1:] - sum_ptr[:-1])
+    off = _cuda.alloc(xp, P + 1, xp.int64, 0)
+    _cuda.op(xp.cumsum(size[t_pair], out=off[1:]), 2)
+    _cuda.op(tm_ptr.__setitem__(slice(None), off[t_ptr]), 2)
+    pos = _cuda.alloc(xp, P, xp.int64)
+    _cuda.op(pos.__setitem__(t_pair, xp.arange(P, dtype=xp.int64)), 2)
+    j = _cuda.op(xp.arange(S, dtype=xp.int64))
+    pair = _cuda.op(xp.searchsorted(sum_ptr[1:], j, side="right"))
+    q = _cuda.op(pos[pair])
+    dest = _cuda.op(off[q] + (j - sum_ptr[pair]), 3)
+    tm_src = _cuda.alloc(xp, S, xp.int32)
+    tm_sum = _cuda.alloc(xp, (S, W), sums.dtype)
+    _cuda.op(tm_src.__setitem__(dest, t_src[q]), 2)
+    _cuda.op(tm_sum.__setitem__(dest, sums))
+    return tm_ptr, tm_src, tm_sum

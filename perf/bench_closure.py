@@ -21,6 +21,14 @@ Then, in one process:
   sources; a disagreement is an error. The speedup is reference time / ``compute_psi``
   time (medians; min is also recorded).
 
+``--backend cuda`` builds ``Psi`` on the GPU instead (``compute_psi(..., kernels=CudaKernels())``:
+the count and fill kernels of ``gpu_kernels.closure``, one thread per source, then the copies
+to the host), timed the same way with a device synchronisation before the clock stops; and,
+as the variant ``device_build``, the device work alone (``closure_settle_cuda`` and the fill
+of the layout ``compute_psi`` chose, the graph already on the device, no host copies),
+timed between two CUDA events. Both record the launches, operations, synchronisations and
+allocations they issued (``gpu_kernels._cuda.COUNTS``); the machine record names the device.
+
 Per size it records the layout chosen, ``nbytes``, pairs, summaries, the largest antichain,
 the packed dtype, :func:`engine.psi.estimate_bytes` (and its time), and the peak RSS while
 that size ran (``ru_maxrss`` in KiB; on Linux the kernel's high-water mark is reset through
@@ -33,16 +41,22 @@ How to run (from the repository root)
     python -m perf.bench_closure                                   # 100,1000,2000,5000
     python -m perf.bench_closure --sizes 100,1000 --reference --plot perf/results/closure.png
     python -m perf.bench_closure --sizes 2000 --repeat 5 --threads 1
+    python -m perf.bench_closure --backend cuda --sizes 100,1000,2000   # on a GPU
 
 How to read the output
 ----------------------
 One row per size: ``L`` locations, ``min``/``median`` milliseconds of ``compute_psi``, the
 layout, resident megabytes, pairs, summaries, largest antichain, dtype, peak RSS, and with
 ``--reference`` the reference's seconds and the speedup. ``targets`` lists the issue's
-goals (N = 1000 under 150 ms, N = 2000 under 2 s) and whether the median met them.
-The JSON file (``--out``) holds ``commit``, ``dirty``, ``machine``, ``parameters``,
-``warmup``, ``runs`` (one record per timed call: size, variant, repeat, ``wall_s``) and
-``sizes`` (per size: graph shape, results, times, estimate, RSS). ``--plot FILE.png`` draws
+goals and whether the median met them: on the cpu backend ``compute_psi`` at N = 1000 under
+150 ms and N = 2000 under 2 s; on the cuda backend the device build at N = 1000 under 10 ms
+and N = 2000 under 40 ms.
+The JSON file (``--out``) holds ``commit``, ``dirty``, ``machine`` (with ``cuda_device`` on
+the cuda backend), ``parameters`` (with ``backend``), ``warmup``, ``runs`` (one record per
+timed call: size, variant, repeat, ``wall_s``, and on the cuda backend ``counts``) and
+``sizes`` (per size: graph shape, results, times, estimate, RSS; on the cuda backend also
+``device_build_s``, ``device_build`` and ``device_counts``, the counts of one call of each
+variant). ``--plot FILE.png`` draws
 time against locations (log-log, both variants, the targets as markers) and ``Psi`` bytes
 (actual and estimated) against locations.
 """
@@ -64,15 +78,18 @@ from typing import Callable, Sequence
 import numpy as np
 
 from engine import closure
-from engine.psi import compute_psi, estimate_bytes
+from engine.psi import PsiLayout, compute_psi, estimate_bytes
 from perf.environment import commit_info, commit_label, int_list, machine
 from perf.workloads import build_graph, generate_graph
 
 __all__ = ["main", "run_benchmark", "format_table", "plot", "TARGETS"]
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Wall-time goals of ``compute_psi`` (seconds) by N, from the issue (2-core machine).
+#: Wall-time goals (seconds) by N, from the issues: ``compute_psi`` on the cpu backend
+#: (2-core machine), the device build on the cuda backend (an H100).
 TARGETS = {1000: 0.150, 2000: 2.0}
+DEVICE_TARGETS = {1000: 0.010, 2000: 0.040}
+BACKENDS = ("cpu", "cuda")
 DEFAULT_SIZES = (100, 1000, 2000, 5000)
 #: Sources whose full rows are compared with the reference (evenly spaced).
 ROW_SAMPLE = 24
@@ -97,15 +114,91 @@ def _reset_peak() -> bool:
 
 # --- the benchmark -------------------------------------------------------------------------
 
-def _warm_up(threads: int | None) -> dict:
+def _warm_up(threads: int | None, kernels=None, size: int = 100) -> dict:
     """Compile (or load) the kernels on a small graph, both layouts; returns what it did."""
     t0 = time.perf_counter()
-    g = build_graph(generate_graph(100, 0))
+    g = build_graph(generate_graph(size, 0))
     dtypes = set()
     for layout in ("dense", "ragged"):
-        dtypes.add(str(compute_psi(g, layout=layout, threads=threads).dtype))
+        psi = compute_psi(g, layout=layout, threads=threads, kernels=kernels)
+        dtypes.add(str(psi.dtype))
+        if kernels is not None:
+            _device_build(kernels, g, psi)
     estimate_bytes(g)
     return {"seconds": time.perf_counter() - t0, "dtypes": sorted(dtypes)}
+
+
+def _kernels(backend: str):
+    """``None`` for the cpu backend (``compute_psi``'s thread pool), else the cuda backend."""
+    if backend == "cpu":
+        return None
+    from engine.cuda_backend import CudaKernels
+    return CudaKernels()
+
+
+def _sync(kernels) -> None:
+    """Wait for the device (nothing on the cpu backend, or on the simulator)."""
+    if kernels is not None and kernels.xp is not np:
+        kernels.xp.cuda.get_current_stream().synchronize()
+
+
+def _device_name(backend: str) -> dict:
+    if backend != "cuda":
+        return {}
+    from engine.cuda_backend import usable_device
+    return {"cuda_device": usable_device()[1]}
+
+
+def _timed_psi(graph, threads, kernels):
+    """``(psi, seconds, counts)`` of one ``compute_psi`` (device synchronised at both ends)."""
+    from gpu_kernels import _cuda
+    gc.collect()
+    _sync(kernels)
+    before = _cuda.COUNTS.snapshot()
+    t0 = time.perf_counter()
+    psi = compute_psi(graph, threads=threads, kernels=kernels)
+    _sync(kernels)
+    wall = time.perf_counter() - t0
+    return psi, wall, _cuda.COUNTS.since(before)
+
+
+def _device_build(kernels, graph, psi) -> tuple[float, dict]:
+    """``(seconds, counts)`` of the device work of ``compute_psi`` alone, in the layout and
+    dtypes ``psi`` has: the count pass and the fill, between two CUDA events, the graph's
+    arrays uploaded beforehand and nothing copied back. (On the simulated backend, which
+    tests use, ``time.perf_counter`` instead of events.)"""
+    from engine.graph_arrays import GraphArrays
+    from gpu_kernels import _cuda
+    from gpu_kernels.closure import (closure_fill_cuda, closure_fill_dense_cuda,
+                                     closure_settle_cuda, translation_mask)
+    ga = GraphArrays.from_graph(graph)
+    fast = translation_mask(ga.depth, ga.in_ptr, ga.in_src, ga.in_sum)
+    args = [kernels.asarray(a) for a in (ga.depth, ga.in_ptr, ga.in_src, ga.in_sum,
+                                         ga.out_ptr, ga.out_dst, ga.order, ga.rank, fast)]
+    cp = kernels.xp
+    events = cp is not np
+    gc.collect()
+    _sync(kernels)
+    if events:
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+    before = _cuda.COUNTS.snapshot()
+    t0 = time.perf_counter()
+    if events:
+        start.record()
+    settle = closure_settle_cuda(ga.m, ga.K, *args)
+    if psi.layout is PsiLayout.DENSE:
+        out = closure_fill_dense_cuda(settle, psi.dtype, psi.count.dtype)
+    else:
+        out = closure_fill_cuda(settle, psi.dtype)
+    if events:
+        stop.record()
+        stop.synchronize()
+        seconds = cp.cuda.get_elapsed_time(start, stop) / 1e3
+    else:
+        seconds = time.perf_counter() - t0
+    counts = _cuda.COUNTS.since(before)
+    del out, settle
+    return seconds, counts
 
 
 def _psi_counts(psi) -> dict:
@@ -139,10 +232,20 @@ def _stats(vals: list[float]) -> dict:
 def run_benchmark(sizes: Sequence[int], *, repeat: int = 3, seed: int = 1,
                   threads: int | None = None, reference: bool = False,
                   reference_limit: int = 1000, reference_repeat: int = 1,
+                  backend: str = "cpu", kernels=None, warmup_size: int = 100,
                   log: Callable[..., None] = print) -> dict:
-    """Run every size; return the JSON-ready results (see the module docstring)."""
+    """Run every size; return the JSON-ready results (see the module docstring).
+    ``backend``: ``cpu`` (the host's thread pool) or ``cuda`` (the device build, on
+    ``kernels``, default ``CudaKernels()``: tests pass the simulated backend, with a small
+    ``warmup_size``, the N of the warm-up graph)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    warm = _warm_up(threads)
+    if backend == "cpu":
+        kernels = None
+    elif kernels is None:
+        kernels = _kernels(backend)
+    warm = _warm_up(threads, kernels, warmup_size)
     log(f"warm-up {warm['seconds']:.1f}s (dtypes {', '.join(warm['dtypes'])})")
     warmed = set(warm["dtypes"])
     can_reset = _reset_peak()
@@ -162,26 +265,34 @@ def run_benchmark(sizes: Sequence[int], *, repeat: int = 3, seed: int = 1,
         est_s = time.perf_counter() - t0
         do_ref = reference and n <= reference_limit
         times: list[float] = []
+        dev_times: list[float] = []
+        dev_counts: dict = {}
         ref_times: list[float] = []
         info = ref_info = None
         extra_warmup = False
         for r in range(repeat):
-            gc.collect()
-            t0 = time.perf_counter()
-            psi = compute_psi(graph, threads=threads)
-            wall = time.perf_counter() - t0
+            psi, wall, counts = _timed_psi(graph, threads, kernels)
             if str(psi.dtype) not in warmed:  # that call compiled a new specialization
                 warmed.add(str(psi.dtype))
                 extra_warmup = True
-                gc.collect()
-                t0 = time.perf_counter()
-                psi = compute_psi(graph, threads=threads)
-                wall = time.perf_counter() - t0
+                if kernels is not None:
+                    _device_build(kernels, graph, psi)
+                psi, wall, counts = _timed_psi(graph, threads, kernels)
             info = _psi_counts(psi)
             times.append(wall)
-            runs.append({"n": n, "variant": "compute_psi", "repeat": r, "wall_s": wall})
+            run = {"n": n, "variant": "compute_psi", "repeat": r, "wall_s": wall}
+            if kernels is not None:
+                run["counts"] = dev_counts["compute_psi"] = counts
+            runs.append(run)
             log(f"N={n} L={L} compute_psi #{r}: {wall * 1e3:.1f} ms ({info['layout']}, "
                 f"{info['nbytes'] / 1e6:.1f} MB)")
+            if kernels is not None:
+                dwall, dcounts = _device_build(kernels, graph, psi)
+                dev_times.append(dwall)
+                dev_counts["device_build"] = dcounts
+                runs.append({"n": n, "variant": "device_build", "repeat": r, "wall_s": dwall,
+                             "counts": dcounts})
+                log(f"N={n} L={L} device_build #{r}: {dwall * 1e3:.2f} ms ({dcounts})")
             if do_ref and r < reference_repeat:
                 del psi
                 gc.collect()
@@ -193,7 +304,8 @@ def run_benchmark(sizes: Sequence[int], *, repeat: int = 3, seed: int = 1,
                 log(f"N={n} L={L} reference #{r}: {rwall:.2f} s")
                 if ref_info is None:
                     ref_info = _ref_counts(ref)
-                    _check_agreement(graph, compute_psi(graph, threads=threads), ref)
+                    _check_agreement(graph, compute_psi(graph, threads=threads,
+                                                        kernels=kernels), ref)
                 del ref
             else:
                 del psi
@@ -207,22 +319,30 @@ def run_benchmark(sizes: Sequence[int], *, repeat: int = 3, seed: int = 1,
             "maxrss_before_kib": rss_before, "peak_rss_kib": rss_peak,
             "peak_is_size_local": can_reset,
         }
+        if kernels is not None:
+            rec["device_build_s"] = dev_times
+            rec["device_build"] = _stats(dev_times)
+            rec["device_counts"] = dev_counts
         if do_ref:
             rec["reference_s"] = ref_times
             rec["reference"] = _stats(ref_times)
             rec["reference_counts"] = ref_info
             rec["speedup_median"] = statistics.median(ref_times) / rec["compute_psi"]["median"]
             rec["speedup_min"] = min(ref_times) / rec["compute_psi"]["min"]
-        if n in TARGETS:
-            rec["target_s"] = TARGETS[n]
-            rec["target_met"] = rec["compute_psi"]["median"] <= TARGETS[n]
+        goals, timed = (TARGETS, "compute_psi") if kernels is None else (DEVICE_TARGETS,
+                                                                         "device_build")
+        if n in goals:
+            rec["target_s"] = goals[n]
+            rec["target_variant"] = timed
+            rec["target_met"] = rec[timed]["median"] <= goals[n]
         per_size.append(rec)
     return {
         "benchmark": "closure",
         "started": started,
         **commit_info(),
-        "machine": machine(),
-        "parameters": {"sizes": list(sizes), "repeat": repeat, "seed": seed,
+        "machine": machine(**_device_name(backend)),
+        "parameters": {"sizes": list(sizes), "repeat": repeat, "seed": seed, "backend": backend,
+                       "simulated": bool(getattr(kernels, "simulated", False)),
                        "threads": threads or os.cpu_count(), "reference": reference,
                        "reference_limit": reference_limit,
                        "reference_repeat": reference_repeat, "layout": "auto"},
@@ -241,6 +361,9 @@ def format_table(results: dict) -> str:
             f"{'peak RSS MB':>11}")
     if ref:
         head += f" {'ref s':>8} {'speedup':>8}"
+    device = results["parameters"].get("backend", "cpu") != "cpu"
+    if device:
+        head += f" {'device ms':>10} {'launches':>8} {'syncs':>5}"
     lines = [head]
     for s in results["sizes"]:
         line = (f"{s['n']:>6} {s['locations']:>6} {s['compute_psi']['min'] * 1e3:>9.1f} "
@@ -251,8 +374,13 @@ def format_table(results: dict) -> str:
         if ref:
             line += (f" {s['reference']['median']:>8.2f} {s['speedup_median']:>7.0f}x"
                      if "reference" in s else f" {'-':>8} {'-':>8}")
+        if device:
+            c = s["device_counts"]["device_build"]
+            line += (f" {s['device_build']['median'] * 1e3:>10.2f} {c['launches']:>8} "
+                     f"{c['syncs']:>5}")
         lines.append(line)
-    goals = [f"N={s['n']}: median {s['compute_psi']['median'] * 1e3:.0f} ms vs target "
+    goals = [f"N={s['n']}: {s.get('target_variant', 'compute_psi')} median "
+             f"{s[s.get('target_variant', 'compute_psi')]['median'] * 1e3:.1f} ms vs target "
              f"{s['target_s'] * 1e3:.0f} ms ({'met' if s['target_met'] else 'MISSED'})"
              for s in results["sizes"] if "target_s" in s]
     if goals:
@@ -260,7 +388,8 @@ def format_table(results: dict) -> str:
     m = results["machine"]
     lines.append(f"commit {(results['commit'] or 'unknown')[:10]}"
                  f"{'+dirty' if results['dirty'] else ''}, {m['cpu_count']} CPUs, "
-                 f"{results['parameters']['threads']} threads, {m['platform']}")
+                 f"{results['parameters']['threads']} threads, {m['platform']}"
+                 + (f", {m['cuda_device']}" if "cuda_device" in m else ""))
     return "\n".join(lines)
 
 
@@ -281,6 +410,9 @@ def plot(results: dict, path: str | os.PathLike) -> None:
     refs = [(s["locations"], s["reference"]["median"]) for s in sizes if "reference" in s]
     if refs:
         ax_t.plot(*zip(*refs), marker="s", label="engine.closure reference (median)")
+    if all("device_build" in s for s in sizes):
+        ax_t.plot(L, [s["device_build"]["median"] for s in sizes], marker="^",
+                  label="device build, kernels only (median)")
     goals = [(s["locations"], s["target_s"]) for s in sizes if "target_s" in s]
     if goals:
         ax_t.scatter(*zip(*goals), marker="_", s=400, color="red", zorder=3,
@@ -307,7 +439,8 @@ def plot(results: dict, path: str | os.PathLike) -> None:
     ax_b.legend(fontsize=8)
     commit = commit_label(results)
     p = results["parameters"]
-    fig.suptitle(f"compute_psi on the synthetic workload (seed {p['seed']}, {p['repeat']} "
+    fig.suptitle(f"compute_psi ({p.get('backend', 'cpu')} backend) on the synthetic workload "
+                 f"(seed {p['seed']}, {p['repeat']} "
                  f"repeats, {p['threads']} threads, commit {commit}, "
                  f"{results['machine']['cpu_count']} CPUs)", fontsize=10)
     fig.tight_layout()
@@ -326,6 +459,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="chain operators N, comma-separated (default 100,1000,2000,5000)")
     p.add_argument("--repeat", type=int, default=3, help="timed calls per size (default 3)")
     p.add_argument("--seed", type=int, default=1, help="workload seed (default 1)")
+    p.add_argument("--backend", choices=BACKENDS, default="cpu",
+                   help="build Psi on the host (cpu, default) or on the GPU (cuda: the "
+                        "device kernels, timed with device synchronisation)")
     p.add_argument("--threads", type=int, default=None,
                    help="compute_psi threads (default: one per CPU)")
     p.add_argument("--reference", action="store_true",
@@ -343,9 +479,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.threads is not None and args.threads < 1:
         p.error("--threads must be at least 1")
+    if args.backend == "cuda":
+        from engine.backend import resolve_backend
+        from engine.errors import TimelyFrontierError
+        try:
+            resolve_backend("cuda")
+        except TimelyFrontierError as e:
+            p.error(str(e))
     log = (lambda *a, **k: None) if args.quiet else (lambda *a, **k: print(*a, **k, flush=True))
     results = run_benchmark(sorted(args.sizes), repeat=args.repeat, seed=args.seed,
                             threads=args.threads, reference=args.reference,
+                            backend=args.backend,
                             reference_limit=args.reference_limit,
                             reference_repeat=min(args.reference_repeat, args.repeat), log=log)
     out = Path(args.out)

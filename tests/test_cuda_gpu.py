@@ -89,8 +89,35 @@ def test_closure_step(cp, rows, data):
 
 @examples(30)
 @given(graph=graphs)
-def test_closure_dense(cp, graph):
-    cc.check_closure_dense(graph, cp.asarray, cp.asnumpy)
+def test_closure_psi(cp, graph):
+    """Device count and fill passes of Psi equal compute_psi, both layouts."""
+    cc.check_closure_psi(graph, cp.asarray, cp.asnumpy)
+
+
+@examples(20)
+@given(graph=graphs)
+def test_closure_psi_retry(cp, graph):
+    cc.check_closure_psi(graph, cp.asarray, cp.asnumpy, rows=1)
+
+
+def test_closure_psi_overflow_and_retry(cp):
+    cc.check_closure_psi_overflow(cc.chain_graph(40), cp.asarray, cp.asnumpy)
+
+
+@examples(30)
+@given(graph=graphs)
+def test_compute_psi_on_the_device(kernels, graph):
+    cc.check_compute_psi_device(graph, kernels)
+
+
+def test_compute_psi_on_the_device_synthetic(kernels):
+    """The synthetic workload graph of N = 300 (about 630 locations, loops, diamonds)."""
+    from perf.workloads import build_graph, generate_graph
+    cc.check_compute_psi_device(build_graph(generate_graph(300, 1)), kernels)
+
+
+def test_psi_launches_do_not_grow_with_the_longest_path(kernels):
+    cc.check_psi_launches_do_not_grow(kernels, short=3, long=300)
 
 
 @examples(40)
@@ -159,6 +186,18 @@ def test_bench_propagate_on_the_device(tmp_path):
     data = json.loads(out.read_text())
     assert data["parameters"]["backend"] == "cuda" and data["consistency"] == []
     assert all(x["timer"] == "cuda-events" for run in data["runs"] for x in run["batches"])
+
+
+def test_bench_closure_on_the_device(tmp_path):
+    from perf import bench_closure as bc
+    out = tmp_path / "closure.json"
+    assert bc.main(["--backend", "cuda", "--sizes", "100,300", "--repeat", "2", "--out",
+                    str(out), "--quiet"]) == 0
+    data = json.loads(out.read_text())
+    assert data["parameters"]["backend"] == "cuda" and "cuda_device" in data["machine"]
+    for s in data["sizes"]:
+        assert len(s["device_build_s"]) == 2
+        assert s["device_counts"]["device_build"]["launches"] == 2
 
 
 def test_strict_rejection_changes_nothing(kernels):

@@ -24,6 +24,23 @@ def test_simulated_backend_is_no_device():
     assert not ok and "NUMBA_ENABLE_CUDASIM" in why
 
 
+@examples(20)
+@given(graph=st.one_of(random_graphs(max_ops=3, max_depth=2), structured_graphs(max_ops=8)))
+def test_compute_psi_on_the_simulated_device(graph):
+    """``compute_psi(..., kernels=CudaKernels(simulated=True))``: the host's arrays, the
+    device copies in the gather's form, the host's antichain overflow error."""
+    cc.check_compute_psi_device(graph, KERNELS)
+
+
+def test_compute_psi_on_the_device_with_cycles():
+    cc.check_compute_psi_device(cc.chain_graph(5), KERNELS)
+    cc.check_compute_psi_device(zero_cycle_graph()[0], KERNELS)
+
+
+def test_psi_launches_do_not_grow_with_the_longest_path():
+    cc.check_psi_launches_do_not_grow(KERNELS)
+
+
 @pytest.mark.parametrize("strategy", ["edgewise", "closure-dense", "closure-ragged"])
 @examples(60)
 @given(data=st.data())
@@ -108,3 +125,23 @@ def test_synthetic_benchmark_workload(strategy):
         for x, y in zip(cpu.update_arrays(*arr), sim.update_arrays(*arr)):
             np.testing.assert_array_equal(x, y)
     assert sim.frontiers() == cpu.frontiers() == [[] for _ in range(graph.num_locations)]
+
+
+def test_bench_closure_on_the_simulated_backend():
+    """``perf.bench_closure`` with ``--backend cuda`` (run here on the simulated backend):
+    both variants timed, their device counts recorded, the table drawn."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # perf/ is no package
+    from perf.bench_closure import format_table, run_benchmark
+    res = run_benchmark([3, 6], repeat=1, backend="cuda", kernels=KERNELS, warmup_size=3,
+                        log=lambda *a, **k: None)
+    assert res["parameters"]["backend"] == "cuda" and res["parameters"]["simulated"]
+    assert "NUMBA_ENABLE_CUDASIM" in res["machine"]["cuda_device"]
+    for s in res["sizes"]:
+        assert [r["variant"] for r in res["runs"] if r["n"] == s["n"]] == ["compute_psi",
+                                                                          "device_build"]
+        assert len(s["device_build_s"]) == 1 and s["device_build"]["median"] > 0
+        for counts in s["device_counts"].values():
+            assert counts["launches"] == 2 and counts["syncs"] == 1
+    assert "device ms" in format_table(res)

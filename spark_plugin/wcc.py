@@ -10,6 +10,13 @@ with ``log n``, not with the graph's diameter:
 2. **small-star / large-star** (Kiveris et al. 2014) alternate, one shuffle each, until an
    iteration changes no edge. The result is a star per component centred on its smallest id.
 
+Where the kernels run (``backend``): every stage's tasks, and the driver when it finishes an
+epoch, pick their kernels with :func:`wcc_kernels` -- the CuPy twins on the task's GPU where
+one is usable (``cuda``, or ``auto`` on large enough inputs), the Numba CPU kernels otherwise,
+with the reason logged once per Python worker. Every task reports the backend it used with
+its delta rows; the driver counts them per stage and per epoch (:class:`EpochSummary`
+``kernels``, :class:`WccResult` ``kernels`` and ``kernel_fallbacks``).
+
 The loop is a real timely dataflow graph (:func:`wcc_graph`), tracked by a
 :class:`~spark_plugin.service.FrontierService` on the driver. Every Spark task reports the
 messages it consumed and produced as pointstamp count deltas (producer ``wcc-<partition>``,
@@ -39,23 +46,30 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine import GraphBuilder, Summary
-from engine.errors import TimelyFrontierError
-from gpu_kernels.unionfind import compact_ids, uf_stars
+from engine import Backend, GraphBuilder, Summary
+from engine.backend import ENV_VAR
+from engine.errors import BackendError, TimelyFrontierError
+from gpu_kernels.unionfind import compact_ids
 
+from .device import KernelPlacement, place_kernels
 from .schema import delta_table
 from .service import FrontierService
 from .wcc_io import (EdgeInputError, edge_files, edge_format, epoch_sources, even_cuts,
                      read_edges)
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
-           "EdgeInputError", "WccProtocolError"]
+           "EdgeInputError", "WccProtocolError", "WccKernels", "wcc_kernels", "WCC_BACKENDS"]
 
 log = logging.getLogger(__name__)
 
-#: Output schema of every stage's ``mapInArrow``: data rows (a, b, f) and delta rows (the rest).
+#: Output schema of every stage's ``mapInArrow``: data rows (a, b, f) and delta rows (the rest:
+#: the deltas, and the backend the task's kernels ran on with the reason).
 STAGE_DDL = ("a bigint, b bigint, f boolean, loc int, ts array<bigint>, diff bigint, "
-             "producer string, seq bigint")
+             "producer string, seq bigint, kernels string, kernels_reason string")
+#: The delta columns the frontier service applies.
+DELTA_COLUMNS = ["loc", "ts", "diff", "producer", "seq"]
+#: The backends ``run_wcc`` and ``tfront wcc --backend`` accept.
+WCC_BACKENDS = (Backend.AUTO, Backend.CPU, Backend.CUDA)
 PRODUCER = "wcc"
 DRIVER = "wcc-driver"
 OUTPUT = "wcc-output"
@@ -119,7 +133,9 @@ class EpochSummary:
     """One final epoch: sizes, Spark iterations (``rounds``) and wall seconds.
 
     ``output_frontier`` is the frontier at ``output.in0`` when the epoch was declared final
-    (every element has an epoch greater than ``epoch``).
+    (every element has an epoch greater than ``epoch``). ``kernels`` counts the epoch's
+    tasks per backend their kernels ran on, as ``(backend, tasks)`` pairs sorted by backend
+    (``"cpu"``, ``"cuda"``); the driver's finishing union-find counts as one task.
     """
 
     epoch: int
@@ -129,10 +145,15 @@ class EpochSummary:
     rounds: int
     seconds: float
     output_frontier: tuple = ()
+    kernels: tuple = ()
 
     def line(self) -> str:
-        return (f"epoch {self.epoch}: vertices {self.vertices}, edges {self.edges}, components "
+        """``epoch E: vertices V, edges M, components C, rounds R, S.SS s, kernels cpu N``."""
+        text = (f"epoch {self.epoch}: vertices {self.vertices}, edges {self.edges}, components "
                 f"{self.components}, rounds {self.rounds}, {self.seconds:.2f} s")
+        if self.kernels:
+            text += ", kernels " + " ".join(f"{b} {n}" for b, n in self.kernels)
+        return text
 
 
 @dataclass
@@ -149,7 +170,11 @@ class WccResult:
     rows, or the whole output of a stage collected to finish the epoch on the driver). ``labels`` (``vertex,
     component``, sorted by vertex) is the last epoch's labels when no ``out`` was given;
     ``service`` the frontier service (all its counts are zero at the end); ``stages`` the
-    number of Spark stages run (two per iteration)."""
+    number of Spark stages run (two per iteration). ``backend`` is the requested kernel
+    backend; ``kernels`` counts tasks per backend their kernels actually ran on (every
+    stage's tasks, and the driver's finishing union-find as one task); ``kernel_fallbacks``
+    maps each reason a task ran the CPU kernels although ``cuda`` or ``auto`` was requested
+    to its number of tasks; ``service_backend`` is the frontier service's engine backend."""
 
     epochs: list[EpochSummary] = field(default_factory=list)
     seconds: float = 0.0
@@ -159,6 +184,86 @@ class WccResult:
     stages: int = 0
     delta_collect_seconds: float = 0.0
     tracking_background_seconds: float = 0.0
+    backend: Backend = Backend.AUTO
+    kernels: dict = field(default_factory=dict)
+    kernel_fallbacks: dict = field(default_factory=dict)
+    service_backend: str = ""
+
+    def kernels_line(self) -> str:
+        """One line: the requested backend, tasks per backend, and each CPU fallback's reason.
+
+        >>> WccResult(backend=Backend.CUDA, kernels={"cpu": 3},
+        ...           kernel_fallbacks={"no GPU": 3}).kernels_line()
+        'kernels: cuda requested; tasks on cpu 3; on the CPU because: no GPU (3 tasks)'
+        """
+        text = f"kernels: {self.backend.value} requested; tasks on " + (", ".join(
+            f"{b} {n}" for b, n in sorted(self.kernels.items())) or "none")
+        if self.kernel_fallbacks:
+            text += "; on the CPU because: " + "; ".join(
+                f"{why} ({n} task{'s' if n != 1 else ''})"
+                for why, n in sorted(self.kernel_fallbacks.items()))
+        return text
+
+
+@dataclass(frozen=True)
+class WccKernels:
+    """The three WCC kernels one task runs, bound to where they run.
+
+    ``contract(a, b) -> (root, leaf)``, ``large(u, v) -> (a, b, new)`` and ``small(lo, hi,
+    new) -> (a, b, new)`` take and return NumPy arrays (:mod:`gpu_kernels.unionfind`), on the
+    CPU or, through the CuPy twins, on ``placement.device``.
+    """
+
+    placement: KernelPlacement
+    contract: Callable
+    large: Callable
+    small: Callable
+
+
+def wcc_kernels(requested: "Backend | str", rows: int | None = None) -> WccKernels:
+    """The kernels a WCC task -- or the driver finishing an epoch -- runs, chosen here.
+
+    Parameters
+    ----------
+    requested : Backend or str
+        The job's backend (``auto``, ``cpu`` or ``cuda``; see
+        :func:`~spark_plugin.device.place_kernels`, which decides per task and logs a CPU
+        fallback's reason once per Python worker).
+    rows : int, optional
+        The task's input rows (``auto`` uses the GPU only from
+        :data:`~spark_plugin.device.AUTO_GPU_MIN_ROWS` rows).
+
+    Returns
+    -------
+    WccKernels
+        On a usable GPU, the CuPy twins (``uf_stars_xp``, ``large_star_xp``,
+        ``small_star_xp`` with ``xp = cupy``): each call copies its NumPy inputs to the
+        device once and its outputs back once (a task calls one kernel). Otherwise the Numba
+        kernels (``uf_stars``, ``large_star``, ``small_star``); ``cpu`` never imports CuPy.
+        Both give the same edges (the tests check it), so the labels do not depend on where a
+        task ran.
+    """
+    placement = place_kernels(requested, rows)
+    if placement.backend is Backend.CUDA:
+        from gpu_kernels.unionfind import large_star_xp, small_star_xp, uf_stars_xp
+
+        return WccKernels(placement, *(_on_device(fn, placement.device)
+                                       for fn in (uf_stars_xp, large_star_xp, small_star_xp)))
+    from gpu_kernels.unionfind import large_star, small_star, uf_stars
+
+    return WccKernels(placement, uf_stars, large_star, small_star)
+
+
+def _on_device(fn, device: int) -> Callable:
+    """``fn(xp, *arrays)`` run with CuPy on ``device``: NumPy arrays in, NumPy arrays out."""
+    def run(*arrays):
+        import cupy
+
+        with cupy.cuda.Device(device):
+            out = fn(cupy, *(cupy.asarray(x) for x in arrays))
+            return tuple(cupy.asnumpy(x) for x in out)
+    run.__name__ = run.__qualname__ = f"{fn.__name__}_on_cuda{device}"
+    return run
 
 
 class _Stage:
@@ -169,12 +274,13 @@ class _Stage:
     send every output edge to ``star.in0 (e, i)``, flagged new unless it is unchanged (a star
     of the previous epoch, or a large-star edge whose centre did not move). ``small`` consumes every row at
     ``star.in0 (e, i)`` and sends its new edges to ``label.in0 (e, i + 1)`` (via the feedback).
+    The kernels are :func:`wcc_kernels`' for ``backend``; the delta rows name where they ran.
     """
 
     def __init__(self, kind: str, epoch: int, it: int, seq: int, locs: dict, large: bool,
-                 wrap: Callable | None, use_gpu: bool = False):
+                 wrap: Callable | None, backend: Backend = Backend.CPU):
         self.kind, self.epoch, self.it, self.seq = kind, epoch, it, seq
-        self.locs, self.large, self.wrap, self.use_gpu = locs, large, wrap, use_gpu
+        self.locs, self.large, self.wrap, self.backend = locs, large, wrap, backend
 
     def __call__(self, batches):
         fn = self._run if self.wrap is None else self.wrap(self._run)
@@ -182,8 +288,6 @@ class _Stage:
 
     def _run(self, batches):
         from pyspark import TaskContext
-
-        from gpu_kernels.unionfind import large_star, small_star, uf_stars
 
         ctx = TaskContext.get()
         part = ctx.partitionId() if ctx is not None else 0
@@ -197,59 +301,24 @@ class _Stage:
             a = b = np.zeros(0, np.int64)
             f = np.zeros(0, np.bool_)
         e, i, L = self.epoch, self.it, self.locs
-        kernels = _gpu_kernels() if self.use_gpu and len(a) else None
-        if kernels is None:
-            kernels = {"contract": uf_stars, "large": large_star, "small": small_star}
+        kernels = wcc_kernels(self.backend, len(a))
         rows = []  # (loc, (epoch, iteration), diff)
         if self.kind == "contract":
             rows.append((L["b_in1"], (e, 0), -int(f.sum())))
-            oa, ob = kernels["contract"](a, b)
+            oa, ob = kernels.contract(a, b)
             of = _changed_stars(a, b, f, oa, ob)
             rows.append((L["s_in0"], (e, i), len(oa)))
         elif self.kind == "large":
             rows.append((L["b_in0"], (e, i), -int((f & (a < b)).sum())))
-            oa, ob, of = kernels["large"](a, b)
+            oa, ob, of = kernels.large(a, b)
             rows.append((L["s_in0"], (e, i), len(oa)))
         else:
             rows.append((L["s_in0"], (e, i), -len(a)))
-            oa, ob, of = kernels["small"](a, b, f)
+            oa, ob, of = kernels.small(a, b, f)
             rows.append((L["b_in0"], (e, i + 1), int(of.sum())))
         yield from _data_batches(oa, ob, of, self.large)
         rows = [r for r in rows if r[2] != 0] or [(0, (0, 0), 0)]  # marker: the seq arrives
-        yield _delta_batch(rows, f"{PRODUCER}-{part}", self.seq, self.large)
-
-
-def _gpu_kernels():
-    """The CuPy twins bound to this task's GPU, or ``None`` (no GPU assigned or usable: the
-    reason is logged once per worker by :func:`~spark_plugin.device.gpu_usable`'s caller)."""
-    from .device import choose_device, gpu_usable, task_resources
-
-    from .errors import DeviceSelectionError
-
-    try:
-        device = choose_device(os.environ, task_resources())
-    except DeviceSelectionError as e:  # a bad GPU address must not fail the task: use the CPU
-        log.warning("WCC kernels on the CPU: %s", e)
-        return None
-    if device is None:
-        return None
-    ok, why = gpu_usable(device)
-    if not ok:
-        log.warning("GPU %d is assigned to this task but not usable (%s); WCC kernels run on "
-                    "the CPU", device, why)
-        return None
-    import cupy
-
-    from gpu_kernels.unionfind import large_star_xp, small_star_xp, uf_stars_xp
-
-    def on_gpu(fn):
-        def run(*arrays):
-            with cupy.cuda.Device(device):
-                return tuple(cupy.asnumpy(x) for x in fn(cupy, *(cupy.asarray(x) for x in arrays)))
-        return run
-
-    return {"contract": on_gpu(uf_stars_xp), "large": on_gpu(large_star_xp),
-            "small": on_gpu(small_star_xp)}
+        yield _delta_batch(rows, f"{PRODUCER}-{part}", self.seq, self.large, kernels.placement)
 
 
 # Arrays for the tasks' output are built from their buffers: ``pa.array`` asks pyarrow's
@@ -374,19 +443,31 @@ class _IpcTask:
         yield (_to_ipc(data, _EDGE_SCHEMA), _to_ipc(deltas, self.schema)), loops, None
 
 
-def _warm_kernels(parts=()):
-    """Load the compiled WCC kernels (Numba's on-disk cache) into this process; as a
-    ``mapPartitions`` function it starts and warms the Python workers (yields nothing)."""
-    import pyarrow.parquet  # noqa: F401  (the contract tasks may read Parquet)
+class _WarmKernels:
+    """Load the compiled WCC kernels (Numba's on-disk cache) into this process -- and, where
+    :func:`wcc_kernels` places ``backend``'s kernels on a GPU, run the CuPy twins once (their
+    first call compiles CuPy's kernels: 102 ms against 37 ms warm for 8M edges on an H100);
+    as a ``mapPartitions`` function it starts and warms the Python workers (yields
+    nothing)."""
 
-    from gpu_kernels.unionfind import large_star, small_star, uf_stars
+    def __init__(self, backend: Backend = Backend.CPU):
+        self.backend = backend
 
-    x = np.array([1, 0], np.int64)
-    y = np.array([0, 2], np.int64)
-    uf_stars(x, y)
-    large_star(x, y)
-    small_star(x, y, np.ones(2, np.bool_))
-    return iter(())
+    def __call__(self, parts=()):
+        import pyarrow.parquet  # noqa: F401  (the contract tasks may read Parquet)
+
+        x = np.array([1, 0], np.int64)
+        y = np.array([0, 2], np.int64)
+        new = np.ones(2, np.bool_)
+        kernels = [wcc_kernels(Backend.CPU)]   # also the fallback of small tasks under auto
+        on_gpu = wcc_kernels(self.backend)
+        if on_gpu.placement.backend is Backend.CUDA:
+            kernels.append(on_gpu)
+        for k in kernels:
+            k.contract(x, y)
+            k.large(x, y)
+            k.small(x, y, new)
+        return iter(())
 
 
 def _local_path(out) -> bool:
@@ -453,7 +534,8 @@ def _stage_schema(large: bool) -> pa.Schema:
     lst, txt = _types(large)
     return pa.schema([("a", pa.int64()), ("b", pa.int64()), ("f", pa.bool_()),
                       ("loc", pa.int32()), ("ts", lst), ("diff", pa.int64()),
-                      ("producer", txt), ("seq", pa.int64())])
+                      ("producer", txt), ("seq", pa.int64()), ("kernels", txt),
+                      ("kernels_reason", txt)])
 
 
 def _data_batches(a, b, f, large: bool, chunk: int = 1 << 16):
@@ -465,10 +547,15 @@ def _data_batches(a, b, f, large: bool, chunk: int = 1 << 16):
             [_arrow_fixed(pa.int64(), a[s:s + k]), _arrow_fixed(pa.int64(), b[s:s + k]),
              _arrow_bool(f[s:s + k]), pa.nulls(k, pa.int32()),
              pa.nulls(k, schema.field("ts").type), pa.nulls(k, pa.int64()),
-             pa.nulls(k, schema.field("producer").type), pa.nulls(k, pa.int64())], schema=schema)
+             pa.nulls(k, schema.field("producer").type), pa.nulls(k, pa.int64()),
+             pa.nulls(k, schema.field("kernels").type),
+             pa.nulls(k, schema.field("kernels_reason").type)], schema=schema)
 
 
-def _delta_batch(rows, producer: str, seq: int, large: bool) -> pa.RecordBatch:
+def _delta_batch(rows, producer: str, seq: int, large: bool,
+                 placement: KernelPlacement) -> pa.RecordBatch:
+    """The task's delta rows ``(loc, (epoch, iteration), diff)``, each also naming the
+    backend its kernels ran on (``placement``) and why."""
     schema = _stage_schema(large)
     k = len(rows)
     return pa.RecordBatch.from_arrays(
@@ -477,7 +564,10 @@ def _delta_batch(rows, producer: str, seq: int, large: bool) -> pa.RecordBatch:
          _arrow_lists(schema.field("ts").type, [r[1] for r in rows]),
          _arrow_fixed(pa.int64(), np.array([r[2] for r in rows], np.int64)),
          _arrow_strings(schema.field("producer").type, [producer] * k),
-         _arrow_fixed(pa.int64(), np.full(k, seq, np.int64))], schema=schema)
+         _arrow_fixed(pa.int64(), np.full(k, seq, np.int64)),
+         _arrow_strings(schema.field("kernels").type, [placement.backend.value] * k),
+         _arrow_strings(schema.field("kernels_reason").type, [placement.reason] * k)],
+        schema=schema)
 
 
 class _Progress:
@@ -592,10 +682,18 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         Spark partitions per stage (fixed: one producer per partition); default the
         session's default parallelism.
     backend : {"auto", "cpu", "cuda"}, optional
-        Engine backend of the driver's frontier service (default ``$TFRONT_BACKEND`` or
-        auto). Unless ``"cpu"``, tasks that have a usable GPU (``CUDA_VISIBLE_DEVICES`` or
-        their Spark ``gpu`` resource, :mod:`spark_plugin.device`) run the CuPy twins of the
-        kernels there; the others run the Numba CPU kernels.
+        Where the WCC kernels run, decided per task by :func:`wcc_kernels` (default
+        ``$TFRONT_BACKEND``, else ``auto``). ``cuda``: every task (and the driver's finishing
+        union-find) with a usable GPU -- its Spark ``gpu`` resource or ``CUDA_VISIBLE_DEVICES``
+        (:mod:`spark_plugin.device`), else the process's device 0 -- runs the CuPy twins
+        there; the others run the Numba CPU kernels and log why, once per Python worker.
+        ``auto``: the same, quietly, for inputs of at least
+        :data:`~spark_plugin.device.AUTO_GPU_MIN_ROWS` rows. ``cpu``: the Numba kernels
+        everywhere, CuPy never imported. The backend is also the engine backend of the
+        driver's frontier service, except that ``cuda`` on a driver without a usable GPU
+        gives the service the ``cpu`` backend (logged) instead of failing: the tasks still
+        use their own GPUs. Which backend the tasks actually used is in
+        ``result.kernels``, ``result.kernel_fallbacks`` and each epoch's ``kernels``.
     progress : bool, optional
         Report progress on stderr: a tqdm bar (epochs, with the round and the frontier at
         ``label.in0``) when stderr is a terminal, plain log lines otherwise. Default on;
@@ -625,6 +723,10 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         Malformed input (file and line named); nothing is written for that epoch.
     WccProtocolError
         A frontier did not advance as required (lost delta batch).
+    engine.errors.BackendError
+        ``backend`` is not one of auto, cpu, cuda (``$TFRONT_BACKEND`` may also name a
+        tracker-only backend, ``reference`` or ``timely``: the service uses it, the kernels
+        run on the CPU).
     """
     from pyspark.sql import functions as F
 
@@ -634,16 +736,14 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     P = int(partitions or spark.sparkContext.defaultParallelism)
     if P < 1:
         raise ValueError(f"partitions must be positive, got {partitions!r}")
-    if backend not in (None, "auto", "cpu", "cuda"):
-        raise ValueError(f"backend must be auto, cpu or cuda, got {backend!r}")
-    use_gpu = backend != "cpu"   # executors use their GPU when one is assigned and usable
-    if backend == "auto":
-        backend = None
+    requested = _requested_backend(backend)
+    service_backend = _service_backend(requested)
     wg = wcc_graph()
-    svc = FrontierService(wg.graph, backend=backend, strict=True)
+    svc = FrontierService(wg.graph, backend=service_backend, strict=True)
     locs = {"b_in0": wg.b_in0, "b_in1": wg.b_in1, "s_in0": wg.s_in0}
     large = large_var_types(spark)
-    result = WccResult(service=svc)
+    result = WccResult(service=svc, backend=requested, service_backend=service_backend.value)
+    epoch_kernels: dict = {}   # backend -> tasks of the current epoch
     ck = _Checkpoints(spark, checkpoint_dir)
     tracking = 0.0
     collecting = 0.0
@@ -701,6 +801,31 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         if set(want) - got:
             svc.check_complete(want)  # raises MissingBatchError naming the producers
 
+    def count_kernels(s, what, placements):
+        """Count stage ``s``'s tasks per backend from their ``(backend, reason)`` pairs; a
+        CPU fallback's reason is logged the first time the job sees it."""
+        counts: dict = {}
+        for k, why in placements:
+            counts[k] = counts.get(k, 0) + 1
+            epoch_kernels[k] = epoch_kernels.get(k, 0) + 1
+            result.kernels[k] = result.kernels.get(k, 0) + 1
+            if k == Backend.CPU.value and requested in (Backend.AUTO, Backend.CUDA):
+                if why not in result.kernel_fallbacks:
+                    log.log(logging.WARNING if requested is Backend.CUDA else logging.INFO,
+                            "backend %s: WCC kernels on the CPU in stage %d (%s): %s",
+                            requested.value, s, what, why)
+                result.kernel_fallbacks[why] = result.kernel_fallbacks.get(why, 0) + 1
+        log.info("stage %d (%s): tasks per kernel backend %s", s, what,
+                 ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
+
+    def note_kernels(s, what, deltas):
+        """:func:`count_kernels` from a stage's delta rows (a producer is a task)."""
+        by_task = {}
+        for p, k, why in zip(*(deltas.column(c).to_pylist()
+                               for c in ("producer", "kernels", "kernels_reason"))):
+            by_task.setdefault(p, (k, why))
+        count_kernels(s, what, by_task.values())
+
     def stage_collect(kind, state_tbl, new, e, it):
         """Run one stage over the driver-held rows ``state_tbl`` (a, b, f; or ``None``) and
         the epoch's new edges ``new`` (a table a, b, f held by the driver, or a
@@ -708,7 +833,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         tasks, each given a contiguous ``1/P`` of both (:class:`_IpcTask`); apply the deltas;
         return the data rows ``a, b`` and the self-loop vertices of the new edges (numpy)."""
         nonlocal collecting
-        fn = _Stage(kind, e, it, seq["stage"], locs, large, task_wrapper, use_gpu)
+        fn = _Stage(kind, e, it, seq["stage"], locs, large, task_wrapper, requested)
         s = seq["stage"]
         seq["stage"] += 1
         t0 = time.perf_counter()
@@ -729,7 +854,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         deltas = pa.concat_tables([_from_ipc(x[1]) for x, _, _ in out])
         loops = np.concatenate([x for _, x, _ in out])
         collecting += time.perf_counter() - t0
-        check_stage(deltas.select(["loc", "ts", "diff", "producer", "seq"]), s)
+        check_stage(deltas.select(DELTA_COLUMNS), s)
+        note_kernels(s, f"{kind}, epoch {e} iteration {it}", deltas)
         return (data.column("a").to_numpy(zero_copy_only=False).astype(np.int64),
                 data.column("b").to_numpy(zero_copy_only=False).astype(np.int64), loops)
 
@@ -742,7 +868,10 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         nonlocal tracking
         s = seq["stage"]
         seq["stage"] += 1
-        oa, ob = uf_stars(a, b)
+        kernels = wcc_kernels(requested, len(a))
+        oa, ob = kernels.contract(a, b)
+        count_kernels(s, f"driver union-find, epoch {e} iteration {it}",
+                      [(kernels.placement.backend.value, kernels.placement.reason)])
         t0 = time.perf_counter()
         rows = [(wg.s_in0, (e, it), -len(a), f"{PRODUCER}-0")] if len(a) else []
         rows += [(0, (0, 0), 0, f"{PRODUCER}-{p}") for p in range(P)
@@ -756,16 +885,17 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     def stage(kind, df, e, it, key):
         """Run one stage on ``df`` (columns a, b, f) partitioned by ``key``; apply its deltas;
         return the checkpointed edge DataFrame and the ids of its persisted RDDs."""
-        fn = _Stage(kind, e, it, seq["stage"], locs, large, task_wrapper, use_gpu)
+        fn = _Stage(kind, e, it, seq["stage"], locs, large, task_wrapper, requested)
         s = seq["stage"]
         seq["stage"] += 1
         done, ids = ck.checkpoint(df.repartition(P, key).mapInArrow(fn, STAGE_DDL))
         nonlocal collecting
         t0 = time.perf_counter()
         deltas = collect_arrow(done.filter(F.col("a").isNull())
-                               .select("loc", "ts", "diff", "producer", "seq"))
+                               .select(*DELTA_COLUMNS, "kernels", "kernels_reason"))
         collecting += time.perf_counter() - t0
-        check_stage(deltas, s)
+        check_stage(deltas.select(DELTA_COLUMNS), s)
+        note_kernels(s, f"{kind}, epoch {e} iteration {it}", deltas)
         return done.filter(F.col("a").isNotNull()).select("a", "b", "f"), ids
 
     # The driver loads its kernels while it reads the input and Spark runs the first stage.
@@ -774,10 +904,10 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     # not wait for both; when the tasks read Parquet themselves the first stage is submitted
     # at once and starts the workers itself.
     warm = ThreadPoolExecutor(2, thread_name_prefix="wcc-warm")
-    warming = [warm.submit(_warm_kernels)]
+    warming = [warm.submit(_WarmKernels(requested))]
     if not (executor_input and _tasks_read(edges)):
         warming.append(warm.submit(lambda: spark.sparkContext.parallelize(range(P), P)
-                                   .mapPartitions(_warm_kernels).collect()))
+                                   .mapPartitions(_WarmKernels(requested)).collect()))
     warm.shutdown(wait=False)
     total, sources = epoch_sources(edges, epochs, follow=follow)
     bar = _Progress(progress, total)
@@ -790,6 +920,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         driver([(wg.a_out, (0, 0), 1)])  # the edge input's capability for epoch 0
         for e, source in enumerate(sources):
             t_epoch = time.perf_counter()
+            epoch_kernels.clear()
             scan = source.scan if executor_input else None
             table = None
             if scan is None:
@@ -909,7 +1040,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                 lab_df.select(F.lit(e).cast("long").alias("epoch"), "vertex", "component") \
                     .write.mode("append").parquet(str(out))
             summary = EpochSummary(e, int(stats["v"] or 0), n_edges, int(stats["c"] or 0),
-                                   rounds, time.perf_counter() - t_epoch, tuple(fd))
+                                   rounds, time.perf_counter() - t_epoch, tuple(fd),
+                                   tuple(sorted(epoch_kernels.items())))
             result.epochs.append(summary)
             bar.epoch(summary)
             if on_epoch is not None:
@@ -937,6 +1069,42 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     result.delta_collect_seconds = collecting
     result.stages = seq["stage"]
     return result
+
+
+def _requested_backend(backend) -> Backend:
+    """The job's backend: ``backend`` (auto, cpu or cuda), else ``$TFRONT_BACKEND``, else auto.
+
+    Raises
+    ------
+    BackendError
+        An unknown name, or an argument naming a tracker-only backend.
+    """
+    if backend is None:
+        env = os.environ.get(ENV_VAR)
+        return Backend.parse(env) if env else Backend.AUTO
+    chosen = Backend.parse(backend)
+    if chosen not in WCC_BACKENDS:
+        raise BackendError(f"the WCC job's backend must be one of "
+                           f"{', '.join(b.value for b in WCC_BACKENDS)}, got {backend!r}")
+    return chosen
+
+
+def _service_backend(requested: Backend) -> Backend:
+    """The concrete engine backend of the driver's frontier service for ``requested``:
+    itself (``auto`` resolved), except ``cuda`` on a driver without a usable GPU, which
+    gives ``cpu`` with a logged warning -- the executors may still have GPUs."""
+    from engine import resolve_backend
+
+    if requested is Backend.CUDA:
+        from engine.cuda_backend import usable_device
+
+        ok, why = usable_device()
+        if not ok:
+            log.warning("backend cuda: the driver has no usable GPU (%s); its frontier service "
+                        "runs on the cpu backend, and every task still runs its kernels on its "
+                        "own GPU where it has one", why)
+            return Backend.CPU
+    return resolve_backend(requested)[0]
 
 
 def main_wcc(args) -> int:
@@ -967,6 +1135,7 @@ def main_wcc(args) -> int:
         print(f"total: {len(res.epochs)} epochs, {res.seconds:.2f} s "
               f"(progress tracking {res.tracking_seconds:.2f} s)"
               + (f", labels in {args.out}" if args.out else ""), flush=True)
+        print(res.kernels_line(), flush=True)
     finally:
         spark.stop()
     return 0

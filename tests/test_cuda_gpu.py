@@ -214,3 +214,42 @@ def test_strict_rejection_changes_nothing(kernels):
         eng.update(b.loc, b.ts, [-d - 1 for d in b.diff])
     assert (sorted(eng.counts.items()), eng.frontiers()) == state == (
         sorted(ref.counts.items()), ref.frontiers())
+
+
+# -- batch intake on the device (issue 10, item 2) ------------------------------------------
+
+@examples(60)
+@given(data=st.data())
+def test_intake_kernels_equal_twin_and_host(cp, data):
+    graph = data.draw(graphs)
+    cc.check_intake_kernels(graph, data.draw(cc.raw_batches(graph, max_rows=200)), cp.asarray,
+                            cp.asnumpy)
+
+
+@examples(60)
+@given(data=st.data())
+def test_backend_intake_equals_host_path(kernels, data):
+    graph = data.draw(graphs)
+    cc.check_intake_backend(graph, data.draw(cc.raw_batches(graph, max_rows=200)), kernels)
+
+
+def test_intake_launches_and_syncs_do_not_depend_on_n(kernels):
+    from engine.workload import example_graph
+    cc.check_intake_counts(example_graph(), kernels, [1000, 100_000, 1_000_000],
+                           np.random.default_rng(4))
+
+
+def test_intake_staging_in_chunks():
+    from engine.cuda_backend import CudaKernels
+    from engine.workload import example_graph
+    k = CudaKernels()
+    k.stage_chunk = 1 << 16
+    cc.check_intake_counts(example_graph(), k, [300_000, 1000], np.random.default_rng(3))
+
+
+def test_pinned_pool_reuses_buffers_across_batches():
+    from engine.cuda_backend import CudaKernels
+    from engine.workload import example_graph
+    k = CudaKernels()
+    k.pool.min_bytes = 1 << 12
+    cc.check_pinned_pool_reuse(example_graph(), k, 100, np.random.default_rng(5))

@@ -162,7 +162,7 @@ def check_pack(loc, ts, depth, m, L, widths, idx_bits, validate, pack, keys, sta
             continue
         if l > stats[KINDS]:
             stats[KINDS] = l
-        for c in range(min(w, W)):
+        for c in range(w if w < W else W):  # not min(): numba-cuda's takes an iterable
             if ts[i, c] > stats[KINDS + 1 + c]:
                 stats[KINDS + 1 + c] = ts[i, c]
         if pack:
@@ -304,7 +304,7 @@ def _kernels():
                     keys[i] = i
             else:
                 cuda.atomic.max(sh, KINDS, np.int64(l))
-                for c in range(min(w, W)):
+                for c in range(w if w < W else W):  # not min(): numba-cuda's takes an iterable
                     cuda.atomic.max(sh, KINDS + 1 + c, np.int64(ts[i, c]))
                 if pack:
                     keys[i] = key(l, ts[i], w, widths, W, i, idx_bits)

@@ -427,16 +427,15 @@ class CudaKernels(KernelSet):
             step = max(1, self.stage_chunk // row)
             for lo in range(0, len(a) if a.ndim else 1, step):
                 jobs.append((a, pin, out, lo, lo + step))
+        import concurrent.futures
+        fills = [None] * len(jobs)
         try:
             if len(jobs) > 1:
                 if self._stage_threads is None:
-                    import concurrent.futures
                     self._stage_threads = concurrent.futures.ThreadPoolExecutor(
                         self.stage_threads, thread_name_prefix="tfront-stage")
                 fills = [self._stage_threads.submit(_fill, a, pin, lo, hi)
                          for a, pin, _, lo, hi in jobs]
-            else:
-                fills = [None] * len(jobs)
             for (a, pin, out, lo, hi), f in zip(jobs, fills):
                 if f is None:
                     _fill(a, pin, lo, hi)
@@ -448,7 +447,8 @@ class CudaKernels(KernelSet):
                     out[lo:hi] = pin[lo:hi]
                 else:
                     out[lo:hi].set(pin[lo:hi], stream=xp.cuda.get_current_stream())
-        finally:
+        finally:  # no fill may still write into the buffer once it is back in the pool
+            concurrent.futures.wait([f for f in fills if f is not None])
             self._pool.release(entry, self._copy_done())
         return outs
 

@@ -140,19 +140,22 @@ class BatchedTracker:
         if self.strategy is Strategy.CLOSURE:
             from .psi import compute_psi
             self.psi = compute_psi(graph, max_antichain=max_antichain, layout=psi_layout,
-                                   memory_budget=memory_budget)
+                                   memory_budget=memory_budget, kernels=self.kernels)
         W, L = self.ga.width, self.ga.L
         self._width = (graph.m + self.ga.depth).tolist()
         xp = self.kernels.xp
-        # resident state: the count table (sorted by (loc, ts), no zero counts) on the
-        # backend's device; F (frontier of positive counts) and I (implied frontier) as CSR by
-        # location, where propagation runs
+        # resident state: on the backend's device, the count table (sorted by (loc, ts), no
+        # zero counts) and F (frontier of positive counts, CSR by location; a device backend
+        # may keep spare rows past F_ptr[L]); I (implied frontier, CSR) where propagation runs,
+        # with a host copy of F (_hF_*) when that is the host
         self._loc = xp.zeros(0, xp.int32)
         self._ts = xp.zeros((0, W), xp.int64)
         self._cnt = xp.zeros(0, xp.int64)
-        xp = self._pk.xp
         self._F_ptr = xp.zeros(L + 1, xp.int64)
         self._F_ts = xp.zeros((0, W), xp.int64)
+        xp = self._pk.xp
+        self._hF_ptr = xp.zeros(L + 1, xp.int64)
+        self._hF_ts = xp.zeros((0, W), xp.int64)
         self._I_ptr = xp.zeros(L + 1, xp.int64)
         self._I_ts = xp.zeros((0, W), xp.int64)
         self.counts = TableCounts(self)
@@ -194,32 +197,29 @@ class BatchedTracker:
             self._reject_negative(k.to_host(c_loc[bad:bad + 1])[0],
                                   k.to_host(c_ts[bad:bad + 1])[0], int(c_diff[bad]))
         self._loc, self._ts, self._cnt = n_loc, n_ts, n_cnt
-        locs, sel_ptr, sel_ts = k.flipped_frontiers(n_loc, n_ts, n_cnt, flip, ga.L, ga.m)
-        old_F = self._F_ptr, self._F_ts
-        if sel_ptr is None:
-            seeds = locs
-        else:
-            if pk is not k:  # F and I live with the host-side propagation: a few rows travel
-                locs, sel_ptr, sel_ts = k.to_host_all(locs, sel_ptr, sel_ts)
-            self._F_ptr, self._F_ts, seeds = pk.replace_segments(self._F_ptr, self._F_ts, locs,
-                                                                 sel_ptr, sel_ts)
+        self._F_ptr, self._F_ts, mode = k.frontier_update(n_loc, n_ts, n_cnt, flip, self._F_ptr,
+                                                          self._F_ts, ga.m)
+        if pk is not k:  # the host-side propagation works on a host copy of F
+            self._hF_ptr, self._hF_ts, mode = k.frontiers_to_host(self._F_ptr, self._F_ts, mode)
+        F_ptr, F_ts = (self._F_ptr, self._F_ts) if pk is k else (self._hF_ptr, self._hF_ts)
         applied = time.perf_counter()
         # 3. propagate; 4. emit the changes of I
-        if seeds.size:
-            if self.strategy is Strategy.CLOSURE:
-                new_ptr, new_ts, out = pk.closure_step(ga, self.psi, *old_F, self._F_ptr,
-                                                       self._F_ts, self._I_ptr, self._I_ts, seeds)
-            else:
+        empty = (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64), np.zeros(0, np.int64))
+        if self.strategy is Strategy.CLOSURE:  # a changed F is found by the gather itself
+            self._I_ptr, self._I_ts, out = pk.closure_step(ga, self.psi, mode, F_ptr, F_ts,
+                                                           self._I_ptr, self._I_ts)
+        else:
+            seeds = np.flatnonzero(mode).astype(np.int64)
+            out = empty
+            if seeds.size:
                 new_ptr, new_ts, touched, steps = pk.edgewise(
-                    ga, self._F_ptr, self._F_ts, self._I_ptr, self._I_ts, seeds, self.max_steps)
+                    ga, F_ptr, F_ts, self._I_ptr, self._I_ts, seeds, self.max_steps)
                 if steps < 0:
                     raise ConvergenceError(f"edge-wise propagation exceeded {self.max_steps} steps")
                 out = pk.frontier_changes(touched, self._I_ptr, self._I_ts, new_ptr, new_ts,
                                           ga.width)
-            self._I_ptr, self._I_ts = new_ptr, new_ts
-            out = tuple(pk.to_host(a) for a in out)
-        else:
-            out = (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64), np.zeros(0, np.int64))
+                self._I_ptr, self._I_ts = new_ptr, new_ts
+        out = tuple(np.asarray(a) for a in out)
         self.last_timing = {"apply_s": applied - start, "propagate_s": time.perf_counter() - applied,
                             **k.counts_since(snap)}
         return out

@@ -540,6 +540,8 @@ class CudaKernels(KernelSet):
     def _psi(self, psi):
         """``Psi`` target-major on the device (:func:`gpu_kernels.propagate.target_major`: the
         order the block-per-target gather reads it in); built and copied once per ``Psi``."""
+        if getattr(psi, "device", None) is not None:  # built on the device, target-major
+            return psi.device
         hit = self._psis.get(id(psi))
         if hit is not None:
             return hit
@@ -600,29 +602,34 @@ class CudaKernels(KernelSet):
         from gpu_kernels import _cuda
         return _cuda.alloc(self.xp, n, self.xp.bool_, 0)
 
-    def flipped_frontiers(self, t_loc, t_ts, t_cnt, flip, L: int, m: int):
-        """The flipped locations (a compaction and one **sync** for their number) and their
-        new ``F`` (:func:`gpu_kernels.pareto.segment_frontiers_cuda`)."""
+    def frontier_update(self, t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m: int):
+        """:func:`gpu_kernels.pareto.frontier_update_cuda`: every location at once, no sync."""
+        from gpu_kernels.pareto import frontier_update_cuda
+        with self._scope():
+            return frontier_update_cuda(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m)
+
+    def frontiers_to_host(self, F_ptr, F_ts, mode):
+        """``F_ptr`` and the modes in one transfer, then the used rows of ``F_ts``: 2 syncs,
+        ``9 L + 8 W |F|`` bytes."""
         from gpu_kernels import _cuda
         xp = self.xp
+        L = F_ptr.shape[0] - 1
         with self._scope():
-            locs = _cuda.op(xp.flatnonzero(flip).astype(xp.int64), 2)
-            _cuda.COUNTS.syncs += 1  # a compaction's size is read back (NumPy stands in here)
-            if not locs.size:
-                return locs, None, None
-            seg_ptr = _cuda.op(xp.searchsorted(t_loc, xp.arange(L + 1, dtype=xp.int64)), 2)
-            sel_ptr, sel_ts = self.segment_frontiers(t_ts, t_cnt, seg_ptr.astype(xp.int64),
-                                                     locs, m)
-            return locs, sel_ptr, sel_ts
+            both = _cuda.op(xp.concatenate([F_ptr.view(xp.uint8), mode.view(xp.uint8)]))
+            host = _cuda.read(both)
+            h_ptr = np.ascontiguousarray(host[:8 * (L + 1)]).view(np.int64)
+            h_mode = np.ascontiguousarray(host[8 * (L + 1):])
+            h_ts = _cuda.read(F_ts[:int(h_ptr[L])])
+        return h_ptr, np.ascontiguousarray(h_ts), h_mode
 
-    def closure_step(self, ga, psi, old_F_ptr, old_F_ts, F_ptr, F_ts, I_ptr, I_ts, seeds):
+    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts):
         """:func:`gpu_kernels.propagate.closure_step_cuda` over target-major ``Psi``; the
         changes come back in one copy and are split on the host."""
         from gpu_kernels.propagate import closure_step_cuda
         with self._scope():
             p = self._psi(psi)
-            new_ptr, new_ts, ch = closure_step_cuda(ga.m, p.tm_ptr, p.tm_src, p.tm_sum, old_F_ptr,
-                                                    old_F_ts, F_ptr, F_ts, I_ptr, I_ts, seeds,
+            new_ptr, new_ts, ch = closure_step_cuda(ga.m, p.tm_ptr, p.tm_src, p.tm_sum, mode,
+                                                    F_ptr, F_ts, I_ptr, I_ts,
                                                     **self.closure_options)
         changes = (ch[:, 0].astype(np.int32), np.ascontiguousarray(ch[:, 2:]),
                    np.ascontiguousarray(ch[:, 1]))
@@ -632,22 +639,6 @@ class CudaKernels(KernelSet):
         from gpu_kernels.propagate import frontier_changes_cuda
         with self._scope():
             return frontier_changes_cuda(locs, old_ptr, old_ts, new_ptr, new_ts, W)
-
-    def to_host_all(self, *arrays) -> tuple[np.ndarray, ...]:
-        """Several ``int64`` device arrays in one transfer (one **sync**): concatenated on the
-        device, split on the host."""
-        from gpu_kernels import _cuda
-        if self.simulated:
-            _cuda.COUNTS.syncs += 1
-            return tuple(np.asarray(a) for a in arrays)
-        xp = self.xp
-        flat = _cuda.op(xp.concatenate([a.reshape(-1) for a in arrays]))
-        host = _cuda.read(flat)
-        out, o = [], 0
-        for a in arrays:
-            out.append(host[o:o + a.size].reshape(a.shape))
-            o += a.size
-        return tuple(out)
 
     # -- accounting -------------------------------------------------------------------------
 

@@ -46,10 +46,6 @@ class KernelSet(abc.ABC):
         """Backend array -> NumPy array."""
         return np.asarray(a)
 
-    def to_host_all(self, *arrays) -> tuple[np.ndarray, ...]:
-        """Several backend ``int64`` arrays -> NumPy arrays (a device backend copies them in
-        one transfer)."""
-        return tuple(self.to_host(a) for a in arrays)
 
     # batch intake: validation and consolidation
     def intake(self, graph, depth, loc, ts, diff):
@@ -86,27 +82,25 @@ class KernelSet(abc.ABC):
         """``bool[n]`` zeros on the backend (the merge's flipped-location marks)."""
         return self.xp.zeros(n, dtype=self.xp.bool_)
 
-    def flipped_frontiers(self, t_loc, t_ts, t_cnt, flip, L: int, m: int):
-        """The locations whose positive set flipped in the merge, and their new ``F``.
+    def frontier_update(self, t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m: int):
+        """Every location's new ``F`` after a merge and how it changed:
+        :func:`gpu_kernels.pareto.frontier_update` (``(F_ptr, F_ts, mode uint8[L])``, backend
+        arrays). A device backend may return ``F_ts`` with spare rows past ``F_ptr[L]``."""
+        from gpu_kernels.pareto import frontier_update
+        return frontier_update(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m)
 
-        Returns ``(locs int64[q], sel_ptr int64[q + 1], sel_ts int64[., W])`` on the backend
-        (``sel_*`` are None when ``q == 0``); ``t_*`` is the new count table.
-        """
-        xp = self.xp
-        locs = xp.flatnonzero(flip).astype(xp.int64)
-        if not locs.size:
-            return locs, None, None
-        seg_ptr = xp.searchsorted(t_loc, xp.arange(L + 1, dtype=xp.int64)).astype(xp.int64)
-        sel_ptr, sel_ts = self.segment_frontiers(t_ts, t_cnt, seg_ptr, locs, m)
-        return locs, sel_ptr, sel_ts
+    def frontiers_to_host(self, F_ptr, F_ts, mode):
+        """``F`` and the modes as host arrays (for host-side propagation)."""
+        return self.to_host(F_ptr), self.to_host(F_ts), self.to_host(mode)
 
     # propagation: gpu_kernels.propagate. Edge-wise propagation runs on the host for every
     # backend (CpuKernels.edgewise): it does sequential work where frontiers change.
     @abc.abstractmethod
-    def closure_step(self, ga, psi, old_F_ptr, old_F_ts, F_ptr, F_ts, I_ptr, I_ts, seeds):
+    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts):
         """The closure strategy: ``(I_ptr, I_ts, (c_loc, c_ts, c_diff))`` -- the new implied
-        frontiers (backend arrays) of every target a changed ``F`` (``seeds``) reaches, and
-        their changes as host arrays sorted by ``(loc, ts)``."""
+        frontiers (backend arrays) of every target that a changed ``F`` (``mode > 0``, from
+        :meth:`frontier_update`) reaches, and their changes as host arrays sorted by
+        ``(loc, ts)``."""
 
     @abc.abstractmethod
     def frontier_changes(self, locs, old_ptr, old_ts, new_ptr, new_ts, W):
@@ -168,7 +162,11 @@ class CpuKernels(KernelSet):
             psi.sums.reshape(-1, psi.sums.shape[-1]), psi.max_antichain if dense else 0,
             F_ptr, F_ts, I_ptr, I_ts, seeds)
 
-    def closure_step(self, ga, psi, old_F_ptr, old_F_ts, F_ptr, F_ts, I_ptr, I_ts, seeds):
+    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts):
+        seeds = np.flatnonzero(mode).astype(np.int64)
+        if not len(seeds):
+            return I_ptr, I_ts, (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64),
+                                 np.zeros(0, np.int64))
         new_ptr, new_ts, touched = self.gather_closure(ga, psi, F_ptr, F_ts, I_ptr, I_ts, seeds)
         changes = self.frontier_changes(touched, I_ptr, I_ts, new_ptr, new_ts, ga.width)
         return new_ptr, new_ts, changes

@@ -3,13 +3,15 @@
 Kernels take arrays in and give arrays out; one concern per module, each module's docstring
 stating its inputs, outputs and cost:
 
+* ``intake`` -- batch validation inside the packing kernel (device intake);
 * ``consolidate`` -- delta consolidation (sort + segmented reduce) and the merge into the
   count table;
-* ``pareto`` -- per-location Pareto minima (one-outer-coordinate fast path, general path)
-  and splicing new segments into a CSR;
-* ``propagate`` -- the closure strategy (gather through ``Psi``), edge-wise relaxation, and
-  the frontier changes emitted;
-* ``closure`` -- the path-summary closure ``Psi`` (summary application and closure rounds);
+* ``pareto`` -- per-location Pareto minima (one-outer-coordinate fast path, general path),
+  splicing new segments into a CSR, and every location's new frontier with its change mode;
+* ``propagate`` -- the closure strategy (gather through ``Psi``; on the device a block per
+  target over target-major ``Psi``), edge-wise relaxation (host), and the frontier changes;
+* ``closure`` -- the path-summary closure ``Psi`` (per-source settle; on the device one
+  thread per source in a constant number of launches);
 * ``precursors`` -- could-result-in and Naiad's precursor counts through ``Psi`` rows;
 * ``segments`` -- the segmented gather that rebuilds a CSR; ``summary_rows`` -- the scalar
   core (apply, compose, order) every kernel shares; ``_cuda`` -- launch plumbing.

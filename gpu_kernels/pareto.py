@@ -33,7 +33,9 @@ from .segments import gather_segments_cuda
 from .summary_rows import ts_cmp, ts_le
 
 __all__ = ["segment_frontiers", "antichain_insert", "sort_rows_inplace", "sort_rows_with",
-           "replace_segments", "segments_equal", "segment_frontiers_cuda", "replace_segments_cuda"]
+           "replace_segments", "segments_equal", "segment_mode", "seed_modes",
+           "frontier_update", "segment_frontiers_cuda", "replace_segments_cuda",
+           "frontier_update_cuda"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -196,6 +198,70 @@ def replace_segments(ptr, rows, locs, sel_ptr, sel_rows):
     return new_ptr, new_rows, changed[:nc]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def segment_mode(x, a, b, y, c, d, m, W):
+    """How the frontier ``x[a:b]`` (old) became ``y[c:d]`` (new): 0 unchanged, 1 *grown*
+    (every old row is ``>=`` some new row: the down-set only gained, so every implied frontier
+    downstream can only gain candidates), 2 *retreated* (some old row is covered by no new
+    row: candidates were withdrawn). Scalar core of :func:`seed_modes` and its kernel."""
+    if b - a == d - c:
+        same = True
+        for k in range(b - a):
+            if ts_cmp(x[a + k], y[c + k], W) != 0:
+                same = False
+                break
+        if same:
+            return 0
+    for i in range(a, b):
+        covered = False
+        for j in range(c, d):
+            if ts_le(y[j], x[i], m, W):
+                covered = True
+                break
+        if not covered:
+            return 2
+    return 1
+
+
+@njit(cache=True, nogil=True)
+def seed_modes(L, seeds, old_ptr, old_ts, new_ptr, new_ts, m):
+    """``uint8[L]``: :func:`segment_mode` of every seed's ``F`` (0 elsewhere). CPU twin of the
+    modes :func:`frontier_update_cuda` computes."""
+    W = new_ts.shape[1]
+    mode = np.zeros(L, dtype=np.uint8)
+    for s in seeds:
+        mode[s] = segment_mode(old_ts, old_ptr[s], old_ptr[s + 1], new_ts, new_ptr[s],
+                               new_ptr[s + 1], m, W)
+    return mode
+
+
+def frontier_update(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m):
+    """Every location's new ``F`` after a merge, and how it changed.
+
+    Parameters
+    ----------
+    t_loc, t_ts, t_cnt : the new count table (sorted by ``(loc, ts)``)
+    flip : bool[L], the locations whose set of positive timestamps changed
+    F_ptr, F_ts : the old ``F`` (CSR by location)
+    m : int
+
+    Returns
+    -------
+    (F_ptr, F_ts, mode) : the new ``F`` and ``mode uint8[L]`` (:func:`segment_mode`: 0
+    unchanged, 1 grown, 2 retreated). The CPU twin of :func:`frontier_update_cuda`: the
+    flipped locations' frontiers (:func:`segment_frontiers`) spliced in
+    (:func:`replace_segments`).
+    """
+    L = F_ptr.shape[0] - 1
+    locs = np.flatnonzero(flip).astype(np.int64)
+    if not len(locs):
+        return F_ptr, F_ts, np.zeros(L, np.uint8)
+    seg_ptr = np.searchsorted(t_loc, np.arange(L + 1)).astype(np.int64)
+    sel_ptr, sel_ts = segment_frontiers(t_ts, t_cnt, seg_ptr, locs, m)
+    new_ptr, new_ts, changed = replace_segments(F_ptr, F_ts, locs, sel_ptr, sel_ts)
+    return new_ptr, new_ts, seed_modes(L, changed, F_ptr, F_ts, new_ptr, new_ts, m)
+
+
 # -- CUDA ---------------------------------------------------------------------------------------
 
 #: ``numba.cuda``, bound by :func:`_kernels` on first use. A module global, not a local of the
@@ -231,6 +297,7 @@ def _kernels():
     lt = _cuda.device(_counters_lt)
     le = _cuda.device(ts_le)
     equal = _cuda.device(segments_equal)
+    mode_of = _cuda.device(segment_mode)
 
     @cuda.jit
     def frontier_marks(t_ts, t_cnt, seg_ptr, locs, cap_ptr, m, lst, nloc, keep):
@@ -313,7 +380,133 @@ def _kernels():
             same[i] = 1 if equal(rows, ptr[l], ptr[l + 1], sel_rows, sel_ptr[i], sel_ptr[i + 1],
                                  rows.shape[1]) else 0
 
-    return types.SimpleNamespace(frontier_marks=frontier_marks, segments_same=segments_same)
+    @cuda.jit
+    def frontier_block(t_loc, t_ts, t_cnt, flip, F_ptr, m, lst, nloc, keep, start, lens,
+                       scratch):
+        """Block per location ``l`` (every location: no list of flipped ones to compact).
+        Unflipped: lens[l] <- |old F(l)|. Flipped: the segment of ``l`` (two binary searches
+        in ``t_loc``) is marked as in ``frontier_marks`` (phases 1 and 2), then each thread
+        copies its chunk's marked rows, in order, to scratch rows start[l] + (marked rows
+        of earlier chunks) ...; lens[l] <- the number of marked rows."""
+        l = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        W = t_ts.shape[1]
+        r_all = t_loc.shape[0]
+        lo_ = 0
+        hi_ = r_all
+        while lo_ < hi_:
+            mid = (lo_ + hi_) // 2
+            if t_loc[mid] < l:
+                lo_ = mid + 1
+            else:
+                hi_ = mid
+        a = lo_
+        hi_ = r_all
+        while lo_ < hi_:
+            mid = (lo_ + hi_) // 2
+            if t_loc[mid] <= l:
+                lo_ = mid + 1
+            else:
+                hi_ = mid
+        n = lo_ - a
+        if flip[l] == 0:
+            if t == 0:
+                lens[l] = F_ptr[l + 1] - F_ptr[l]
+                start[l] = a
+            return
+        chunk = (n + T - 1) // T
+        lo = t * chunk
+        hi = lo + chunk
+        if hi > n:
+            hi = n
+        c = 0
+        for rr in range(lo, hi):
+            r = a + rr
+            if t_cnt[r] <= 0:
+                continue
+            if m == 1:
+                if c > 0 and not lt(t_ts[r], t_ts[lst[a + lo + c - 1]], m, W):
+                    continue
+            else:
+                dominated = False
+                for j in range(c):
+                    if le(t_ts[lst[a + lo + j]], t_ts[r], m, W):
+                        dominated = True
+                        break
+                if dominated:
+                    continue
+            lst[a + lo + c] = r
+            c += 1
+        nloc[l * T + t] = c
+        cuda.syncthreads()
+        if m == 1:
+            best = -1
+            for s in range(t):
+                cs = nloc[l * T + s]
+                if cs > 0:
+                    cand = lst[a + s * chunk + cs - 1]
+                    if best < 0 or lt(t_ts[cand], t_ts[best], m, W):
+                        best = cand
+            for k in range(c):
+                r = lst[a + lo + k]
+                if best < 0 or lt(t_ts[r], t_ts[best], m, W):
+                    keep[r] = 1
+        else:
+            for k in range(c):
+                r = lst[a + lo + k]
+                ok = True
+                for s in range(t):
+                    for j in range(nloc[l * T + s]):
+                        if le(t_ts[lst[a + s * chunk + j]], t_ts[r], m, W):
+                            ok = False
+                            break
+                    if not ok:
+                        break
+                if ok:
+                    keep[r] = 1
+        cuda.syncthreads()
+        kept = 0
+        for rr in range(lo, hi):
+            kept += keep[a + rr]
+        nloc[l * T + t] = kept
+        cuda.syncthreads()
+        o = a
+        for s in range(t):
+            o += nloc[l * T + s]
+        for rr in range(lo, hi):
+            if keep[a + rr] != 0:
+                for q in range(W):
+                    scratch[o, q] = t_ts[a + rr, q]
+                o += 1
+        if t == T - 1:
+            lens[l] = o - a
+            start[l] = a
+
+    @cuda.jit
+    def frontier_fill(flip, start, scratch, F_ptr, F_ts, new_ptr, new_ts, m, mode):
+        """Thread per location: its new F segment (from ``scratch`` if flipped, else the old
+        one) and mode[l] <- segment_mode(old F(l), new F(l))."""
+        l = cuda.grid(1)
+        if l < flip.shape[0]:
+            W = new_ts.shape[1]
+            o = new_ptr[l]
+            e = new_ptr[l + 1]
+            if flip[l] != 0:
+                s = start[l]
+                for i in range(e - o):
+                    for q in range(W):
+                        new_ts[o + i, q] = scratch[s + i, q]
+                mode[l] = mode_of(F_ts, F_ptr[l], F_ptr[l + 1], new_ts, o, e, m, W)
+            else:
+                s = F_ptr[l]
+                for i in range(e - o):
+                    for q in range(W):
+                        new_ts[o + i, q] = F_ts[s + i, q]
+                mode[l] = 0
+
+    return types.SimpleNamespace(frontier_marks=frontier_marks, segments_same=segments_same,
+                                 frontier_block=frontier_block, frontier_fill=frontier_fill)
 
 
 def segment_frontiers_cuda(t_ts, t_cnt, seg_ptr, locs, m, *, threads=None):
@@ -387,3 +580,46 @@ def replace_segments_cuda(ptr, rows, locs, sel_ptr, sel_rows, *, tpb=None):
     changed = _cuda.op(locs[same == 0].astype(xp.int64), 3)
     _cuda.COUNTS.syncs += 1  # a boolean mask's size is read back
     return new_ptr, new_rows, changed
+
+
+#: Threads per location block of :func:`frontier_update_cuda` on a device (two warps).
+UPDATE_THREADS = 64
+
+
+def frontier_update_cuda(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m, *, threads=None, tpb=None):
+    """CUDA version of :func:`frontier_update`: same arguments and results, except that the
+    new ``F_ts`` has as many rows as the table (an upper bound: every row of ``F`` is a
+    positive table row) and ``F_ptr[L]`` says how many are used. No host synchronisation.
+
+    Launch shape: ``frontier_block``, one block of ``threads`` threads per location
+    (:data:`UPDATE_THREADS` on a device, 1 on the simulator) -- a location whose positive set
+    did not flip exits at once; a flipped one is split into chunks as in
+    :func:`segment_frontiers_cuda` and its frontier rows compacted in order into a scratch
+    array at the segment's own offset (so no sizes are needed yet); one scan of the lengths
+    (CuPy); ``frontier_fill``, thread per location: the new ``F`` and each location's
+    :func:`segment_mode`. 2 launches, 1 primitive, 0 syncs; allocations: 7.
+
+    Bytes: the table's rows of flipped locations read once or twice (phase 2 rereads
+    chunk minima, cached); the old and new ``F`` rows once each (``8 W``); the marks 1 byte
+    and the scratch list 8 bytes per row of flipped locations.
+    """
+    xp = _cuda.namespace(t_ts, F_ts)
+    L = F_ptr.shape[0] - 1
+    r, W = t_ts.shape
+    T = int(threads) if threads is not None else (1 if _cuda.simulator() else UPDATE_THREADS)
+    k = _kernels()
+    rows = max(r, 1)
+    lst = _cuda.alloc(xp, rows, xp.int64)
+    nloc = _cuda.alloc(xp, max(L * T, 1), xp.int64)
+    keep = _cuda.alloc(xp, rows, xp.uint8, 0)
+    start = _cuda.alloc(xp, max(L, 1), xp.int64)
+    lens = _cuda.alloc(xp, L + 1, xp.int64, 0)
+    scratch = _cuda.alloc(xp, (rows, W), xp.int64)
+    _cuda.launch_blocks(k.frontier_block, L, T, t_loc, t_ts, t_cnt, flip, F_ptr, int(m), lst,
+                        nloc, keep, start, lens[1:], scratch)
+    _cuda.op(xp.cumsum(lens, out=lens))
+    new_ts = _cuda.alloc(xp, (r, W), xp.int64)
+    mode = _cuda.alloc(xp, L, xp.uint8)
+    _cuda.launch(k.frontier_fill, L, flip, start, scratch, F_ptr, F_ts, lens, new_ts, int(m), mode,
+                 tpb=tpb)
+    return lens, new_ts, mode

@@ -32,7 +32,7 @@ CUDA kernels (foot of the file): the closure strategy as one device step,
 :func:`closure_step_cuda` (a block per target over a target-major ``Psi``, incremental where
 no source retreated, the frontier changes folded in), and :func:`frontier_changes_cuda`,
 with the twins' contracts and scalar cores (``apply_into``, ``antichain_insert``,
-``walk_changes``, ``segment_mode``, ``count_changes``, ``gather_target``). Edge-wise
+``walk_changes``, ``count_changes``, ``gather_target``). Edge-wise
 propagation has no device form: on the GPU backend it runs here, on the host, from the few
 ``F`` rows that changed (a device version was a host loop of thousands of tiny rounds:
 ``../shared/gpu/README.md``).
@@ -51,7 +51,7 @@ from .pareto import antichain_insert, sort_rows_inplace, sort_rows_with
 from .summary_rows import apply_into, ts_cmp, ts_le
 
 __all__ = ["edgewise", "gather_closure", "frontier_changes", "walk_changes", "relax_into",
-           "target_major", "segment_mode", "seed_modes", "count_changes", "gather_target",
+           "target_major", "count_changes", "gather_target",
            "closure_step_cuda", "frontier_changes_cuda", "coop_threads"]
 
 
@@ -373,43 +373,6 @@ def target_major(L, dense_A, count, t_ptr, t_src, t_pair, sum_ptr, sums):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def segment_mode(x, a, b, y, c, d, m, W):
-    """How the frontier ``x[a:b]`` (old) became ``y[c:d]`` (new): 0 unchanged, 1 *grown*
-    (every old row is ``>=`` some new row: the down-set only gained, so every implied frontier
-    downstream can only gain candidates), 2 *retreated* (some old row is covered by no new
-    row: candidates were withdrawn). Scalar core of :func:`seed_modes` and its kernel."""
-    if b - a == d - c:
-        same = True
-        for k in range(b - a):
-            if ts_cmp(x[a + k], y[c + k], W) != 0:
-                same = False
-                break
-        if same:
-            return 0
-    for i in range(a, b):
-        covered = False
-        for j in range(c, d):
-            if ts_le(y[j], x[i], m, W):
-                covered = True
-                break
-        if not covered:
-            return 2
-    return 1
-
-
-@njit(cache=True, nogil=True)
-def seed_modes(L, seeds, old_ptr, old_ts, new_ptr, new_ts, m):
-    """``uint8[L]``: :func:`segment_mode` of every seed's ``F`` (0 elsewhere). CPU twin of the
-    device kernel ``modes``."""
-    W = new_ts.shape[1]
-    mode = np.zeros(L, dtype=np.uint8)
-    for s in seeds:
-        mode[s] = segment_mode(old_ts, old_ptr[s], old_ptr[s + 1], new_ts, new_ptr[s],
-                               new_ptr[s + 1], m, W)
-    return mode
-
-
-@njit(cache=True, nogil=True, inline="always")
 def count_changes(x, a, b, y, c, d, W):
     """Rows in exactly one of the sorted row sets ``x[a:b]`` and ``y[c:d]``: the number of
     frontier changes :func:`walk_changes` emits for them."""
@@ -461,7 +424,8 @@ def gather_target(l2, m, W, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, slot, C, cand):
 # The closure strategy on the device is one cooperative launch over *all* targets, a scan, one
 # small read, and one fill launch (``closure_step_cuda``):
 #
-# * ``modes`` (thread per seed): how each changed ``F`` changed (``segment_mode``).
+# * the modes: how each location's ``F`` changed (``segment_mode``), computed where the new
+#   ``F`` is made (:func:`gpu_kernels.pareto.frontier_update_cuda`).
 # * ``coop_gather`` (block of ``T`` threads per target, ``Psi`` target-major so the block
 #   reads its entries contiguously): the threads stride over the target's entries and vote
 #   (``syncthreads_or``) whether a source changed -- no: the block is done, its frontier is
@@ -502,18 +466,8 @@ def _kernels():
     global cuda
     cuda = _cuda.cuda()
     walk = _cuda.device(walk_changes)
-    mode_of = _cuda.device(segment_mode)
     gather_one = _cuda.device(gather_target)
     n_changes = _cuda.device(count_changes)
-
-    @cuda.jit
-    def modes(seeds, old_ptr, old_ts, new_ptr, new_ts, m, mode):
-        """mode[seeds[i]] <- segment_mode of its old and new F; thread per seed."""
-        i = cuda.grid(1)
-        if i < seeds.shape[0]:
-            s = seeds[i]
-            mode[s] = mode_of(old_ts, old_ptr[s], old_ptr[s + 1], new_ts, new_ptr[s],
-                              new_ptr[s + 1], m, new_ts.shape[1])
 
     @cuda.jit
     def gather_rows(targets, m, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, slots, C, cnt):
@@ -559,7 +513,7 @@ def _kernels():
                         new_ts[o, c] = I_ts[s, c]
                     s += 1
 
-    return types.SimpleNamespace(modes=modes, gather_rows=gather_rows, recount=recount,
+    return types.SimpleNamespace(gather_rows=gather_rows, recount=recount,
                                  coop_fill=coop_fill)
 
 
@@ -701,8 +655,8 @@ def coop_threads() -> int:
     return SIM_COOP_THREADS if _cuda.simulator() else COOP_THREADS
 
 
-def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, old_F_ptr, old_F_ts, F_ptr, F_ts, I_ptr, I_ts,
-                      seeds, *, rows=COOP_ROWS, threads=None, capacity=8, tpb=None):
+def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts, *,
+                      rows=COOP_ROWS, threads=None, capacity=8, tpb=None):
     """The closure strategy's whole step on the device: the new implied frontiers of every
     target a changed ``F`` reaches, and their changes.
 
@@ -713,24 +667,26 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, old_F_ptr, old_F_ts, F_ptr, F_t
     ----------
     m : int
     tm_ptr, tm_src, tm_sum : target-major ``Psi`` (device arrays)
-    old_F_ptr, old_F_ts, F_ptr, F_ts : ``F`` before and after the batch (CSR by location)
+    mode : uint8[L], how each location's ``F`` changed in the batch
+        (:func:`gpu_kernels.pareto.segment_mode`: 0 unchanged, 1 grown, 2 retreated)
+    F_ptr, F_ts : ``F`` after the batch (CSR by location)
     I_ptr, I_ts : the implied frontiers before the batch
-    seeds : int64[q], the locations whose ``F`` changed
     rows, threads : each thread's antichain rows and threads per target block (defaults
         :data:`COOP_ROWS`, :func:`coop_threads`)
     capacity : first slot size of the overflow path (rows per target, grown x4)
 
     Returns
     -------
-    (I_ptr, I_ts, changes) : the new ``I`` (device CSR) and the changes as one host array
-    ``int64[c, 2 + W]``, columns ``loc, diff, ts...``, sorted by ``(loc, ts)``.
+    (I_ptr, I_ts, changes) : the new ``I`` (device CSR; the old arrays themselves when no
+    frontier changed) and the changes as one host array ``int64[c, 2 + W]``, columns
+    ``loc, diff, ts...``, sorted by ``(loc, ts)``.
 
     Notes
     -----
-    Launches without overflow: ``modes`` (thread per seed), ``coop_gather`` (``L`` blocks of
-    ``threads``), one scan (CuPy), ``coop_fill`` (thread per location): 3 kernels + 1
-    primitive. Syncs: 2 (``stats``, 24 bytes; the changes, ``8 (2 + W)`` bytes each).
-    Allocations: 8. With ``o`` overflowing targets add, per capacity round, one
+    Launches without overflow: ``coop_gather`` (``L`` blocks of ``threads``), one scan
+    (CuPy), ``coop_fill`` (thread per location): 2 kernels + 1 primitive. Syncs: 2 (``stats``,
+    24 bytes; the changes, ``8 (2 + W)`` bytes each), 1 when no frontier changed (then
+    nothing more runs). Allocations: 6. With ``o`` overflowing targets add, per capacity round, one
     ``gather_rows`` launch, 2 primitives and one sync. Work per target: its ``E`` entries
     read once by ``T`` threads (``E / T`` each, plus ``|F(l1)|`` candidates per entry of a
     changed source), ``O(C x T C x W)`` merge comparisons per thread; bytes: ``E (4 +
@@ -744,9 +700,6 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, old_F_ptr, old_F_ts, F_ptr, F_t
     T = int(threads) if threads is not None else coop_threads()
     C = int(rows)
     R = T * C
-    mode = _cuda.alloc(xp, L, xp.uint8, 0)
-    _cuda.launch(k.modes, seeds.shape[0], seeds, old_F_ptr, old_F_ts, F_ptr, F_ts, int(m), mode,
-                 tpb=tpb)
     slots = _cuda.alloc(xp, (max(L * R, 1), W), xp.int64)
     sizes = _cuda.alloc(xp, (2, L + 1), xp.int64, 0)
     touched = _cuda.alloc(xp, L, xp.uint8)
@@ -754,6 +707,8 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, old_F_ptr, old_F_ts, F_ptr, F_t
     _cuda.launch_blocks(_coop_kernel(W, C, T), L, T, int(m), tm_ptr, tm_src, tm_sum, F_ptr, F_ts,
                         mode, I_ptr, I_ts, slots, sizes, touched, stats)
     n_over, n_rows, n_ch = (int(v) for v in _cuda.read(stats))
+    if n_over == 0 and n_ch == 0:  # every recomputed frontier came out as it was
+        return I_ptr, I_ts, np.zeros((0, 2 + W), np.int64)
     start = _cuda.op(xp.arange(0, L * R, R, dtype=xp.int64))
     src1 = slots
     if n_over:

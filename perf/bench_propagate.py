@@ -275,6 +275,9 @@ def _replay(variant: str, tracker, setup_s: float, arrays, lists, kinds,
             "updates_per_s": rows / wall if wall > 0 else None,
             "digest": digest,
         }
+        # a device backend's work per batch: kernel launches, primitives, syncs, allocations
+        rec.update({c: tracker.last_timing[c] for c in ("launches", "ops", "syncs", "allocs")
+                    if c in getattr(tracker, "last_timing", {})})
         if meter is not None:
             peak = meter.observe()
             rss_after = meter.current_kib()
@@ -286,8 +289,11 @@ def _replay(variant: str, tracker, setup_s: float, arrays, lists, kinds,
         if i == 0 and hasattr(tracker, "nbytes"):
             nbytes_after_load = int(tracker.nbytes())
     nbytes_final = int(tracker.nbytes()) if hasattr(tracker, "nbytes") else None
+    choice = getattr(tracker, "choice", None)
     return {"setup_s": setup_s, "nbytes_after_load": nbytes_after_load,
-            "nbytes_final": nbytes_final, "batches": batches}
+            "nbytes_final": nbytes_final, "batches": batches,
+            "strategy": None if choice is None else {"picked": choice.strategy,
+                                                     "reason": choice.reason}}
 
 
 def _malloc_trim() -> bool:
@@ -499,6 +505,8 @@ def summarize(results: dict) -> dict:
                     "propagate_s_min": _stats([x["propagate_s"] for x in xs])[0],
                     "propagate_s_median": _stats([x["propagate_s"] for x in xs])[1],
                     "emitted_median": statistics.median([x["emitted"] for x in xs]),
+                    **{f"{c}_max": max(x[c] for x in xs) for c in ("launches", "ops", "syncs",
+                                                                    "allocs") if c in xs[0]},
                     "updates_per_s_median": rows / wmed if wmed else None,
                     "updates_per_s_best": rows / wmin if wmin else None,
                     "peak_growth_kib_max": max((x.get("peak_growth_kib") or 0) for x in xs),

@@ -99,6 +99,24 @@ def check_replace_segments(rng, dev, host, *, W=2, L=5, tpb=None):
         ptr, rows = want[0], want[1]
 
 
+def check_frontier_update(rng, dev, host, *, m, W, L=5, threads=None):
+    """``frontier_update_cuda`` (every location, no sync) equals the twin over a sequence
+    of merges: the used rows of ``F``, and the modes."""
+    F_ptr, F_ts = np.zeros(L + 1, np.int64), np.zeros((0, W), np.int64)
+    table = (np.zeros(0, np.int32), np.zeros((0, W), np.int64), np.zeros(0, np.int64))
+    for _ in range(3):
+        batch = _table(rng, 12, L, W, hi=3)
+        flip = np.zeros(L, np.bool_)
+        new = consolidate.merge_counts(*table, *batch, False, flip)[:3]
+        want = pareto.frontier_update(*new, flip, F_ptr, F_ts, m)
+        got = pareto.frontier_update_cuda(*(dev(a) for a in new), dev(flip), dev(F_ptr),
+                                          dev(F_ts), m, threads=threads)
+        _same(want[0], got[0], host)
+        _same(want[1], host(got[1])[:int(want[0][-1])], np.asarray)
+        _same(want[2], got[2], host)
+        table, F_ptr, F_ts = new, want[0], want[1]
+
+
 def check_gather_segments(rng, dev, host, *, L=6, W=2, tpb=None):
     lens = rng.integers(0, 3, L)
     new_ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
@@ -152,7 +170,7 @@ def check_closure_step(graph, batches, dev, host, *, rows=2, threads=None, tpb=N
     no source retreated; ``rows`` small enough to send big frontiers down the overflow path)
     gives every step's new ``I`` and exactly the changes of ``frontier_changes`` over all
     locations, for both layouts of ``Psi``; ``target_major`` lists every ``Psi`` entry by
-    target. Also the CPU twin of the seed modes."""
+    target. Also the CPU twin of the seed modes (non-zero exactly where ``F`` changed)."""
     ga, steps = _steps(graph, batches)
     W = ga.width
     locs = np.arange(ga.L, dtype=np.int64)
@@ -176,15 +194,14 @@ def check_closure_step(graph, batches, dev, host, *, rows=2, threads=None, tpb=N
             assert got == want
         d_tm = tuple(dev(a) for a in tm)
         for before, after, seeds in steps:
-            modes = propagate.seed_modes(ga.L, seeds, before[0], before[1], after[0], after[1],
-                                         ga.m)
+            modes = pareto.seed_modes(ga.L, seeds, before[0], before[1], after[0], after[1], ga.m)
             differs = [not np.array_equal(before[1][before[0][l]:before[0][l + 1]],
                                           after[1][after[0][l]:after[0][l + 1]])
                        for l in range(ga.L)]
             np.testing.assert_array_equal(modes > 0, differs)
             new_ptr, new_ts, ch = propagate.closure_step_cuda(
-                ga.m, *d_tm, dev(before[0]), dev(before[1]), dev(after[0]), dev(after[1]),
-                dev(before[2]), dev(before[3]), dev(seeds), rows=rows, threads=threads, tpb=tpb)
+                ga.m, *d_tm, dev(modes), dev(after[0]), dev(after[1]), dev(before[2]),
+                dev(before[3]), rows=rows, threads=threads, tpb=tpb)
             _same(after[2], new_ptr, host)
             _same(after[3], new_ts, host)
             c_loc, c_ts, c_diff = propagate.frontier_changes(locs, before[2], before[3], after[2],
@@ -571,3 +588,35 @@ def check_pinned_pool_reuse(graph, kernels, n, rng):
     for _ in range(3):
         kernels.intake(graph, _depth(graph), *_churn(rng, graph, n))
     assert pool.allocations - start == 2 and len(pool.entries) == 1
+
+
+#: Device work of one steady-state batch of the whole engine (intake, merge, the new ``F``,
+#: propagation, the changes out), per strategy: what ``last_timing`` reports and the docs
+#: state. The closure strategy: intake 4 kernels + 3 primitives + 1 sync, merge 4 + 5 + 1,
+#: frontier update 2 + 1 + 0, closure step 2 + 2 + 2; edge-wise (on the host): the same up
+#: to the frontier update, then 2 syncs bringing ``F`` to the host.
+BATCH_COUNTS = {
+    "closure": {"launches": 12, "ops": 11, "syncs": 4},
+    "edgewise": {"launches": 10, "ops": 10, "syncs": 4},
+}
+
+
+def check_batch_counts(kernels, strategy, graphs, sizes, rng):
+    """Every steady-state churn batch costs at most :data:`BATCH_COUNTS` launches, primitives
+    and syncs (less only when no implied frontier changed: then the closure step stops after
+    its first read), whatever the graph (``L``) and the batch size (``B``), and some batch
+    costs exactly that; the results equal the cpu backend's."""
+    seen = []
+    for graph in graphs:
+        eng = BatchedTracker(graph, strategy=strategy, kernels=kernels)
+        cpu = BatchedTracker(graph, strategy=strategy)
+        for i, n in enumerate([sizes[0]] + list(sizes)):
+            batch = _churn(rng, graph, n)
+            for a, b in zip(cpu.update_arrays(*batch), eng.update_arrays(*batch)):
+                np.testing.assert_array_equal(a, b)
+            if i:  # the first batch sets the intake's packing guess
+                t = eng.last_timing
+                seen.append({c: t[c] for c in ("launches", "ops", "syncs", "allocs")})
+    want = BATCH_COUNTS[strategy]
+    assert all(s[c] <= want[c] for s in seen for c in want), seen
+    assert any({c: s[c] for c in want} == want for s in seen), seen  # the bound is reached

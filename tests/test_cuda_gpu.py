@@ -67,6 +67,20 @@ def test_replace_segments(cp):
     cc.check_replace_segments(np.random.default_rng(1), cp.asarray, cp.asnumpy, L=30)
 
 
+@pytest.mark.parametrize("m,W", [(1, 2), (2, 3)])
+@pytest.mark.parametrize("threads", [32, 64])
+def test_frontier_update(cp, m, W, threads):
+    cc.check_frontier_update(np.random.default_rng(7), cp.asarray, cp.asnumpy, m=m, W=W, L=40,
+                             threads=threads)
+
+
+@pytest.mark.parametrize("strategy", ["closure", "edgewise"])
+def test_batch_launches_and_syncs_do_not_grow(kernels, strategy):
+    from perf.workloads import build_graph, generate_graph
+    graphs = [build_graph(generate_graph(n, 1)) for n in (10, 300)]
+    cc.check_batch_counts(kernels, strategy, graphs, [1000, 100000], np.random.default_rng(11))
+
+
 def test_gather_segments(cp):
     cc.check_gather_segments(np.random.default_rng(2), cp.asarray, cp.asnumpy, L=300)
 

@@ -145,3 +145,12 @@ def test_bench_closure_on_the_simulated_backend():
         for counts in s["device_counts"].values():
             assert counts["launches"] == 2 and counts["syncs"] == 1
     assert "device ms" in format_table(res)
+
+
+@pytest.mark.parametrize("strategy", ["closure", "edgewise"])
+def test_batch_launches_and_syncs_do_not_grow(strategy):
+    """Issue 10, item 3: a churn batch's launches and synchronisations are a constant of the
+    design, the same for 8 and 22 locations and for 30 and 300 rows."""
+    from perf.workloads import build_graph, generate_graph
+    graphs = [build_graph(generate_graph(n, 1)) for n in (3, 10)]
+    cc.check_batch_counts(KERNELS, strategy, graphs, [30, 300], np.random.default_rng(11))

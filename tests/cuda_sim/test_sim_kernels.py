@@ -58,6 +58,13 @@ def test_replace_segments():
     cc.check_replace_segments(np.random.default_rng(1), same, np.asarray, tpb=2)
 
 
+@pytest.mark.parametrize("m,W", [(1, 2), (2, 3)])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_frontier_update(m, W, threads):
+    cc.check_frontier_update(np.random.default_rng(7), same, np.asarray, m=m, W=W,
+                             threads=threads)
+
+
 def test_gather_segments():
     cc.check_gather_segments(np.random.default_rng(2), same, np.asarray, tpb=4)
 

@@ -196,29 +196,34 @@ class BatchedTracker:
         if int(bad) >= 0:
             self._reject_negative(k.to_host(c_loc[bad:bad + 1])[0],
                                   k.to_host(c_ts[bad:bad + 1])[0], int(c_diff[bad]))
-        self._loc, self._ts, self._cnt = n_loc, n_ts, n_cnt
-        self._F_ptr, self._F_ts, mode = k.frontier_update(n_loc, n_ts, n_cnt, flip, self._F_ptr,
-                                                          self._F_ts, ga.m)
+        # nothing is committed before propagation succeeded: an error (out of memory, no
+        # convergence) leaves table, F and I as they were, consistent with one another
+        F_ptr, F_ts, mode = k.frontier_update(n_loc, n_ts, n_cnt, flip, self._F_ptr, self._F_ts,
+                                              ga.m)
+        dF_ptr, dF_ts = F_ptr, F_ts
         if pk is not k:  # the host-side propagation works on a host copy of F
-            self._hF_ptr, self._hF_ts, mode = k.frontiers_to_host(self._F_ptr, self._F_ts, mode)
-        F_ptr, F_ts = (self._F_ptr, self._F_ts) if pk is k else (self._hF_ptr, self._hF_ts)
+            F_ptr, F_ts, mode = k.frontiers_to_host(F_ptr, F_ts, mode)
         applied = time.perf_counter()
         # 3. propagate; 4. emit the changes of I
-        empty = (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64), np.zeros(0, np.int64))
+        I_ptr, I_ts = self._I_ptr, self._I_ts
         if self.strategy is Strategy.CLOSURE:  # a changed F is found by the gather itself
-            self._I_ptr, self._I_ts, out = pk.closure_step(ga, self.psi, mode, F_ptr, F_ts,
-                                                           self._I_ptr, self._I_ts)
+            I_ptr, I_ts, out = pk.closure_step(ga, self.psi, mode, F_ptr, F_ts, I_ptr, I_ts)
         else:
             seeds = np.flatnonzero(mode).astype(np.int64)
-            out = empty
+            out = (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64),
+                   np.zeros(0, np.int64))
             if seeds.size:
-                new_ptr, new_ts, touched, steps = pk.edgewise(
-                    ga, F_ptr, F_ts, self._I_ptr, self._I_ts, seeds, self.max_steps)
+                new_ptr, new_ts, touched, steps = pk.edgewise(ga, F_ptr, F_ts, I_ptr, I_ts, seeds,
+                                                              self.max_steps)
                 if steps < 0:
                     raise ConvergenceError(f"edge-wise propagation exceeded {self.max_steps} steps")
-                out = pk.frontier_changes(touched, self._I_ptr, self._I_ts, new_ptr, new_ts,
-                                          ga.width)
-                self._I_ptr, self._I_ts = new_ptr, new_ts
+                out = pk.frontier_changes(touched, I_ptr, I_ts, new_ptr, new_ts, ga.width)
+                I_ptr, I_ts = new_ptr, new_ts
+        self._loc, self._ts, self._cnt = n_loc, n_ts, n_cnt
+        self._F_ptr, self._F_ts = dF_ptr, dF_ts
+        if pk is not k:
+            self._hF_ptr, self._hF_ts = F_ptr, F_ts
+        self._I_ptr, self._I_ts = I_ptr, I_ts
         out = tuple(np.asarray(a) for a in out)
         self.last_timing = {"apply_s": applied - start, "propagate_s": time.perf_counter() - applied,
                             **k.counts_since(snap)}

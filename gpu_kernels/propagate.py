@@ -52,7 +52,7 @@ from .summary_rows import apply_into, ts_cmp, ts_le
 
 __all__ = ["edgewise", "gather_closure", "frontier_changes", "walk_changes", "relax_into",
            "target_major", "count_changes", "gather_target",
-           "closure_step_cuda", "frontier_changes_cuda", "coop_threads"]
+           "closure_step_cuda", "frontier_changes_cuda", "coop_threads", "coop_shape"]
 
 
 @njit(cache=True, nogil=True)
@@ -459,6 +459,22 @@ cuda = None
 COOP_THREADS, SIM_COOP_THREADS = 32, 2
 #: Rows of each thread's own antichain in ``coop_gather`` (registers / local memory).
 COOP_ROWS = 8
+#: Static shared memory ``coop_gather`` may use per block (the merge's ``T x C`` rows of ``W``
+#: int64): below the 48 KiB every CUDA device gives a block without opting in.
+COOP_SHARED_BYTES = 40 << 10
+
+
+def coop_shape(W: int, T: int, rows: int = COOP_ROWS) -> tuple[int, int]:
+    """Threads and rows per thread of ``coop_gather`` for rows of ``W`` entries: ``(T,
+    rows)``, or fewer rows (then fewer threads, for very wide rows) so that the block's merge
+    of ``T x rows`` rows fits :data:`COOP_SHARED_BYTES` of shared memory.
+
+    >>> coop_shape(2, 32), coop_shape(59, 32), coop_shape(200, 32)
+    ((32, 8), (32, 2), (25, 1))
+    """
+    fit = COOP_SHARED_BYTES // (8 * int(W))
+    T = max(1, min(int(T), fit))
+    return T, max(1, min(int(rows), fit // T))
 
 
 @functools.cache
@@ -480,38 +496,40 @@ def _kernels():
                                 F_ts, slots[a:a + C + 1], C, slots[a + C + 1])
 
     @cuda.jit
-    def recount(I_ptr, I_ts, start, src1, touched, sizes):
-        """Thread per location: a target finished by the overflow path (touched == 3) gets its
-        change count, sizes[1, l + 1], and becomes an ordinary recomputed target."""
+    def recount(I_ptr, I_ts, start, over, touched, sizes):
+        """Thread per location: a target finished by the overflow path (touched == 3, its
+        rows in ``over`` from start[l]) gets its change count, sizes[1, l + 1], and becomes
+        an ordinary recomputed target."""
         l = cuda.grid(1)
         if l < touched.shape[0] and touched[l] == 3:
             s = start[l]
-            sizes[1, l + 1] = n_changes(I_ts, I_ptr[l], I_ptr[l + 1], src1, s, s + sizes[0, l + 1],
+            sizes[1, l + 1] = n_changes(I_ts, I_ptr[l], I_ptr[l + 1], over, s, s + sizes[0, l + 1],
                                         I_ts.shape[1])
-            touched[l] = 1
+            touched[l] = 4
 
     @cuda.jit
-    def coop_fill(I_ptr, I_ts, new_ptr, new_ts, start, src1, touched, ch_off, changes):
-        """Thread per location: its new I segment (from its slot in ``src1`` if recomputed,
-        else the old segment) and, if recomputed, its changes (loc, diff, ts...) from row
-        ch_off[l] of ``changes``."""
+    def coop_fill(I_ptr, I_ts, new_ptr, new_ts, start, slots, over, touched, ch_off, changes):
+        """Thread per location: its new I segment -- from its slot in ``slots`` (touched 1),
+        in ``over`` (touched 4: finished by the overflow path) or the old segment (0) --
+        and, if recomputed, its changes (loc, diff, ts...) from row ch_off[l] of
+        ``changes``."""
         l = cuda.grid(1)
         if l < touched.shape[0]:
             W = new_ts.shape[1]
-            if touched[l] != 0:
-                s = start[l]
-                for o in range(new_ptr[l], new_ptr[l + 1]):
-                    for c in range(W):
-                        new_ts[o, c] = src1[s, c]
-                    s += 1
+            tl = touched[l]
+            s = start[l] if tl != 0 else I_ptr[l]
+            for o in range(new_ptr[l], new_ptr[l + 1]):
+                for c in range(W):
+                    if tl == 1:
+                        new_ts[o, c] = slots[s, c]
+                    elif tl == 4:
+                        new_ts[o, c] = over[s, c]
+                    else:
+                        new_ts[o, c] = I_ts[s, c]
+                s += 1
+            if tl != 0:
                 walk(l, I_ptr, I_ts, new_ptr, new_ts, W, changes[:, 0], changes[:, 2:],
                      changes[:, 1], ch_off[l], True)
-            else:
-                s = I_ptr[l]
-                for o in range(new_ptr[l], new_ptr[l + 1]):
-                    for c in range(W):
-                        new_ts[o, c] = I_ts[s, c]
-                    s += 1
 
     return types.SimpleNamespace(gather_rows=gather_rows, recount=recount,
                                  coop_fill=coop_fill)
@@ -671,8 +689,9 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
         (:func:`gpu_kernels.pareto.segment_mode`: 0 unchanged, 1 grown, 2 retreated)
     F_ptr, F_ts : ``F`` after the batch (CSR by location)
     I_ptr, I_ts : the implied frontiers before the batch
-    rows, threads : each thread's antichain rows and threads per target block (defaults
-        :data:`COOP_ROWS`, :func:`coop_threads`)
+    rows, threads : each thread's antichain rows and threads per target block, at most
+        (defaults :data:`COOP_ROWS`, :func:`coop_threads`; :func:`coop_shape` lowers them for
+        wide rows)
     capacity : first slot size of the overflow path (rows per target, grown x4)
 
     Returns
@@ -697,8 +716,7 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
     k = _kernels()
     L = I_ptr.shape[0] - 1
     W = F_ts.shape[1]
-    T = int(threads) if threads is not None else coop_threads()
-    C = int(rows)
+    T, C = coop_shape(W, int(threads) if threads is not None else coop_threads(), rows)
     R = T * C
     slots = _cuda.alloc(xp, (max(L * R, 1), W), xp.int64)
     sizes = _cuda.alloc(xp, (2, L + 1), xp.int64, 0)
@@ -710,12 +728,12 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
     if n_over == 0 and n_ch == 0:  # every recomputed frontier came out as it was
         return I_ptr, I_ts, np.zeros((0, 2 + W), np.int64)
     start = _cuda.op(xp.arange(0, L * R, R, dtype=xp.int64))
-    src1 = slots
+    over_rows = slots[:0]
     if n_over:
         # targets whose antichain outgrew a thread: thread per target, growing global slots
+        # (their own buffers: ``slots`` is neither copied nor grown)
         over = _cuda.op(xp.flatnonzero(touched == 2).astype(xp.int64), 3)
-        bufs, cap = [slots], int(capacity)
-        base = slots.shape[0]
+        bufs, cap, base = [], int(capacity), 0
         while True:
             q = int(over.shape[0])  # known on the host: the compaction above synchronised
             _cuda.COUNTS.syncs += 1
@@ -735,8 +753,8 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
             base += buf.shape[0]
             over = _cuda.op(over[cnt < 0], 2)
             cap *= 4
-        src1 = _cuda.op(xp.concatenate(bufs))
-        _cuda.launch(k.recount, L, I_ptr, I_ts, start, src1, touched, sizes, tpb=tpb)
+        over_rows = bufs[0] if len(bufs) == 1 else _cuda.op(xp.concatenate(bufs))
+        _cuda.launch(k.recount, L, I_ptr, I_ts, start, over_rows, touched, sizes, tpb=tpb)
         _cuda.op(xp.cumsum(sizes, axis=1, out=sizes))
         n_rows, n_ch = (int(v) for v in _cuda.read(sizes[:, L]))
     else:
@@ -744,8 +762,8 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
     # one scan gave both offsets; fill I and the changes; one copy brings the changes out
     new_ts = _cuda.alloc(xp, (n_rows, W), xp.int64)
     changes = _cuda.alloc(xp, (n_ch, 2 + W), xp.int64)
-    _cuda.launch(k.coop_fill, L, I_ptr, I_ts, sizes[0], new_ts, start, src1, touched, sizes[1],
-                 changes, tpb=tpb)
+    _cuda.launch(k.coop_fill, L, I_ptr, I_ts, sizes[0], new_ts, start, slots, over_rows, touched,
+                 sizes[1], changes, tpb=tpb)
     return sizes[0], new_ts, _cuda.read(changes)
 
 

@@ -634,3 +634,22 @@ def test_closure_within_cap_from_other_rows():
     for loc in (g.target(ops["B"], 0), g.target(ops["C"], 0), g.target(ops["D"], 1)):
         row = engine.closure_row(g, loc, max_antichain=1)
         assert all(len(chain) == 1 for chain in row.values())
+
+
+def test_failed_propagation_changes_nothing():
+    """Issue 10 review: a batch whose propagation fails (here: the edge-wise step limit)
+    leaves table, F and I exactly as before, so the next batches stay exact."""
+    tracker = _fresh(engine.BatchedTracker)
+    reference = _fresh(engine.ImpliedFrontierTracker)
+    before = _state(tracker)
+    F = (tracker._F_ptr.copy(), tracker._F_ts.copy())
+    tracker.max_steps = 0
+    with pytest.raises(errors.ConvergenceError):
+        tracker.update(*FOLLOW_UP)
+    assert _state(tracker) == before
+    np.testing.assert_array_equal(tracker._F_ptr, F[0])
+    np.testing.assert_array_equal(tracker._F_ts, F[1])
+    tracker.max_steps = 10 ** 6
+    tracker.update(*FOLLOW_UP)
+    reference.update(*FOLLOW_UP)
+    assert _state(tracker) == _state(reference)

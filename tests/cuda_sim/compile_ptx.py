@@ -12,6 +12,7 @@ reports 9.0 (H100).
 """
 
 import importlib
+import inspect
 import json
 import sys
 import types as pytypes
@@ -36,8 +37,12 @@ def main(path: str) -> int:
 
     failures = 0
     sigs = json.load(open(path))
-    for module, name, args in sigs:
-        kernels = importlib.import_module(module)._kernels()
+    for module, name, args, factory, consts in sigs:
+        # rebuild the kernel with its factory, passing the constants it closed over by the
+        # factory's parameter names (e.g. _coop_kernel(W, C, T))
+        make = getattr(importlib.import_module(module), factory)
+        params = inspect.signature(getattr(make, "__wrapped__", make)).parameters
+        kernels = make(*(consts[p] for p in params))
         kernel = getattr(kernels, name, kernels)
         sig = tuple(numba_type(k) for k in args)
         try:

@@ -31,7 +31,13 @@ else:
 
     def _record(kernel, args):
         fn = kernel.fn  # the simulator's kernel wraps the Python function
-        _seen[json.dumps([fn.__module__, fn.__name__, [_arg_type(a) for a in args]])] = None
+        # the memoized factory that built it, and the integer constants it closed over (a
+        # kernel whose shared/local array sizes are compile-time constants, e.g. coop_gather)
+        factory = fn.__qualname__.split(".<locals>")[0]
+        consts = {v: c.cell_contents for v, c in zip(fn.__code__.co_freevars, fn.__closure__ or ())
+                  if isinstance(c.cell_contents, int) and not isinstance(c.cell_contents, bool)}
+        _seen[json.dumps([fn.__module__, fn.__name__, [_arg_type(a) for a in args], factory,
+                          consts], sort_keys=True)] = None
 
     def pytest_configure(config):
         if not RECORD:

@@ -79,23 +79,39 @@ def resolve_backend(name: "str | Backend | None" = None) -> tuple[Backend, str]:
 
 
 def make_tracker(graph: Graph, backend: "str | Backend | None" = None, *, strict: bool = False,
-                 device: int | None = None, **options):
+                 device: int | None = None, batch_hint: int | None = None, **options):
     """A frontier tracker for ``graph`` on the chosen backend.
 
     ``options`` go to :class:`~engine.batched.BatchedTracker` (``strategy``,
     ``max_antichain``, ``memory_budget``) for the ``cpu`` and ``cuda`` backends; ``device``
-    picks the GPU (an index among the visible devices) for ``cuda``.
+    picks the GPU (an index among the visible devices) for ``cuda``. ``batch_hint``, the
+    expected rows per batch, lets ``auto`` keep the cpu backend where a GPU is usable but
+    the cost model (:func:`engine.cost.choose_backend`) estimates batches that small to be
+    cheaper on the CPU (a fixed number of launches and syncs per batch against a per-row
+    cost). The tracker's ``backend_reason`` says what was picked and why.
     """
-    chosen, _why = resolve_backend(backend)
+    chosen, why = resolve_backend(backend)
+    requested = backend if backend is not None else (os.environ.get(ENV_VAR) or "auto")
+    if chosen is Backend.CUDA and batch_hint is not None and Backend.parse(requested) is Backend.AUTO:
+        from .cost import choose_backend
+        from .graph_arrays import GraphArrays
+        budget = {k: options[k] for k in ("memory_budget",) if k in options}
+        pick = choose_backend(GraphArrays.from_graph(graph), batch_hint, **budget)
+        why = f"{why}; {pick.backend} for {pick.reason}"
+        if pick.backend == "cpu":
+            chosen = Backend.CPU
     if chosen is Backend.CUDA:
         from .batched import BatchedTracker
         from .cuda_backend import CudaKernels
-        return BatchedTracker(graph, strict=strict, kernels=CudaKernels(device), **options)
-    if chosen is Backend.REFERENCE:
+        tracker = BatchedTracker(graph, strict=strict, kernels=CudaKernels(device), **options)
+    elif chosen is Backend.REFERENCE:
         from .reference import ImpliedFrontierTracker
-        return ImpliedFrontierTracker(graph, strict=strict)
-    if chosen is Backend.TIMELY:
+        tracker = ImpliedFrontierTracker(graph, strict=strict)
+    elif chosen is Backend.TIMELY:
         from .propagation import PropagationTracker
-        return PropagationTracker(graph, strict=strict)
-    from .batched import BatchedTracker
-    return BatchedTracker(graph, strict=strict, **options)
+        tracker = PropagationTracker(graph, strict=strict)
+    else:
+        from .batched import BatchedTracker
+        tracker = BatchedTracker(graph, strict=strict, **options)
+    tracker.backend_reason = why
+    return tracker

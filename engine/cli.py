@@ -78,12 +78,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def _replay(args) -> int:
     workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles)
-    chosen = resolve_backend(args.backend)[0]
-    tracker = make_tracker(workload.graph, args.backend, strict=args.strict)
-    if args.time and chosen in (Backend.CPU, Backend.CUDA):
+    tracker = make_tracker(workload.graph, args.backend, strict=args.strict,
+                           batch_hint=_median_batch(workload))
+    kernels = getattr(tracker, "kernels", None)
+    if args.time and kernels is not None:
         from .batched import warm_up
-        warm_up(workload.graph.m, workload.graph.max_depth, tracker.kernels)
-        print(json.dumps({"backend": chosen.value, "strategy": tracker.choice.strategy,
+        warm_up(workload.graph.m, workload.graph.max_depth, kernels)
+        print(json.dumps({"backend": kernels.name, "backend_reason": tracker.backend_reason,
+                          "strategy": tracker.choice.strategy,
                           "reason": tracker.choice.reason}), file=sys.stderr)
     out = sys.stdout
     if not args.quiet:
@@ -171,6 +173,12 @@ def _info(args) -> int:
     return status
 
 
+def _median_batch(workload) -> int:
+    """Rows of the workload's median batch (0 for none): the batch size ``auto`` plans for."""
+    sizes = sorted(len(b.loc) for b in workload.batches)
+    return sizes[len(sizes) // 2] if sizes else 0
+
+
 def _info_strategy(out, path: str, backend: Backend) -> None:
     """The propagation strategy ``auto`` takes for a workload's graph on ``backend``, and why."""
     from .cost import choose_strategy
@@ -185,6 +193,9 @@ def _info_strategy(out, path: str, backend: Backend) -> None:
     if backend is Backend.CPU:  # what a GPU would change, for planning
         gpu = choose_strategy(ga, on_device=True)
         out.write(f"strategy on cuda: {gpu.strategy} ({gpu.reason})\n")
+    from .cost import choose_backend
+    pick = choose_backend(ga, _median_batch(workload))
+    out.write(f"backend auto would take with a GPU: {pick.backend} ({pick.reason})\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -103,3 +103,29 @@ def test_gather_segments_twin():
 
 def test_frontier_threads_on_a_device():
     assert [frontier_threads(n) for n in (0, 10, 256, 257, 513, 10 ** 6)] == [32, 32, 32, 64, 128, 128]
+
+
+def test_cost_model_choices():
+    """Issue 10, item 1: auto chooses by estimated cost per batch. On the example graph small
+    batches are estimated cheaper on the CPU and large ones on the GPU; on a graph whose Psi
+    is estimated over the memory budget, the closure strategy is ruled out whatever its speed;
+    the cpu backend always propagates edge-wise."""
+    from engine.cost import choose_backend, choose_strategy
+    from engine.graph_arrays import GraphArrays
+    ga = GraphArrays.from_graph(example_graph())
+    small, large = choose_backend(ga, 10), choose_backend(ga, 10 ** 7)
+    assert (small.backend, large.backend) == ("cpu", "cuda")
+    assert small.cpu_s < small.cuda_s and large.cuda_s < large.cpu_s
+    assert "rows" in small.reason and "cuda" in small.reason
+    assert choose_strategy(ga, on_device=False).strategy == "edgewise"
+    tight = choose_strategy(ga, on_device=True, memory_budget=0)
+    assert tight.strategy == "edgewise" and "memory budget" in tight.reason
+    roomy = choose_strategy(ga, on_device=True)
+    assert roomy.strategy == ("closure" if roomy.closure_s < roomy.edgewise_s else "edgewise")
+
+
+def test_make_tracker_reports_its_backend_choice(monkeypatch):
+    monkeypatch.delenv("TFRONT_BACKEND", raising=False)
+    tr = engine.make_tracker(example_graph(), batch_hint=10)
+    assert tr.kernels.name == "cpu" and tr.backend_reason.startswith("auto")
+    assert engine.make_tracker(example_graph(), "reference").backend_reason == "requested"

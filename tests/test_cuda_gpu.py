@@ -151,6 +151,18 @@ def test_auto_picks_cuda(monkeypatch):
     assert backend is Backend.CUDA and "device" in why
 
 
+def test_auto_keeps_small_batches_on_the_cpu(monkeypatch):
+    """With a usable GPU, auto takes the cpu backend for batches the cost model estimates
+    cheaper there, and cuda for large ones; an explicit cuda is never overridden."""
+    import engine
+    from engine.workload import example_graph
+    monkeypatch.delenv("TFRONT_BACKEND", raising=False)
+    g = example_graph()
+    assert engine.make_tracker(g, batch_hint=10).kernels.name == "cpu"
+    assert engine.make_tracker(g, batch_hint=10 ** 7).kernels.name == "cuda"
+    assert engine.make_tracker(g, "cuda", batch_hint=10).kernels.name == "cuda"
+
+
 @pytest.mark.parametrize("strategy", ["edgewise", "closure-dense", "closure-ragged"])
 @examples(100)
 @given(data=st.data())

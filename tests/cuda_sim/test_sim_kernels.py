@@ -77,7 +77,7 @@ def test_frontier_changes(data):
                               np.asarray, tpb=2)
 
 
-@examples(30)
+@examples(20)
 @given(data=st.data())
 def test_closure_step(data):
     """Two rows per thread and two threads per block send every frontier of more than four

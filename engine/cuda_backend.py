@@ -588,16 +588,6 @@ class CudaKernels(KernelSet):
         with self._scope():
             return merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip)
 
-    def segment_frontiers(self, t_ts, t_cnt, seg_ptr, locs, m):
-        from gpu_kernels.pareto import segment_frontiers_cuda
-        with self._scope():
-            return segment_frontiers_cuda(t_ts, t_cnt, seg_ptr, locs, m)
-
-    def replace_segments(self, ptr, rows, locs, sel_ptr, sel_rows):
-        from gpu_kernels.pareto import replace_segments_cuda
-        with self._scope():
-            return replace_segments_cuda(ptr, rows, locs, sel_ptr, sel_rows)
-
     def flags(self, n: int):
         from gpu_kernels import _cuda
         return _cuda.alloc(self.xp, n, self.xp.bool_, 0)

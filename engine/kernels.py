@@ -70,14 +70,6 @@ class KernelSet(abc.ABC):
         ...
 
     # per-location frontiers: gpu_kernels.pareto
-    @abc.abstractmethod
-    def segment_frontiers(self, t_ts, t_cnt, seg_ptr, locs, m):
-        ...
-
-    @abc.abstractmethod
-    def replace_segments(self, ptr, rows, locs, sel_ptr, sel_rows):
-        ...
-
     def flags(self, n: int):
         """``bool[n]`` zeros on the backend (the merge's flipped-location marks)."""
         return self.xp.zeros(n, dtype=self.xp.bool_)
@@ -132,14 +124,6 @@ class CpuKernels(KernelSet):
     def merge_counts(self, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
         from gpu_kernels.consolidate import merge_counts
         return merge_counts(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip)
-
-    def segment_frontiers(self, t_ts, t_cnt, seg_ptr, locs, m):
-        from gpu_kernels.pareto import segment_frontiers
-        return segment_frontiers(t_ts, t_cnt, seg_ptr, locs, m)
-
-    def replace_segments(self, ptr, rows, locs, sel_ptr, sel_rows):
-        from gpu_kernels.pareto import replace_segments
-        return replace_segments(ptr, rows, locs, sel_ptr, sel_rows)
 
     def edgewise(self, ga, F_ptr, F_ts, I_ptr, I_ts, seeds, max_steps):
         from gpu_kernels.propagate import edgewise

@@ -13,8 +13,9 @@ stating its inputs, outputs and cost:
 * ``closure`` -- the path-summary closure ``Psi`` (per-source settle; on the device one
   thread per source in a constant number of launches);
 * ``precursors`` -- could-result-in and Naiad's precursor counts through ``Psi`` rows;
-* ``segments`` -- the segmented gather that rebuilds a CSR; ``summary_rows`` -- the scalar
-  core (apply, compose, order) every kernel shares; ``_cuda`` -- launch plumbing.
+* ``summary_rows`` -- the scalar core (apply, compose, order) every kernel shares;
+* ``unionfind`` -- the WCC job's union-find and star contractions; ``_cuda`` -- launch
+  plumbing and the device-work counts.
 
 A module's CPU twins are Numba ``@njit`` functions; its CUDA kernels (``*_cuda`` wrappers)
 are built on first use by a memoized factory from the same scalar functions. This package

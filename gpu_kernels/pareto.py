@@ -15,9 +15,10 @@ equal), hence one forward scan suffices:
 small antichain, skip a candidate that something present is ``<=`` to, drop what it is
 ``<=`` to. Bytes moved: each table row is read once; frontier rows are written once.
 
-CUDA kernels (foot of the file): :func:`segment_frontiers_cuda`, one thread block per
-location whose threads split its segment (the same scans, chunk by chunk, then a filter
-across chunks), and :func:`replace_segments_cuda`; same contracts as the twins.
+CUDA kernels (foot of the file): :func:`frontier_update_cuda`, the twin of
+:func:`frontier_update` -- one thread block per location, whose threads split its segment
+(the same scans, chunk by chunk, then a filter across chunks), and a thread per location
+that writes the new ``F`` and how it changed (:func:`segment_mode`); no synchronisation.
 """
 
 from __future__ import annotations
@@ -29,13 +30,11 @@ import numpy as np
 from numba import njit
 
 from . import _cuda
-from .segments import gather_segments_cuda
 from .summary_rows import ts_cmp, ts_le
 
 __all__ = ["segment_frontiers", "antichain_insert", "sort_rows_inplace", "sort_rows_with",
            "replace_segments", "segments_equal", "segment_mode", "seed_modes",
-           "frontier_update", "segment_frontiers_cuda", "replace_segments_cuda",
-           "frontier_update_cuda"]
+           "frontier_update", "frontier_update_cuda"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -268,148 +267,35 @@ def frontier_update(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m):
 #: factory, because the simulator swaps the kernels' *global* ``cuda`` for its fake module.
 cuda = None
 
-#: Rows per thread the block-per-location kernel aims for, and its block size bounds.
-ROWS_PER_THREAD = 8
-MIN_THREADS, MAX_THREADS = 32, 128
-
-
-def frontier_threads(longest: int) -> int:
-    """Threads per block of :func:`segment_frontiers_cuda` for a longest segment of
-    ``longest`` rows: a power of two near ``longest / ROWS_PER_THREAD`` within
-    ``[MIN_THREADS, MAX_THREADS]`` on a device (a warp at least, since a block never runs
-    fewer lanes), and 1 on the simulator (every simulated thread costs the same, busy or not).
-
-    >>> frontier_threads(10), frontier_threads(1000), frontier_threads(10 ** 6)
-    (32, 128, 128)
-    """
-    if _cuda.simulator():
-        return 1
-    t = MIN_THREADS
-    while t < MAX_THREADS and t * ROWS_PER_THREAD < longest:
-        t *= 2
-    return t
-
-
 @functools.cache
 def _kernels():
     global cuda
     cuda = _cuda.cuda()
     lt = _cuda.device(_counters_lt)
     le = _cuda.device(ts_le)
-    equal = _cuda.device(segments_equal)
     mode_of = _cuda.device(segment_mode)
-
-    @cuda.jit
-    def frontier_marks(t_ts, t_cnt, seg_ptr, locs, cap_ptr, m, lst, nloc, keep):
-        """Block ``i`` marks the frontier rows of location ``locs[i]``: ``keep[cap_ptr[i] +
-        r - seg_ptr[l]] = 1`` for every minimal positive row ``r``.
-
-        Each of the ``T`` threads takes a contiguous chunk of the segment. Phase 1: the
-        chunk's own minimal rows, by the CPU twin's scan (prefix minimum of the counters when
-        ``m == 1``; otherwise no earlier minimal row of the chunk ``<=`` it), listed in
-        ``lst``. Barrier. Phase 2: a chunk-minimal row is minimal iff no minimal row of an
-        earlier chunk is ``<=`` it (every earlier positive row is such a row or above one);
-        when ``m == 1`` that is one comparison with the smallest counters of all earlier
-        chunks, which is the last listed row of each.
-        """
-        i = cuda.blockIdx.x
-        t = cuda.threadIdx.x
-        T = cuda.blockDim.x
-        W = t_ts.shape[1]
-        l = locs[i]
-        a = seg_ptr[l]
-        n = seg_ptr[l + 1] - a
-        base = cap_ptr[i]
-        chunk = (n + T - 1) // T
-        lo = t * chunk
-        hi = lo + chunk
-        if hi > n:
-            hi = n
-        c = 0
-        for rr in range(lo, hi):
-            r = a + rr
-            if t_cnt[r] <= 0:
-                continue
-            if m == 1:
-                if c > 0 and not lt(t_ts[r], t_ts[lst[base + lo + c - 1]], m, W):
-                    continue
-            else:
-                dominated = False
-                for j in range(c):
-                    if le(t_ts[lst[base + lo + j]], t_ts[r], m, W):
-                        dominated = True
-                        break
-                if dominated:
-                    continue
-            lst[base + lo + c] = r
-            c += 1
-        nloc[i * T + t] = c
-        cuda.syncthreads()
-        if m == 1:
-            best = -1
-            for s in range(t):
-                cs = nloc[i * T + s]
-                if cs > 0:
-                    cand = lst[base + s * chunk + cs - 1]
-                    if best < 0 or lt(t_ts[cand], t_ts[best], m, W):
-                        best = cand
-            for k in range(c):
-                r = lst[base + lo + k]
-                if best < 0 or lt(t_ts[r], t_ts[best], m, W):
-                    keep[base + r - a] = 1
-        else:
-            for k in range(c):
-                r = lst[base + lo + k]
-                ok = True
-                for s in range(t):
-                    for j in range(nloc[i * T + s]):
-                        if le(t_ts[lst[base + s * chunk + j]], t_ts[r], m, W):
-                            ok = False
-                            break
-                    if not ok:
-                        break
-                if ok:
-                    keep[base + r - a] = 1
-
-    @cuda.jit
-    def segments_same(ptr, rows, locs, sel_ptr, sel_rows, same):
-        """same[i] <- the old segment of locs[i] equals its new one; thread per location."""
-        i = cuda.grid(1)
-        if i < locs.shape[0]:
-            l = locs[i]
-            same[i] = 1 if equal(rows, ptr[l], ptr[l + 1], sel_rows, sel_ptr[i], sel_ptr[i + 1],
-                                 rows.shape[1]) else 0
+    upper_bound = _cuda.device(_cuda.upper_bound)
 
     @cuda.jit
     def frontier_block(t_loc, t_ts, t_cnt, flip, F_ptr, m, lst, nloc, keep, start, lens,
                        scratch):
         """Block per location ``l`` (every location: no list of flipped ones to compact).
-        Unflipped: lens[l] <- |old F(l)|. Flipped: the segment of ``l`` (two binary searches
-        in ``t_loc``) is marked as in ``frontier_marks`` (phases 1 and 2), then each thread
-        copies its chunk's marked rows, in order, to scratch rows start[l] + (marked rows
-        of earlier chunks) ...; lens[l] <- the number of marked rows."""
+        Unflipped: lens[l] <- |old F(l)|. Flipped: its table segment (two binary searches in
+        ``t_loc``) is split into ``T`` contiguous chunks, one per thread, and its minimal
+        positive rows are marked in ``keep``. Phase 1: each chunk's own minimal rows, by the
+        CPU twin's scan (prefix minimum of the counters when ``m == 1``; otherwise no
+        earlier minimal row of the chunk ``<=`` it), listed in ``lst``. Barrier. Phase 2: a
+        chunk-minimal row is minimal iff no minimal row of an earlier chunk is ``<=`` it
+        (every earlier positive row is such a row or above one); when ``m == 1`` that is one
+        comparison with the smallest counters of all earlier chunks, the last listed row of
+        each. Barrier. Then each thread copies its chunk's marked rows, in order, to scratch
+        rows start[l] + (marked rows of earlier chunks) ...; lens[l] <- the number marked."""
         l = cuda.blockIdx.x
         t = cuda.threadIdx.x
         T = cuda.blockDim.x
         W = t_ts.shape[1]
-        r_all = t_loc.shape[0]
-        lo_ = 0
-        hi_ = r_all
-        while lo_ < hi_:
-            mid = (lo_ + hi_) // 2
-            if t_loc[mid] < l:
-                lo_ = mid + 1
-            else:
-                hi_ = mid
-        a = lo_
-        hi_ = r_all
-        while lo_ < hi_:
-            mid = (lo_ + hi_) // 2
-            if t_loc[mid] <= l:
-                lo_ = mid + 1
-            else:
-                hi_ = mid
-        n = lo_ - a
+        a = upper_bound(t_loc, l - 1)
+        n = upper_bound(t_loc, l) - a
         if flip[l] == 0:
             if t == 0:
                 lens[l] = F_ptr[l + 1] - F_ptr[l]
@@ -505,81 +391,7 @@ def _kernels():
                         new_ts[o + i, q] = F_ts[s + i, q]
                 mode[l] = 0
 
-    return types.SimpleNamespace(frontier_marks=frontier_marks, segments_same=segments_same,
-                                 frontier_block=frontier_block, frontier_fill=frontier_fill)
-
-
-def segment_frontiers_cuda(t_ts, t_cnt, seg_ptr, locs, m, *, threads=None):
-    """CUDA version of :func:`segment_frontiers`: same arguments and results.
-
-    Kernel type: Numba ``@cuda.jit`` with block-level cooperation (``syncthreads``), running
-    the twin's ``_counters_lt``/``ts_le`` on each chunk; CuPy compacts the marks.
-
-    Launch shape: one block per selected location (``q`` blocks) of
-    :func:`frontier_threads` threads (``threads`` overrides), so a long segment is scanned by
-    many threads and many segments run side by side. The kernel only *marks* frontier rows in
-    a ``uint8`` array laid out like the concatenated segments; a stream compaction
-    (``flatnonzero``, CUB) and a gather then produce the CSR output, already sorted because
-    the table is.
-
-    Sync points: one, reading the total and the longest segment (16 bytes) to size the
-    marks and choose the block. Bytes: each row of the selected segments is read once in
-    phase 1 (``8 (W + 1)``); phase 2 re-reads only chunk-minimal rows (cached); the marks
-    cost 1 byte a row; output rows ``8 W`` each. Work: ``O(rows / T)`` per thread plus
-    ``O(T)`` (fast path) or ``O(chunk minima x earlier minima)`` (general path).
-    """
-    xp = _cuda.namespace(t_ts, seg_ptr)
-    q = int(locs.shape[0])
-    W = t_ts.shape[1]
-    if q == 0:
-        return xp.zeros(1, xp.int64), xp.empty((0, W), xp.int64)
-    lens = _cuda.op(seg_ptr[locs + 1] - seg_ptr[locs], 3)
-    cap_ptr = _cuda.alloc(xp, q + 1, xp.int64, 0)
-    cap_ptr[1:] = _cuda.op(xp.cumsum(lens))
-    total, longest = (int(v) for v in _cuda.read(_cuda.op(xp.stack([cap_ptr[q], lens.max()]), 2)))
-    T = int(threads) if threads is not None else frontier_threads(longest)
-    lst = _cuda.alloc(xp, max(total, 1), xp.int64)
-    nloc = _cuda.alloc(xp, q * T, xp.int64)
-    keep = _cuda.alloc(xp, total, xp.uint8, 0)
-    _cuda.launch_blocks(_kernels().frontier_marks, q, T, t_ts, t_cnt, seg_ptr, locs, cap_ptr,
-                        int(m), lst, nloc, keep)
-    idx = _cuda.op(xp.flatnonzero(keep))
-    _cuda.COUNTS.syncs += 1  # the compaction's size is read back
-    seg = _cuda.op(xp.searchsorted(cap_ptr, idx, side="right") - 1, 2)
-    rows = _cuda.op(t_ts[seg_ptr[locs[seg]] + (idx - cap_ptr[seg])], 5)
-    ptr = _cuda.op(xp.searchsorted(idx, cap_ptr, side="left").astype(xp.int64))
-    return ptr, rows
-
-
-def replace_segments_cuda(ptr, rows, locs, sel_ptr, sel_rows, *, tpb=None):
-    """CUDA version of :func:`replace_segments`: same arguments and results.
-
-    Kernel types: Numba ``@cuda.jit`` (``segments_equal`` is the twin's comparison); CuPy for
-    the new offsets (a scan).
-
-    Kernels: ``segments_same`` (thread per replaced location: ``O(segment x W)``) and the
-    segmented gather of :mod:`gpu_kernels.segments` (thread per output row). Every row of the
-    new CSR is written once (``8 W`` bytes) and read once from the old rows or the new
-    segments. Sync points: the output size (in the gather) and the compaction of
-    ``changed``.
-    """
-    xp = _cuda.namespace(ptr, rows)
-    L = ptr.shape[0] - 1
-    q = int(locs.shape[0])
-    same = _cuda.alloc(xp, q, xp.uint8)
-    _cuda.launch(_kernels().segments_same, q, ptr, rows, locs, sel_ptr, sel_rows, same, tpb=tpb)
-    lens = _cuda.op(ptr[1:] - ptr[:-1])
-    lens[locs] = _cuda.op(sel_ptr[1:] - sel_ptr[:-1], 2)
-    new_ptr = _cuda.alloc(xp, L + 1, xp.int64, 0)
-    new_ptr[1:] = _cuda.op(xp.cumsum(lens))
-    which = _cuda.alloc(xp, L, xp.uint8, 0)
-    which[locs] = 1
-    start = _cuda.op(ptr[:-1].copy())
-    start[locs] = _cuda.op(sel_ptr[:-1], 2)
-    new_rows = gather_segments_cuda(new_ptr, which, start, rows, sel_rows, tpb=tpb)
-    changed = _cuda.op(locs[same == 0].astype(xp.int64), 3)
-    _cuda.COUNTS.syncs += 1  # a boolean mask's size is read back
-    return new_ptr, new_rows, changed
+    return types.SimpleNamespace(frontier_block=frontier_block, frontier_fill=frontier_fill)
 
 
 #: Threads per location block of :func:`frontier_update_cuda` on a device (two warps).
@@ -593,9 +405,9 @@ def frontier_update_cuda(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m, *, threads=No
 
     Launch shape: ``frontier_block``, one block of ``threads`` threads per location
     (:data:`UPDATE_THREADS` on a device, 1 on the simulator) -- a location whose positive set
-    did not flip exits at once; a flipped one is split into chunks as in
-    :func:`segment_frontiers_cuda` and its frontier rows compacted in order into a scratch
-    array at the segment's own offset (so no sizes are needed yet); one scan of the lengths
+    did not flip exits at once; a flipped one is split into chunks, one per thread, and its
+    frontier rows compacted in order into a scratch array at the segment's own offset (so
+    no sizes are needed yet); one scan of the lengths
     (CuPy); ``frontier_fill``, thread per location: the new ``F`` and each location's
     :func:`segment_mode`. 2 launches, 1 primitive, 0 syncs; allocations: 7.
 

@@ -15,7 +15,7 @@ from engine import AntichainOverflowError, GraphBuilder, ImpliedFrontierTracker,
 from engine.batched import BatchedTracker
 from engine.graph_arrays import GraphArrays
 from engine.psi import compute_psi
-from gpu_kernels import _cuda, closure, consolidate, pareto, precursors, propagate, segments
+from gpu_kernels import _cuda, closure, consolidate, pareto, precursors, propagate
 from gpu_kernels.summary_rows import smallest_dtype
 
 from test_trackers import replay_changes
@@ -73,32 +73,6 @@ def check_merge_counts(rng, dev, host, *, r=16, n=10, W=2, L=4, tpb=None):
 
 # -- frontiers ------------------------------------------------------------------------------
 
-def check_segment_frontiers(rng, dev, host, *, m, W, n=40, L=5, threads=None):
-    t_loc, t_ts, t_cnt = _table(rng, n, L, W, hi=4)
-    seg_ptr = np.searchsorted(t_loc, np.arange(L + 1)).astype(np.int64)
-    locs = np.sort(rng.choice(L, int(rng.integers(1, L + 1)), replace=False)).astype(np.int64)
-    want = pareto.segment_frontiers(t_ts, t_cnt, seg_ptr, locs, m)
-    got = pareto.segment_frontiers_cuda(dev(t_ts), dev(t_cnt), dev(seg_ptr), dev(locs), m,
-                                        threads=threads)
-    for a, b in zip(want, got):
-        _same(a, b, host)
-    return locs, want
-
-
-def check_replace_segments(rng, dev, host, *, W=2, L=5, tpb=None):
-    ptr = np.zeros(L + 1, np.int64)
-    rows = np.zeros((0, W), np.int64)
-    for _ in range(3):
-        locs, (sel_ptr, sel_rows) = check_segment_frontiers(rng, dev, host, m=1, W=W, L=L,
-                                                            threads=1)
-        want = pareto.replace_segments(ptr, rows, locs, sel_ptr, sel_rows)
-        got = pareto.replace_segments_cuda(dev(ptr), dev(rows), dev(locs), dev(sel_ptr),
-                                           dev(sel_rows), tpb=tpb)
-        for a, b in zip(want, got):
-            _same(a, b, host)
-        ptr, rows = want[0], want[1]
-
-
 def check_frontier_update(rng, dev, host, *, m, W, L=5, threads=None):
     """``frontier_update_cuda`` (every location, no sync) equals the twin over a sequence
     of merges: the used rows of ``F``, and the modes."""
@@ -115,42 +89,6 @@ def check_frontier_update(rng, dev, host, *, m, W, L=5, threads=None):
         _same(want[1], host(got[1])[:int(want[0][-1])], np.asarray)
         _same(want[2], got[2], host)
         table, F_ptr, F_ts = new, want[0], want[1]
-
-
-def check_gather_segments(rng, dev, host, *, L=6, W=2, tpb=None):
-    lens = rng.integers(0, 3, L)
-    new_ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-    src0 = rng.integers(0, 9, (20, W)).astype(np.int64)
-    src1 = rng.integers(0, 9, (12, W)).astype(np.int64)
-    which = rng.integers(0, 2, L).astype(np.uint8)
-    start = np.where(which == 0, rng.integers(0, 20 - 2, L), rng.integers(0, 12 - 2, L))
-    want = segments.gather_segments(new_ptr, which, start, src0, src1)
-    got = segments.gather_segments_cuda(dev(new_ptr), dev(which), dev(start.astype(np.int64)),
-                                        dev(src0), dev(src1), tpb=tpb)
-    _same(want, got, host)
-
-
-# -- propagation ----------------------------------------------------------------------------
-
-def _steps(graph, batches):
-    """``(ga, before, after, seeds)`` for every batch of a cpu-backend replay: ``F`` and ``I``
-    (CSR pairs) before and after it, and the locations whose ``F`` changed; first a step from
-    nothing to the final state with every location as a seed."""
-    tr = BatchedTracker(graph, strategy="edgewise")
-    L, W = tr.ga.L, tr.ga.width
-    empty = (np.zeros(L + 1, np.int64), np.zeros((0, W), np.int64))
-    steps = []
-    for b in batches:
-        before = (tr._F_ptr, tr._F_ts, tr._I_ptr, tr._I_ts)
-        tr.update(*b)
-        after = (tr._F_ptr, tr._F_ts, tr._I_ptr, tr._I_ts)
-        seeds = [l for l in range(L)
-                 if not np.array_equal(before[1][before[0][l]:before[0][l + 1]],
-                                       after[1][after[0][l]:after[0][l + 1]])]
-        steps.append((before, after, np.asarray(seeds, np.int64)))
-    final = (tr._F_ptr, tr._F_ts, tr._I_ptr, tr._I_ts)
-    steps.insert(0, (empty + empty, final, np.arange(L, dtype=np.int64)))
-    return tr.ga, steps
 
 
 def check_frontier_changes(graph, batches, dev, host, *, tpb=None):

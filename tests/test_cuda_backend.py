@@ -15,8 +15,6 @@ from engine import Backend, BackendError
 from engine.cli import main
 from engine.cuda_backend import CudaKernels, usable_device
 from engine.workload import EXAMPLE_PATH, example_graph
-from gpu_kernels import segments
-from gpu_kernels.pareto import frontier_threads
 
 HAVE_DEVICE = usable_device()[0]
 no_device = pytest.mark.skipif(HAVE_DEVICE, reason="a CUDA device is usable here")
@@ -25,7 +23,7 @@ no_device = pytest.mark.skipif(HAVE_DEVICE, reason="a CUDA device is usable here
 def test_kernel_modules_and_backend_import_light():
     """Importing the kernel modules and the backend module loads neither CuPy nor Numba's
     CUDA target: both load when a kernel first runs."""
-    mods = ["engine.cuda_backend", "gpu_kernels._cuda", "gpu_kernels.segments",
+    mods = ["engine.cuda_backend", "gpu_kernels._cuda", "gpu_kernels.intake",
             "gpu_kernels.consolidate", "gpu_kernels.pareto", "gpu_kernels.propagate",
             "gpu_kernels.closure", "gpu_kernels.precursors"]
     code = ("import sys\n" + "".join(f"import {m}\n" for m in mods) +
@@ -87,22 +85,6 @@ def test_info_and_replay_with_unusable_cuda(capsys):
     assert "backend: none" in out and "cannot run here" in out
     assert main(["replay", str(EXAMPLE_PATH), "--backend", "cuda"]) == 2
     assert "tfront replay: error: backend cuda (requested) cannot run here" in capsys.readouterr().err
-
-
-def test_gather_segments_twin():
-    new_ptr = np.array([0, 2, 2, 3], np.int64)
-    which = np.array([1, 0, 0], np.uint8)
-    start = np.array([1, 0, 4], np.int64)
-    src0 = np.arange(10).reshape(5, 2)
-    src1 = 100 + np.arange(6).reshape(3, 2)
-    out = segments.gather_segments(new_ptr, which, start, src0, src1)
-    assert out.tolist() == [[102, 103], [104, 105], [8, 9]]
-    assert segments.gather_segments(np.zeros(3, np.int64), which[:2], start[:2], src0,
-                                    src1).shape == (0, 2)
-
-
-def test_frontier_threads_on_a_device():
-    assert [frontier_threads(n) for n in (0, 10, 256, 257, 513, 10 ** 6)] == [32, 32, 32, 64, 128, 128]
 
 
 def test_cost_model_choices():

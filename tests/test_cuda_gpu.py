@@ -55,18 +55,6 @@ def test_merge_counts(cp, seed, r, n):
     cc.check_merge_counts(np.random.default_rng(seed), cp.asarray, cp.asnumpy, r=r, n=n, L=40)
 
 
-@pytest.mark.parametrize("threads", [None, 1, 32, 128])
-@pytest.mark.parametrize("m,W", [(1, 1), (1, 3), (2, 2), (2, 4)])
-def test_segment_frontiers(cp, m, W, threads):
-    rng = np.random.default_rng(m * 10 + W)
-    cc.check_segment_frontiers(rng, cp.asarray, cp.asnumpy, m=m, W=W, n=5000, L=20,
-                               threads=threads)
-
-
-def test_replace_segments(cp):
-    cc.check_replace_segments(np.random.default_rng(1), cp.asarray, cp.asnumpy, L=30)
-
-
 @pytest.mark.parametrize("m,W", [(1, 2), (2, 3)])
 @pytest.mark.parametrize("threads", [32, 64])
 def test_frontier_update(cp, m, W, threads):
@@ -79,10 +67,6 @@ def test_batch_launches_and_syncs_do_not_grow(kernels, strategy):
     from perf.workloads import build_graph, generate_graph
     graphs = [build_graph(generate_graph(n, 1)) for n in (10, 300)]
     cc.check_batch_counts(kernels, strategy, graphs, [1000, 100000], np.random.default_rng(11))
-
-
-def test_gather_segments(cp):
-    cc.check_gather_segments(np.random.default_rng(2), cp.asarray, cp.asnumpy, L=300)
 
 
 @examples(40)

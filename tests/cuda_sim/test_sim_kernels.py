@@ -47,26 +47,11 @@ def test_merge_counts(seed):
     cc.check_merge_counts(np.random.default_rng(seed), same, np.asarray, tpb=2)
 
 
-@pytest.mark.parametrize("threads", [1, 3, 4])
-@pytest.mark.parametrize("m,W", [(1, 1), (1, 3), (2, 2), (2, 4)])
-def test_segment_frontiers(m, W, threads):
-    rng = np.random.default_rng(10 * m + W + threads)
-    cc.check_segment_frontiers(rng, same, np.asarray, m=m, W=W, threads=threads)
-
-
-def test_replace_segments():
-    cc.check_replace_segments(np.random.default_rng(1), same, np.asarray, tpb=2)
-
-
 @pytest.mark.parametrize("m,W", [(1, 2), (2, 3)])
 @pytest.mark.parametrize("threads", [1, 3])
 def test_frontier_update(m, W, threads):
     cc.check_frontier_update(np.random.default_rng(7), same, np.asarray, m=m, W=W,
                              threads=threads)
-
-
-def test_gather_segments():
-    cc.check_gather_segments(np.random.default_rng(2), same, np.asarray, tpb=4)
 
 
 @examples(30)

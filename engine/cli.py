@@ -84,9 +84,6 @@ def _replay(args) -> int:
     if args.time and kernels is not None:
         from .batched import warm_up
         warm_up(workload.graph.m, workload.graph.max_depth, kernels)
-        print(json.dumps({"backend": kernels.name, "backend_reason": tracker.backend_reason,
-                          "strategy": tracker.choice.strategy,
-                          "reason": tracker.choice.reason}), file=sys.stderr)
     out = sys.stdout
     if not args.quiet:
         out.write(REPLAY_HEADER + "\n")

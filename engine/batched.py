@@ -37,7 +37,7 @@ from .choices import Choice
 from .errors import ConvergenceError, NegativeCountError
 from .graph import Graph
 from .graph_arrays import GraphArrays
-from .kernels import KernelSet, cpu_kernels
+from .kernels import KernelSet, RedoBatch, StrictViolation, cpu_kernels
 from .timestamp import Timestamp
 
 __all__ = ["Strategy", "BatchedTracker", "TableCounts"]
@@ -184,51 +184,72 @@ class BatchedTracker:
         +1 for a timestamp entering a location's implied frontier and -1 for one leaving.
         Host (NumPy) arrays whatever the backend.
         """
-        k, pk, ga = self.kernels, self._pk, self.ga
+        k, ga = self.kernels, self.ga
         snap = k.counts_snapshot()
         start = time.perf_counter()
-        # 1. validate and consolidate (on the backend: only the deltas travel)
-        c_loc, c_ts, c_diff = k.intake(self.graph, ga.depth, loc, ts, diff)
-        # 2. merge into the count table; recompute F where the positive set changed
-        flip = k.flags(ga.L)
-        n_loc, n_ts, n_cnt, bad = k.merge_counts(self._loc, self._ts, self._cnt, c_loc, c_ts,
-                                                 c_diff, self.strict, flip)
-        if int(bad) >= 0:
-            self._reject_negative(k.to_host(c_loc[bad:bad + 1])[0],
-                                  k.to_host(c_ts[bad:bad + 1])[0], int(c_diff[bad]))
-        # nothing is committed before propagation succeeded: an error (out of memory, no
-        # convergence) leaves table, F and I as they were, consistent with one another
-        F_ptr, F_ts, mode = k.frontier_update(n_loc, n_ts, n_cnt, flip, self._F_ptr, self._F_ts,
-                                              ga.m)
-        dF_ptr, dF_ts = F_ptr, F_ts
-        if pk is not k:  # the host-side propagation works on a host copy of F
-            F_ptr, F_ts, mode = k.frontiers_to_host(F_ptr, F_ts, mode)
-        applied = time.perf_counter()
-        # 3. propagate; 4. emit the changes of I
-        I_ptr, I_ts = self._I_ptr, self._I_ts
-        if self.strategy is Strategy.CLOSURE:  # a changed F is found by the gather itself
-            I_ptr, I_ts, out = pk.closure_step(ga, self.psi, mode, F_ptr, F_ts, I_ptr, I_ts)
-        else:
-            seeds = np.flatnonzero(mode).astype(np.int64)
-            out = (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64),
-                   np.zeros(0, np.int64))
-            if seeds.size:
-                new_ptr, new_ts, touched, steps = pk.edgewise(ga, F_ptr, F_ts, I_ptr, I_ts, seeds,
-                                                              self.max_steps)
-                if steps < 0:
-                    raise ConvergenceError(f"edge-wise propagation exceeded {self.max_steps} steps")
-                out = pk.frontier_changes(touched, I_ptr, I_ts, new_ptr, new_ts, ga.width)
-                I_ptr, I_ts = new_ptr, new_ts
-        self._loc, self._ts, self._cnt = n_loc, n_ts, n_cnt
-        self._F_ptr, self._F_ts = dF_ptr, dF_ts
-        if pk is not k:
-            self._hF_ptr, self._hF_ts = F_ptr, F_ts
-        self._I_ptr, self._I_ts = I_ptr, I_ts
+        try:
+            out, applied = self._batch(loc, ts, diff)
+        except RedoBatch:  # the device intake's packing guess failed: again, unguessed
+            out, applied = self._batch(loc, ts, diff)
         out = tuple(np.asarray(a) for a in out)
         self.last_timing = {"apply_s": applied - start, "propagate_s": time.perf_counter() - applied,
                             **k.counts_since(snap)}
         return out
 
+    def _batch(self, loc, ts, diff):
+        """One batch, committed only at the end: ``(changes, time when F was ready)``. On a
+        device backend the intake's and the merge's checks are *deferred*: they stay on the
+        device and travel with the batch's first transfer (the closure step's statistics, or
+        ``F`` on its way to the host), where they raise before anything is committed."""
+        k, pk, ga = self.kernels, self._pk, self.ga
+        deferred = k.deferred()
+        # 1. validate and consolidate (on the backend: only the deltas travel)
+        c_loc, c_ts, c_diff = k.intake(self.graph, ga.depth, loc, ts, diff, deferred=deferred)
+        # 2. merge into the count table; recompute F where the positive set changed
+        flip = k.flags(ga.L)
+        n_loc, n_ts, n_cnt, bad = k.merge_counts(self._loc, self._ts, self._cnt, c_loc, c_ts,
+                                                 c_diff, self.strict, flip, deferred=deferred)
+        if int(bad) >= 0:
+            self._reject_negative(k.to_host(c_loc[bad:bad + 1])[0],
+                                  k.to_host(c_ts[bad:bad + 1])[0], int(c_diff[bad]))
+        # nothing is committed before propagation succeeded: an error (out of memory, no
+        # convergence, a deferred check) leaves table, F and I as they were, consistent
+        F_ptr, F_ts, mode = k.frontier_update(n_loc, n_ts, n_cnt, flip, self._F_ptr, self._F_ts,
+                                              ga.m, deferred=deferred)
+        dF_ptr, dF_ts = F_ptr, F_ts
+        try:
+            if pk is not k:  # the host-side propagation works on a host copy of F
+                F_ptr, F_ts, mode = k.frontiers_to_host(F_ptr, F_ts, mode, deferred=deferred)
+            applied = time.perf_counter()
+            # 3. propagate; 4. emit the changes of I
+            I_ptr, I_ts = self._I_ptr, self._I_ts
+            if self.strategy is Strategy.CLOSURE:  # a changed F is found by the gather itself
+                I_ptr, I_ts, out = pk.closure_step(ga, self.psi, mode, F_ptr, F_ts, I_ptr, I_ts,
+                                                   deferred=deferred if pk is k else None)
+            else:
+                seeds = np.flatnonzero(mode).astype(np.int64)
+                out = (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64),
+                       np.zeros(0, np.int64))
+                if seeds.size:
+                    new_ptr, new_ts, touched, steps = pk.edgewise(ga, F_ptr, F_ts, I_ptr, I_ts,
+                                                                  seeds, self.max_steps)
+                    if steps < 0:
+                        raise ConvergenceError(
+                            f"edge-wise propagation exceeded {self.max_steps} steps")
+                    out = pk.frontier_changes(touched, I_ptr, I_ts, new_ptr, new_ts, ga.width)
+                    I_ptr, I_ts = new_ptr, new_ts
+        except StrictViolation as e:
+            self._reject_negative(k.to_host(c_loc[e.row:e.row + 1])[0],
+                                  k.to_host(c_ts[e.row:e.row + 1])[0], int(c_diff[e.row]))
+        if deferred is not None and "table_len" in deferred.results:
+            r = deferred.results["table_len"]
+            n_loc, n_ts, n_cnt = n_loc[:r], n_ts[:r], n_cnt[:r]
+        self._loc, self._ts, self._cnt = n_loc, n_ts, n_cnt
+        self._F_ptr, self._F_ts = dF_ptr, dF_ts
+        if pk is not k:
+            self._hF_ptr, self._hF_ts = F_ptr, F_ts
+        self._I_ptr, self._I_ts = I_ptr, I_ts
+        return out, applied
     def _reject_negative(self, l, row, d):
         l = int(l)
         t = tuple(int(x) for x in row[:self._width[l]])

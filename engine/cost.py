@@ -24,7 +24,8 @@ The constants are a model, calibrated from measurements on an H100 host
 (``../shared/gpu/README.md``: the cpu backend propagates a churn batch of the N=1000 chain
 workload in about 1 ms and of N=5000 in about 4 ms; CUDA launches and synchronisations cost
 10-30 microseconds each through CuPy and Numba) and from the closure kernel's counts (3
-launches, 1 primitive and 2 synchronisations per batch). The device rate of the
+launches, 1 primitive and 2 synchronisations per batch; 26 launches and primitives and 2
+synchronisations for the whole batch). The device rate of the
 block-per-target gather is a prediction until it is measured on a device.
 
 >>> from engine.workload import example_graph
@@ -77,8 +78,8 @@ class CostModel:
     frontier_rows: float = 2.0
     host_row_s: float = 6.0e-8
     device_row_s: float = 1.5e-9
-    device_batch_ops: int = 23
-    device_batch_syncs: int = 4
+    device_batch_ops: int = 26
+    device_batch_syncs: int = 2
 
 
 @dataclass(frozen=True)

@@ -454,7 +454,7 @@ class CudaKernels(KernelSet):
 
     # -- batch intake on the device --------------------------------------------------------
 
-    def intake(self, graph, depth, loc, ts, diff):
+    def intake(self, graph, depth, loc, ts, diff, deferred=None):
         """Validate and consolidate a batch on the device
         (:func:`gpu_kernels.intake.intake_cuda`); same results, exceptions and messages as
         the host path (:meth:`KernelSet.intake`), nothing changed on error.
@@ -479,13 +479,33 @@ class CudaKernels(KernelSet):
         if cols is None:
             return super().intake(graph, depth, loc, ts, diff)
         n = len(cols[0])
+        guess = self._guesses.get(W)
         with self._scope():
             if any(isinstance(c, np.ndarray) for c in cols):
                 d_loc, d_ts, d_diff = self.stage(*cols)
             else:
                 d_loc, d_ts, d_diff = cols
             r = gi.intake_cuda(d_loc, d_ts, d_diff, self._device_depth(depth), m,
-                               graph.num_locations, W, guess=self._guesses.get(W))
+                               graph.num_locations, W, guess=guess,
+                               defer=deferred is not None and guess is not None)
+        if r.pending is not None:  # judged when the batch's first transfer brings it back
+            S = gi.stats_size(W)
+
+            def check(words):
+                verdict = gi.deferred_verdict(words, n, r.spec)
+                if verdict[0] == "bad":
+                    self._raise_first_bad(graph, depth, cols, verdict[1])
+                if verdict[0] == "redo":
+                    self._guesses.pop(W, None)
+                    from .kernels import RedoBatch
+                    raise RedoBatch(f"maxima {verdict[1].tolist()} outgrew the packing guess")
+                nxt = gi.speculative_widths(verdict[1], graph.num_locations, n)
+                if nxt is not None:
+                    self._guesses[W] = nxt
+
+            deferred.add(r.pending, check)
+            deferred.batch_count = r.pending[S - 1:S]
+            return r.loc, r.ts, r.diff
         if not r.valid:
             self._raise_first_bad(graph, depth, cols, r.bad)
         guess = gi.speculative_widths(r.maxima, graph.num_locations, n)
@@ -583,44 +603,81 @@ class CudaKernels(KernelSet):
         with self._scope():
             return consolidate_cuda(loc, ts, diff)
 
-    def merge_counts(self, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
+    def merge_counts(self, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, deferred=None):
+        """:func:`gpu_kernels.consolidate.merge_counts_cuda`; with ``deferred``, the
+        violation and the new table's size stay on the device (the table arrays then hold
+        spare rows past ``deferred.table_len``)."""
         from gpu_kernels.consolidate import merge_counts_cuda
         with self._scope():
-            return merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip)
+            if deferred is None:
+                return merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip)
+            o_loc, o_ts, o_cnt, status = merge_counts_cuda(
+                t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip,
+                b_count=deferred.batch_count, defer=True)
+        n = int(b_ts.shape[0])
+
+        def check(words):
+            if strict and int(words[0]) < n:
+                from .kernels import StrictViolation
+                raise StrictViolation(int(words[0]))
+            deferred.results["table_len"] = int(words[1])
+
+        deferred.add(status, check)
+        deferred.table_len = status[1:]
+        return o_loc, o_ts, o_cnt, -1
+
+    def deferred(self):
+        """A :class:`~engine.kernels.Deferred` on this device: the intake's and the merge's
+        checks ride on the batch's first transfer instead of two synchronisations."""
+        from .kernels import Deferred
+        return Deferred(self.xp)
 
     def flags(self, n: int):
         from gpu_kernels import _cuda
         return _cuda.alloc(self.xp, n, self.xp.bool_, 0)
 
-    def frontier_update(self, t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m: int):
+    def frontier_update(self, t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m: int, deferred=None):
         """:func:`gpu_kernels.pareto.frontier_update_cuda`: every location at once, no sync."""
         from gpu_kernels.pareto import frontier_update_cuda
+        t_len = deferred.table_len if deferred is not None else None
         with self._scope():
-            return frontier_update_cuda(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m)
+            return frontier_update_cuda(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m, t_len=t_len)
 
-    def frontiers_to_host(self, F_ptr, F_ts, mode):
-        """``F_ptr`` and the modes in one transfer, then the used rows of ``F_ts``: 2 syncs,
-        ``9 L + 8 W |F|`` bytes."""
+    def frontiers_to_host(self, F_ptr, F_ts, mode, deferred=None):
+        """``F_ptr``, the modes and the batch's deferred words in one transfer (their checks
+        settled), then the used rows of ``F_ts``: 2 syncs, ``9 L + 8 W |F|`` bytes."""
         from gpu_kernels import _cuda
         xp = self.xp
         L = F_ptr.shape[0] - 1
         with self._scope():
-            both = _cuda.op(xp.concatenate([F_ptr.view(xp.uint8), mode.view(xp.uint8)]))
-            host = _cuda.read(both)
+            words = deferred.words() if deferred is not None else None
+            parts = [F_ptr.view(xp.uint8), mode.view(xp.uint8)]
+            if words is not None:
+                parts.insert(0, words.view(xp.uint8))
+            host = _cuda.read(_cuda.op(xp.concatenate(parts), 1 + (words is not None)))
+            if words is not None:
+                k = 8 * words.size
+                deferred.settle(np.ascontiguousarray(host[:k]).view(np.int64))
+                host = host[k:]
             h_ptr = np.ascontiguousarray(host[:8 * (L + 1)]).view(np.int64)
             h_mode = np.ascontiguousarray(host[8 * (L + 1):])
             h_ts = _cuda.read(F_ts[:int(h_ptr[L])])
         return h_ptr, np.ascontiguousarray(h_ts), h_mode
 
-    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts):
-        """:func:`gpu_kernels.propagate.closure_step_cuda` over target-major ``Psi``; the
+    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None):
+        """:func:`gpu_kernels.propagate.closure_step_cuda` over target-major ``Psi``, the
+        batch's deferred words read (and their checks settled) with its first transfer; the
         changes come back in one copy and are split on the host."""
+        from gpu_kernels import _cuda
         from gpu_kernels.propagate import closure_step_cuda
         with self._scope():
             p = self._psi(psi)
-            new_ptr, new_ts, ch = closure_step_cuda(ga.m, p.tm_ptr, p.tm_src, p.tm_sum, mode,
-                                                    F_ptr, F_ts, I_ptr, I_ts,
-                                                    **self.closure_options)
+            words = deferred.words() if deferred is not None else None
+            _cuda.op(k=int(words is not None))  # the words' concatenation
+            new_ptr, new_ts, ch = closure_step_cuda(
+                ga.m, p.tm_ptr, p.tm_src, p.tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
+                pending=words, settle=deferred.settle if words is not None else None,
+                **self.closure_options)
         changes = (ch[:, 0].astype(np.int32), np.ascontiguousarray(ch[:, 2:]),
                    np.ascontiguousarray(ch[:, 1]))
         return new_ptr, new_ts, changes

@@ -17,7 +17,62 @@ import abc
 
 import numpy as np
 
-__all__ = ["KernelSet", "CpuKernels", "cpu_kernels"]
+__all__ = ["KernelSet", "CpuKernels", "cpu_kernels", "Deferred", "RedoBatch",
+           "StrictViolation"]
+
+
+class RedoBatch(Exception):
+    """Raised by a deferred check when the batch must be taken again from its input (the
+    device intake packed it with widths its maxima outgrew). Internal to a batch: the
+    tracker catches it, nothing having been committed."""
+
+
+class StrictViolation(Exception):
+    """Raised by a deferred check: batch row ``row`` (consolidated) would leave a count
+    negative in strict mode. The tracker turns it into ``NegativeCountError``."""
+
+    def __init__(self, row: int):
+        super().__init__(row)
+        self.row = row
+
+
+class Deferred:
+    """Facts of one batch left on the device (``int64`` words: the intake's statistics, the
+    merge's violation and table size) until the batch's first transfer to the host, which
+    carries them along -- so they cost no synchronisation of their own. ``settle`` then runs
+    each part's check in order, which may raise (a bad row, a negative count, a redo).
+
+    Attributes set by the stages for the ones after them: ``batch_count`` (device
+    ``int64[1]``, the consolidated rows when the batch arrays hold spare rows) and
+    ``table_len`` (device ``int64[1]``, the new table's rows); ``results`` what the checks
+    found (``table_len`` as a host int).
+    """
+
+    def __init__(self, xp):
+        self.xp = xp
+        self.parts: list = []
+        self.batch_count = None
+        self.table_len = None
+        self.results: dict = {}
+
+    def add(self, words, check) -> None:
+        """Read ``words`` (a device ``int64`` array) with the batch's first transfer, then call
+        ``check(host_words)``."""
+        self.parts.append((words, check))
+
+    def words(self):
+        """The device words to transfer, concatenated (an array-library primitive), or None."""
+        if not self.parts:
+            return None
+        return self.xp.concatenate([w.reshape(-1) for w, _ in self.parts])
+
+    def settle(self, host_words) -> None:
+        """Split the transferred words and run the checks in the order they were added."""
+        o = 0
+        parts, self.parts = self.parts, []
+        for w, check in parts:
+            check(host_words[o:o + w.size])
+            o += w.size
 
 
 class KernelSet(abc.ABC):
@@ -48,13 +103,15 @@ class KernelSet(abc.ABC):
 
 
     # batch intake: validation and consolidation
-    def intake(self, graph, depth, loc, ts, diff):
+    def intake(self, graph, depth, loc, ts, diff, deferred=None):
         """Validate a batch as :func:`engine.batch_arrays.batch_arrays` does (same exceptions,
         same messages, nothing changed on error) and consolidate it on the backend.
 
         Returns the consolidated ``(loc int32[k], ts int64[k, W], diff int64[k])`` as backend
         arrays, sorted by ``(loc, ts)``, zero sums dropped. This default validates on the
-        host and consolidates on the backend; a device backend may validate while packing.
+        host and consolidates on the backend; a device backend may validate while packing,
+        and with ``deferred`` (:meth:`deferred`) leave its checks for the batch's first
+        transfer (then the arrays may hold spare rows past ``deferred.batch_count``).
         """
         from .batch_arrays import batch_arrays
         b_loc, b_ts, b_diff = batch_arrays(graph, depth, loc, ts, diff)
@@ -66,29 +123,34 @@ class KernelSet(abc.ABC):
         ...
 
     @abc.abstractmethod
-    def merge_counts(self, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
+    def merge_counts(self, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, deferred=None):
         ...
 
     # per-location frontiers: gpu_kernels.pareto
+    def deferred(self) -> "Deferred | None":
+        """A :class:`Deferred` for one batch when this backend can leave checks on the device
+        until the batch's first transfer; None (the default) when every stage reads its own."""
+        return None
+
     def flags(self, n: int):
         """``bool[n]`` zeros on the backend (the merge's flipped-location marks)."""
         return self.xp.zeros(n, dtype=self.xp.bool_)
 
-    def frontier_update(self, t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m: int):
+    def frontier_update(self, t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m: int, deferred=None):
         """Every location's new ``F`` after a merge and how it changed:
         :func:`gpu_kernels.pareto.frontier_update` (``(F_ptr, F_ts, mode uint8[L])``, backend
         arrays). A device backend may return ``F_ts`` with spare rows past ``F_ptr[L]``."""
         from gpu_kernels.pareto import frontier_update
         return frontier_update(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m)
 
-    def frontiers_to_host(self, F_ptr, F_ts, mode):
+    def frontiers_to_host(self, F_ptr, F_ts, mode, deferred=None):
         """``F`` and the modes as host arrays (for host-side propagation)."""
         return self.to_host(F_ptr), self.to_host(F_ts), self.to_host(mode)
 
     # propagation: gpu_kernels.propagate. Edge-wise propagation runs on the host for every
     # backend (CpuKernels.edgewise): it does sequential work where frontiers change.
     @abc.abstractmethod
-    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts):
+    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None):
         """The closure strategy: ``(I_ptr, I_ts, (c_loc, c_ts, c_diff))`` -- the new implied
         frontiers (backend arrays) of every target that a changed ``F`` (``mode > 0``, from
         :meth:`frontier_update`) reaches, and their changes as host arrays sorted by
@@ -121,7 +183,7 @@ class CpuKernels(KernelSet):
         from gpu_kernels.consolidate import consolidate
         return consolidate(loc, ts, diff)
 
-    def merge_counts(self, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
+    def merge_counts(self, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, deferred=None):
         from gpu_kernels.consolidate import merge_counts
         return merge_counts(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip)
 
@@ -146,7 +208,7 @@ class CpuKernels(KernelSet):
             psi.sums.reshape(-1, psi.sums.shape[-1]), psi.max_antichain if dense else 0,
             F_ptr, F_ts, I_ptr, I_ts, seeds)
 
-    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts):
+    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None):
         seeds = np.flatnonzero(mode).astype(np.int64)
         if not len(seeds):
             return I_ptr, I_ts, (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64),

@@ -47,7 +47,7 @@ from numba import njit
 from numba.core.dispatcher import Dispatcher
 
 __all__ = ["cuda", "simulator", "device", "launch", "launch_blocks", "blocks",
-           "namespace", "to_host", "stream", "upper_bound", "THREADS_PER_BLOCK",
+           "namespace", "to_host", "stream", "upper_bound", "upper_bound_n", "THREADS_PER_BLOCK",
            "SIM_THREADS_PER_BLOCK", "DeviceCounts", "COUNTS", "op", "read", "alloc",
            "NUMPY_ALIASES", "restore_numpy_aliases"]
 
@@ -245,6 +245,20 @@ def to_host(a) -> np.ndarray:
     """A NumPy copy (or view) of a NumPy or CuPy array; synchronises on a device."""
     get = getattr(a, "get", None)
     return get() if get is not None and not isinstance(a, np.ndarray) else np.asarray(a)
+
+
+@njit(cache=True, inline="always")
+def upper_bound_n(a, n, x):
+    """Number of entries of the ascending ``a[:n]`` that are ``<= x`` (binary search)."""
+    lo = 0
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @njit(cache=True, inline="always")

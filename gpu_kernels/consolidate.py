@@ -303,7 +303,6 @@ def _kernels():
     pack = _cuda.device(pack_key)
     unpack = _cuda.device(unpack_key)
     cmp_rows = _cuda.device(row_cmp)
-    upper_bound = _cuda.device(_cuda.upper_bound)
 
     @cuda.jit
     def pack_rows(loc, ts, widths, keys):
@@ -367,13 +366,19 @@ def _kernels():
             out_diff[k] = total[s]
 
     @cuda.jit
-    def merge_probe(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, pos, newcnt, ins,
-                    drop, upd, bad):
-        """Per batch row j: its place in the table (binary search), old and new count, the
-        location flip, strict-mode violation (atomic min of j), and whether it is inserted
-        (new row), updates table row pos[j] (upd) or deletes it (drop)."""
+    def merge_probe(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, nb, strict, flip, pos, newcnt,
+                    ins, drop, upd, bad):
+        """Per batch row j < nb[0] (the batch's rows: the arrays may hold spare rows): its
+        place in the table (binary search), old and new count, the location flip,
+        strict-mode violation (atomic min of j), and whether it is inserted (new row),
+        updates table row pos[j] (upd) or deletes it (drop). A spare row, or a location out
+        of range (rows of a batch still to be rejected), is neither."""
         j = cuda.grid(1)
         if j < b_loc.shape[0]:
+            if j >= nb[0] or b_loc[j] < 0 or b_loc[j] >= flip.shape[0]:
+                ins[j] = 0
+                pos[j] = 0
+                return
             W = b_ts.shape[1]
             r = t_loc.shape[0]
             lo = 0
@@ -405,24 +410,34 @@ def _kernels():
                 ins[j] = 1 if new != 0 else 0
 
     @cuda.jit
-    def merge_table(t_loc, t_ts, t_cnt, drop, upd, newcnt, kept_before, ins_pos, o_loc, o_ts,
-                    o_cnt):
+    def merge_table(t_loc, t_ts, t_cnt, drop, upd, newcnt, kept_before, ins_pos, ins_rank,
+                    o_loc, o_ts, o_cnt):
         """Table row i, unless dropped, goes to kept_before[i] + (inserted rows placed at or
-        before i), with its count updated if a batch row matched it; thread per table row."""
+        before i: a binary search in the first ins_rank[-1] entries of ins_pos), with its
+        count updated if a batch row matched it; thread per table row."""
         i = cuda.grid(1)
         if i < t_loc.shape[0] and drop[i] == 0:
-            o = kept_before[i] + upper_bound(ins_pos, i)
+            lo = 0
+            hi = ins_rank[ins_rank.shape[0] - 1]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if ins_pos[mid] <= i:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            o = kept_before[i] + lo
             o_loc[o] = t_loc[i]
             for c in range(t_ts.shape[1]):
                 o_ts[o, c] = t_ts[i, c]
             o_cnt[o] = newcnt[upd[i]] if upd[i] >= 0 else t_cnt[i]
 
     @cuda.jit
-    def merge_batch(b_loc, b_ts, newcnt, ins_idx, ins_pos, kept_before, o_loc, o_ts, o_cnt):
-        """The k-th inserted batch row goes after the kept table rows before its place, and
-        after the k inserted rows before it; thread per inserted row."""
+    def merge_batch(b_loc, b_ts, newcnt, ins_idx, ins_pos, ins_rank, kept_before, o_loc, o_ts,
+                    o_cnt):
+        """The k-th inserted batch row (k < ins_rank[-1]) goes after the kept table rows
+        before its place, and after the k inserted rows before it; thread per batch row."""
         k = cuda.grid(1)
-        if k < ins_idx.shape[0]:
+        if k < ins_idx.shape[0] and k < ins_rank[ins_rank.shape[0] - 1]:
             j = ins_idx[k]
             o = kept_before[ins_pos[k]] + k
             o_loc[o] = b_loc[j]
@@ -541,12 +556,19 @@ def consolidate_sorting_cuda(loc, ts, diff, plan, *, tpb=None):
     return out_loc, out_ts, out_diff
 
 
-def merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, *, tpb=None):
+def merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, *, b_count=None,
+                      defer=False, tpb=None):
     """CUDA version of :func:`merge_counts`: same arguments and results (``bad`` a Python int).
 
     ``flip`` (bool[L], on the device) receives the locations whose positive set changed. In
     strict mode a violation returns empty arrays and the first offending batch row, and the
     old table is untouched (it is never written).
+
+    ``b_count`` (a device ``int64[1]``) is the number of batch rows when the batch arrays hold
+    spare rows past it (a deferred intake). With ``defer`` nothing is read back: the new
+    table comes in arrays of ``r + n`` rows and the fourth result is a device ``int64[2]``,
+    the strict-mode violation (``n`` when none) and the new table's row count, for the
+    caller to read with a later transfer (and to slice the table by).
 
     Notes
     -----
@@ -555,16 +577,19 @@ def merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, *, 
 
     Kernels: ``merge_probe`` (thread per batch row: binary search, ``O(log r)`` row
     comparisons); two scans (kept table rows, inserted batch rows); one **sync** reads the
-    strict-mode violation and both totals (24 bytes); ``merge_compact`` (thread per batch
-    row) lists the inserted rows by their scan; ``merge_table`` (thread per table row) and
-    ``merge_batch`` (thread per inserted row) scatter the new table: 4 launches, 1 sync. Bytes: the table is read once and written once (``(12 + 8W)`` bytes per row each
-    way, plus 9 bytes of drop/update flags), the batch likewise; the probes add
-    ``O(n log r)`` mostly cached reads.
+    strict-mode violation and both totals (24 bytes) -- none with ``defer``;
+    ``merge_compact`` (thread per batch row) lists the inserted rows by their scan;
+    ``merge_table`` (thread per table row) and ``merge_batch`` (thread per batch row) scatter
+    the new table: 4 launches, 1 sync (0 deferred). Bytes: the table is read once and
+    written once (``(12 + 8W)`` bytes per row each way, plus 9 bytes of drop/update flags),
+    the batch likewise; the probes add ``O(n log r)`` mostly cached reads.
     """
     xp = _cuda.namespace(t_ts, b_ts)
     r, W = t_ts.shape
     n = b_ts.shape[0]
     if n == 0:
+        if defer:
+            return t_loc, t_ts, t_cnt, _cuda.alloc(xp, 2, xp.int64, r)
         return t_loc, t_ts, t_cnt, -1
     k = _kernels()
     pos = _cuda.alloc(xp, n, xp.int64)
@@ -572,26 +597,31 @@ def merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, *, 
     ins = _cuda.alloc(xp, n, xp.uint8)
     drop = _cuda.alloc(xp, r, xp.uint8, 0)
     upd = _cuda.alloc(xp, r, xp.int64, -1)
-    bad = _cuda.alloc(xp, 1, xp.int64, n)
-    _cuda.launch(k.merge_probe, n, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, bool(strict), flip,
-                 pos, newcnt, ins, drop, upd, bad, tpb=tpb)
+    status = _cuda.alloc(xp, 2, xp.int64, n)  # [first negative row, new table rows]
+    nb = b_count if b_count is not None else status[1:]
+    _cuda.launch(k.merge_probe, n, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, nb, bool(strict),
+                 flip, pos, newcnt, ins, drop, upd, status[:1], tpb=tpb)
     kept_before = _cuda.alloc(xp, r + 1, xp.int64, 0)
     kept_before[1:] = _cuda.op(xp.cumsum(1 - drop.astype(xp.int64)), 3)
     ins_rank = _cuda.op(xp.cumsum(ins, dtype=xp.int64))
-    # one read: the strict-mode violation, the kept table rows and the inserted batch rows
-    first, kept, n_ins = (int(v) for v in _cuda.read(
-        _cuda.op(xp.concatenate([bad, kept_before[r:], ins_rank[n - 1:]]))))
-    if strict and first < n:
-        return t_loc[:0], t_ts[:0], t_cnt[:0], first
-    ins_idx = _cuda.alloc(xp, n_ins, xp.int64)
-    ins_pos = _cuda.alloc(xp, n_ins, xp.int64)
+    if defer:
+        size = r + n
+        status[1:] = _cuda.op(kept_before[r:] + ins_rank[n - 1:], 2)
+    else:
+        # one read: the strict-mode violation, the kept table rows and the inserted batch rows
+        first, kept, n_ins = (int(v) for v in _cuda.read(
+            _cuda.op(xp.concatenate([status[:1], kept_before[r:], ins_rank[n - 1:]]))))
+        if strict and first < n:
+            return t_loc[:0], t_ts[:0], t_cnt[:0], first
+        size = kept + n_ins
+    ins_idx = _cuda.alloc(xp, n, xp.int64)
+    ins_pos = _cuda.alloc(xp, n, xp.int64)
     _cuda.launch(k.merge_compact, n, ins, ins_rank, pos, ins_idx, ins_pos, tpb=tpb)
-    size = kept + n_ins
     o_loc = _cuda.alloc(xp, size, xp.int32)
     o_ts = _cuda.alloc(xp, (size, W), xp.int64)
     o_cnt = _cuda.alloc(xp, size, xp.int64)
     _cuda.launch(k.merge_table, r, t_loc, t_ts, t_cnt, drop, upd, newcnt, kept_before, ins_pos,
-                 o_loc, o_ts, o_cnt, tpb=tpb)
-    _cuda.launch(k.merge_batch, n_ins, b_loc, b_ts, newcnt, ins_idx, ins_pos,
+                 ins_rank, o_loc, o_ts, o_cnt, tpb=tpb)
+    _cuda.launch(k.merge_batch, n, b_loc, b_ts, newcnt, ins_idx, ins_pos, ins_rank,
                  kept_before, o_loc, o_ts, o_cnt, tpb=tpb)
-    return o_loc, o_ts, o_cnt, -1
+    return o_loc, o_ts, o_cnt, status if defer else -1

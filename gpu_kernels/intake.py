@@ -44,7 +44,8 @@ from .consolidate import consolidate, consolidate_sorting_cuda, pack_plan, unpac
 
 __all__ = ["LOC", "WIDTH", "RANGE", "PADDING", "KINDS", "MAX_COORD", "MAX_WIDTH",
            "SHARED_SLOTS", "stats_size", "Intake", "row_error", "row_key", "run_start",
-           "check_pack", "runs_from_sorted", "intake", "intake_cuda", "speculative_widths"]
+           "check_pack", "runs_from_sorted", "intake", "intake_cuda", "speculative_widths",
+           "deferred_verdict"]
 
 #: Error kinds, in the order ``engine.batch_arrays`` checks them over the whole batch.
 LOC, WIDTH, RANGE, PADDING = 0, 1, 2, 3
@@ -69,11 +70,15 @@ class Intake(NamedTuple):
     batch, else None; ``loc``, ``ts``, ``diff``: the consolidated batch (sorted by
     ``(loc, ts)``, zero sums dropped) on the inputs' device, or None for an invalid batch."""
 
-    bad: np.ndarray
+    bad: np.ndarray | None
     maxima: np.ndarray | None
     loc: object
     ts: object
     diff: object
+    #: deferred intake only (``bad``/``maxima`` None until read): the device statistics
+    #: array (:func:`stats_size` entries) and the guessed widths it was packed with
+    pending: object = None
+    spec: np.ndarray | None = None
 
     @property
     def valid(self) -> bool:
@@ -409,8 +414,21 @@ def _fits(maxima, widths) -> bool:
     return all(int(v) < (1 << int(b)) for v, b in zip(maxima, widths))
 
 
+def deferred_verdict(stats: np.ndarray, n: int, spec: np.ndarray):
+    """What the host statistics of a deferred intake say: ``("bad", bad)`` (some row breaks a
+    rule: ``bad`` the first row per rule), ``("redo", maxima)`` (a maximum outgrew its guessed
+    field: the keys were packed wrongly and the batch must be taken again, unguessed), or
+    ``("ok", maxima, count)``."""
+    bad, maxima = stats[:KINDS].copy(), stats[KINDS:KINDS + len(spec)].copy()
+    if (bad < n).any():
+        return ("bad", bad)
+    if not _fits(maxima, spec):
+        return ("redo", maxima)
+    return ("ok", maxima, int(stats[stats_size(len(spec) - 1) - 1]))
+
+
 def intake_cuda(loc, ts, diff, depth, m: int, L: int, W: int, *, validate: bool = True,
-                guess=None, tpb=None) -> Intake:
+                guess=None, defer: bool = False, tpb=None) -> Intake:
     """CUDA version of :func:`intake`: validate and consolidate a raw batch on its device.
 
     Parameters
@@ -425,6 +443,11 @@ def intake_cuda(loc, ts, diff, depth, m: int, L: int, W: int, *, validate: bool 
     guess : int64[1 + W], optional
         Bit widths to pack with before the maxima are known (:func:`speculative_widths` of
         the previous batch). Used only with ``validate``; checked against the maxima.
+    defer : bool
+        With a guess: read nothing; return the ``n``-row output arrays (the consolidated
+        rows first, their count in ``stats[-1]``) and the device statistics as ``pending``,
+        to be judged by :func:`deferred_verdict` once the caller has read them. 4 launches,
+        3 primitives, **no sync**.
     tpb : int, optional
         Threads per block (default ``_cuda.THREADS_PER_BLOCK``).
 
@@ -477,6 +500,8 @@ def intake_cuda(loc, ts, diff, depth, m: int, L: int, W: int, *, validate: bool 
         _cuda.launch(k.check_pack, n, loc, ts, dep, m, L, widths_d, idx_bits, True, True, keys,
                      stats, tpb=tpb)
         out = _runs(xp, k, keys, diff, idx_bits, widths_d, W, stats, tpb)
+        if defer:  # the caller reads ``stats`` later, with its own first transfer
+            return Intake(None, None, *out, pending=stats, spec=spec)
         got = _cuda.read(stats)
         bad, maxima = got[:KINDS].copy(), got[KINDS:KINDS + 1 + W].copy()
         if (bad < n).any():

@@ -274,14 +274,14 @@ def _kernels():
     lt = _cuda.device(_counters_lt)
     le = _cuda.device(ts_le)
     mode_of = _cuda.device(segment_mode)
-    upper_bound = _cuda.device(_cuda.upper_bound)
+    upper_bound_n = _cuda.device(_cuda.upper_bound_n)
 
     @cuda.jit
-    def frontier_block(t_loc, t_ts, t_cnt, flip, F_ptr, m, lst, nloc, keep, start, lens,
+    def frontier_block(t_loc, t_len, t_ts, t_cnt, flip, F_ptr, m, lst, nloc, keep, start, lens,
                        scratch):
         """Block per location ``l`` (every location: no list of flipped ones to compact).
         Unflipped: lens[l] <- |old F(l)|. Flipped: its table segment (two binary searches in
-        ``t_loc``) is split into ``T`` contiguous chunks, one per thread, and its minimal
+        the table's first t_len[0] rows: the arrays may hold spare rows) is split into ``T`` contiguous chunks, one per thread, and its minimal
         positive rows are marked in ``keep``. Phase 1: each chunk's own minimal rows, by the
         CPU twin's scan (prefix minimum of the counters when ``m == 1``; otherwise no
         earlier minimal row of the chunk ``<=`` it), listed in ``lst``. Barrier. Phase 2: a
@@ -294,8 +294,8 @@ def _kernels():
         t = cuda.threadIdx.x
         T = cuda.blockDim.x
         W = t_ts.shape[1]
-        a = upper_bound(t_loc, l - 1)
-        n = upper_bound(t_loc, l) - a
+        a = upper_bound_n(t_loc, t_len[0], l - 1)
+        n = upper_bound_n(t_loc, t_len[0], l) - a
         if flip[l] == 0:
             if t == 0:
                 lens[l] = F_ptr[l + 1] - F_ptr[l]
@@ -398,10 +398,13 @@ def _kernels():
 UPDATE_THREADS = 64
 
 
-def frontier_update_cuda(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m, *, threads=None, tpb=None):
+def frontier_update_cuda(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m, *, t_len=None, threads=None,
+                         tpb=None):
     """CUDA version of :func:`frontier_update`: same arguments and results, except that the
     new ``F_ts`` has as many rows as the table (an upper bound: every row of ``F`` is a
     positive table row) and ``F_ptr[L]`` says how many are used. No host synchronisation.
+    ``t_len`` (device ``int64[1]``) is the table's row count when its arrays hold spare rows
+    (a deferred merge); by default all of them.
 
     Launch shape: ``frontier_block``, one block of ``threads`` threads per location
     (:data:`UPDATE_THREADS` on a device, 1 on the simulator) -- a location whose positive set
@@ -427,8 +430,10 @@ def frontier_update_cuda(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m, *, threads=No
     start = _cuda.alloc(xp, max(L, 1), xp.int64)
     lens = _cuda.alloc(xp, L + 1, xp.int64, 0)
     scratch = _cuda.alloc(xp, (rows, W), xp.int64)
-    _cuda.launch_blocks(k.frontier_block, L, T, t_loc, t_ts, t_cnt, flip, F_ptr, int(m), lst,
-                        nloc, keep, start, lens[1:], scratch)
+    if t_len is None:
+        t_len = _cuda.alloc(xp, 1, xp.int64, r)
+    _cuda.launch_blocks(k.frontier_block, L, T, t_loc, t_len, t_ts, t_cnt, flip, F_ptr, int(m),
+                        lst, nloc, keep, start, lens[1:], scratch)
     _cuda.op(xp.cumsum(lens, out=lens))
     new_ts = _cuda.alloc(xp, (r, W), xp.int64)
     mode = _cuda.alloc(xp, L, xp.uint8)

@@ -674,7 +674,8 @@ def coop_threads() -> int:
 
 
 def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts, *,
-                      rows=COOP_ROWS, threads=None, capacity=8, tpb=None):
+                      pending=None, settle=None, rows=COOP_ROWS, threads=None, capacity=8,
+                      tpb=None):
     """The closure strategy's whole step on the device: the new implied frontiers of every
     target a changed ``F`` reaches, and their changes.
 
@@ -693,6 +694,9 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
         (defaults :data:`COOP_ROWS`, :func:`coop_threads`; :func:`coop_shape` lowers them for
         wide rows)
     capacity : first slot size of the overflow path (rows per target, grown x4)
+    pending, settle : device ``int64`` words of earlier stages to read with the first
+        transfer (no sync of their own), and the host function that judges them (it may
+        raise, before anything else is done)
 
     Returns
     -------
@@ -724,7 +728,12 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
     stats = _cuda.alloc(xp, 3, xp.int64, 0)
     _cuda.launch_blocks(_coop_kernel(W, C, T), L, T, int(m), tm_ptr, tm_src, tm_sum, F_ptr, F_ts,
                         mode, I_ptr, I_ts, slots, sizes, touched, stats)
-    n_over, n_rows, n_ch = (int(v) for v in _cuda.read(stats))
+    if pending is None:
+        got = _cuda.read(stats)
+    else:
+        got = _cuda.read(_cuda.op(xp.concatenate([stats, pending])))
+        settle(got[3:])
+    n_over, n_rows, n_ch = (int(v) for v in got[:3])
     if n_over == 0 and n_ch == 0:  # every recomputed frontier came out as it was
         return I_ptr, I_ts, np.zeros((0, 2 + W), np.int64)
     start = _cuda.op(xp.arange(0, L * R, R, dtype=xp.int64))

@@ -63,6 +63,11 @@ def test_frontier_update(cp, m, W, threads):
 
 
 @pytest.mark.parametrize("strategy", ["closure", "edgewise"])
+def test_deferred_checks_raise_and_redo(kernels, strategy):
+    cc.check_deferred_checks(kernels, strategy, np.random.default_rng(12))
+
+
+@pytest.mark.parametrize("strategy", ["closure", "edgewise"])
 def test_batch_launches_and_syncs_do_not_grow(kernels, strategy):
     from perf.workloads import build_graph, generate_graph
     graphs = [build_graph(generate_graph(n, 1)) for n in (10, 300)]

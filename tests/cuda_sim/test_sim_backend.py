@@ -164,3 +164,8 @@ def test_batch_launches_and_syncs_do_not_grow(strategy):
     from perf.workloads import build_graph, generate_graph
     graphs = [build_graph(generate_graph(n, 1)) for n in (3, 10)]
     cc.check_batch_counts(KERNELS, strategy, graphs, [30, 300], np.random.default_rng(11))
+
+
+@pytest.mark.parametrize("strategy", ["closure", "edgewise"])
+def test_deferred_checks_raise_and_redo(strategy):
+    cc.check_deferred_checks(KERNELS, strategy, np.random.default_rng(12))

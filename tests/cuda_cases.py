@@ -91,6 +91,29 @@ def check_frontier_update(rng, dev, host, *, m, W, L=5, threads=None):
         table, F_ptr, F_ts = new, want[0], want[1]
 
 
+# -- propagation ----------------------------------------------------------------------------
+
+def _steps(graph, batches):
+    """``(ga, before, after, seeds)`` for every batch of a cpu-backend replay: ``F`` and ``I``
+    (CSR pairs) before and after it, and the locations whose ``F`` changed; first a step from
+    nothing to the final state with every location as a seed."""
+    tr = BatchedTracker(graph, strategy="edgewise")
+    L, W = tr.ga.L, tr.ga.width
+    empty = (np.zeros(L + 1, np.int64), np.zeros((0, W), np.int64))
+    steps = []
+    for b in batches:
+        before = (tr._F_ptr, tr._F_ts, tr._I_ptr, tr._I_ts)
+        tr.update(*b)
+        after = (tr._F_ptr, tr._F_ts, tr._I_ptr, tr._I_ts)
+        seeds = [l for l in range(L)
+                 if not np.array_equal(before[1][before[0][l]:before[0][l + 1]],
+                                       after[1][after[0][l]:after[0][l + 1]])]
+        steps.append((before, after, np.asarray(seeds, np.int64)))
+    final = (tr._F_ptr, tr._F_ts, tr._I_ptr, tr._I_ts)
+    steps.insert(0, (empty + empty, final, np.arange(L, dtype=np.int64)))
+    return tr.ga, steps
+
+
 def check_frontier_changes(graph, batches, dev, host, *, tpb=None):
     """``frontier_changes_cuda`` equals its twin on every location of every step."""
     ga, steps = _steps(graph, batches)

@@ -47,7 +47,7 @@ from numba import njit
 from numba.core.dispatcher import Dispatcher
 
 __all__ = ["cuda", "simulator", "device", "launch", "launch_blocks", "blocks",
-           "namespace", "to_host", "stream", "upper_bound", "upper_bound_n", "THREADS_PER_BLOCK",
+           "namespace", "to_host", "stream", "upper_bound_n", "THREADS_PER_BLOCK",
            "SIM_THREADS_PER_BLOCK", "DeviceCounts", "COUNTS", "op", "read", "alloc",
            "NUMPY_ALIASES", "restore_numpy_aliases"]
 
@@ -252,20 +252,6 @@ def upper_bound_n(a, n, x):
     """Number of entries of the ascending ``a[:n]`` that are ``<= x`` (binary search)."""
     lo = 0
     hi = n
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if a[mid] <= x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, inline="always")
-def upper_bound(a, x):
-    """Number of entries of the ascending array ``a`` that are ``<= x`` (binary search)."""
-    lo = 0
-    hi = a.shape[0]
     while lo < hi:
         mid = (lo + hi) // 2
         if a[mid] <= x:

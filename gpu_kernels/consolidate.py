@@ -303,6 +303,7 @@ def _kernels():
     pack = _cuda.device(pack_key)
     unpack = _cuda.device(unpack_key)
     cmp_rows = _cuda.device(row_cmp)
+    upper_bound_n = _cuda.device(_cuda.upper_bound_n)
 
     @cuda.jit
     def pack_rows(loc, ts, widths, keys):
@@ -417,15 +418,7 @@ def _kernels():
         count updated if a batch row matched it; thread per table row."""
         i = cuda.grid(1)
         if i < t_loc.shape[0] and drop[i] == 0:
-            lo = 0
-            hi = ins_rank[ins_rank.shape[0] - 1]
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if ins_pos[mid] <= i:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            o = kept_before[i] + lo
+            o = kept_before[i] + upper_bound_n(ins_pos, ins_rank[ins_rank.shape[0] - 1], i)
             o_loc[o] = t_loc[i]
             for c in range(t_ts.shape[1]):
                 o_ts[o, c] = t_ts[i, c]

@@ -98,15 +98,10 @@ class StrategyChoice:
 
 
 def estimate_summaries(ga: GraphArrays) -> int:
-    """Estimated number of ``Psi`` entries (summaries over all pairs), as
-    :func:`engine.psi.estimate_bytes` counts them: each location's reach times one plus the
-    merge excess of what it reaches. O(L (L + A)), no ``Psi`` rows."""
-    from gpu_kernels.closure import merge_excess, reach_counts
-    if ga.L == 0:
-        return 0
-    excess = merge_excess(ga.scc, ga.rank, ga.depth, ga.in_ptr, ga.in_src, ga.in_sum)
-    reach, merged = reach_counts(ga.out_ptr, ga.out_dst, excess)
-    return int((reach * (1 + merged)).sum())
+    """Estimated number of ``Psi`` entries (summaries over all pairs): the ``S`` of
+    :func:`engine.psi.estimate_shape`, which :func:`engine.psi.estimate_bytes` also uses."""
+    from .psi import estimate_shape
+    return estimate_shape(ga)[1]
 
 
 @dataclass(frozen=True)

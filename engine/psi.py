@@ -61,7 +61,8 @@ from .summary import Summary
 if TYPE_CHECKING:
     from .kernels import KernelSet
 
-__all__ = ["PsiLayout", "PsiArrays", "compute_psi", "estimate_bytes", "DEFAULT_MEMORY_BUDGET"]
+__all__ = ["PsiLayout", "PsiArrays", "compute_psi", "estimate_bytes", "estimate_shape",
+           "DEFAULT_MEMORY_BUDGET"]
 
 #: Default memory budget of the dense layout: 1 GiB.
 DEFAULT_MEMORY_BUDGET = 1 << 30
@@ -416,12 +417,7 @@ def estimate_bytes(graph: Graph | GraphArrays, *, layout: PsiLayout | str = "aut
     L, W = ga.L, 1 + ga.m + ga.K
     if L == 0:
         return 0
-    excess = merge_excess(ga.scc, ga.rank, ga.depth, ga.in_ptr, ga.in_src, ga.in_sum)
-    reach, merged = reach_counts(ga.out_ptr, ga.out_dst, excess)
-    width = 1 + merged
-    P = int(reach.sum())
-    S = int((reach * width).sum())
-    A = int(width.max())
+    P, S, A = estimate_shape(ga)
     bound = int(ga.in_sum[:, 1:].sum()) + ga.K if len(ga.in_sum) else ga.K
     itemsize = smallest_dtype(bound).itemsize
     ragged = _ragged_bytes(L, P, S, W, itemsize)
@@ -431,6 +427,24 @@ def estimate_bytes(graph: Graph | GraphArrays, *, layout: PsiLayout | str = "aut
     if layout is PsiLayout.RAGGED:
         return ragged
     return dense if dense <= 2 * ragged and dense <= budget else ragged
+
+
+def estimate_shape(ga: GraphArrays) -> tuple[int, int, int]:
+    """``(P, S, A)``, the pairs, summaries and largest antichain :func:`estimate_bytes`
+    estimates (its notes say how), without ``Psi`` rows. Memoized on ``ga``: the searches
+    cost O(L (L + A)) and both the layout rule and the strategy's cost model need them."""
+    hit = getattr(ga, "_psi_shape", None)
+    if hit is not None:
+        return hit
+    if ga.L == 0:
+        shape = (0, 0, 0)
+    else:
+        excess = merge_excess(ga.scc, ga.rank, ga.depth, ga.in_ptr, ga.in_src, ga.in_sum)
+        reach, merged = reach_counts(ga.out_ptr, ga.out_dst, excess)
+        width = 1 + merged
+        shape = (int(reach.sum()), int((reach * width).sum()), int(width.max()))
+    object.__setattr__(ga, "_psi_shape", shape)
+    return shape
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -442,7 +442,9 @@ function drawFrontiers() {
     el(svg, "text", {x: L - 6, y: Y(e[0]) + 4, "text-anchor": "end"}, e[1]);
   });
   xAxis(svg, B);
-  D.finals.forEach(f => el(svg, "text", {x: X(f[0]) + 3, y: T + 4}, "epoch " + f[1] + " final"));
+  D.finals.forEach(f => el(svg, "text", {x: X(f[0]) - 3, y: T, "text-anchor": "end",
+                                         transform: "rotate(-90 " + (X(f[0]) - 3) + " " + T + ")"},
+                           "epoch " + f[1] + " final"));
   const n = D.inputs.length;
   D.inputs.forEach((inp, k) => {
     const off = (k - (n - 1) / 2) * 0.025, c = COLORS[k % COLORS.length];

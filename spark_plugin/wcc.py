@@ -924,12 +924,16 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         warming.append(warm.submit(lambda: spark.sparkContext.parallelize(range(P), P)
                                    .mapPartitions(_WarmKernels(requested)).collect()))
     warm.shutdown(wait=False)
-    total, sources = epoch_sources(edges, epochs, follow=follow)
-    bar = _Progress(progress, total)
     steps = ProgressRecorder(spark.sparkContext, progress_log, graph=wg.graph, job=PRODUCER,
-                             meta={"edges": str(edges), "epochs": total, "partitions": P,
+                             meta={"edges": str(edges), "partitions": P,
                                    "backend": requested.value})
     steps.attach(svc)
+    try:
+        total, sources = epoch_sources(edges, epochs, follow=follow)
+    except BaseException as err:
+        steps.close(err)   # a reader of the log learns that the job ended, and why
+        raise
+    bar = _Progress(progress, total)
     state = None        # converged stars (a = component, b = vertex), f false
     state_ids: set = set()
     labels = None       # vertex, component of all vertices seen so far

@@ -273,13 +273,13 @@ def render_png(run: ProgressRun, path: str | os.PathLike, *, dpi: int = 110) -> 
     for t, e in tl["finals"]:
         for a in (ax, bx):
             a.axvline(t, color="0.6", lw=0.8, ls="--")
-        ax.annotate(f"epoch {e} final", (t, tl["top"] + 0.05), rotation=90, fontsize=7,
-                    va="bottom", ha="right", color="0.4", annotation_clip=False)
+        ax.text(t, tl["top"] + 0.22, f"{e} ", fontsize=7, va="center", ha="right", color="0.4")
     ax.set_yticks([e for e, _ in tl["epochs"]] + [tl["top"]],
                   [lab for _, lab in tl["epochs"]] + ["done {}"])
-    ax.set_ylim(-0.1, tl["top"] + 0.35)
+    ax.set_ylim(-0.15, tl["top"] + 0.4)
     ax.set_ylabel("frontier (least element)")
-    ax.set_title(f"{tl['title']} -- {tl['status']}", fontsize=10)
+    ax.set_title(f"{tl['title']} -- {tl['status']}\n(dashed: the epoch numbered at the top "
+                 f"became final)", fontsize=9)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, title="input",
               title_fontsize=8)
     ax.grid(axis="y", color="0.9")

@@ -258,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "progress" and args.watch and args.html is None and args.png is None:
-        parser.error("tfront progress: --watch needs --html and/or --png to redraw")
+        parser.error("progress --watch needs --html and/or --png to redraw")
     try:
         if args.command == "info":
             return _info(args)

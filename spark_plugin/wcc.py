@@ -1147,6 +1147,10 @@ def main_wcc(args) -> int:
     if follow is not None and not Path(args.edges).is_dir():
         raise EdgeInputError(f"{args.edges}: --follow needs a directory of epoch files",
                              args.edges)
+    log_path = getattr(args, "progress_log", None)
+    if log_path is not None and not Path(log_path).absolute().parent.is_dir():
+        raise FileNotFoundError(f"--progress-log {log_path}: directory "
+                                f"{str(Path(log_path).absolute().parent)!r} does not exist")
     conf = {"spark.ui.enabled": "false"}
     if args.master:
         conf["spark.master"] = args.master
@@ -1160,7 +1164,7 @@ def main_wcc(args) -> int:
         res = run_wcc(spark, args.edges, epochs=args.epochs, out=args.out,
                       partitions=args.partitions, backend=args.backend, on_epoch=report,
                       follow=follow, checkpoint_dir=getattr(args, "checkpoint_dir", None),
-                      progress_log=getattr(args, "progress_log", None))
+                      progress_log=log_path)
         print(f"total: {len(res.epochs)} epochs, {res.seconds:.2f} s "
               f"(progress tracking {res.tracking_seconds:.2f} s)"
               + (f", labels in {args.out}" if args.out else ""), flush=True)

@@ -152,7 +152,7 @@ def test_cli_draws_and_summarises(log, tmp_path, capsys):
     assert "missing.jsonl" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
         main(["progress", str(log), "--watch"])
-    assert e.value.code == 2 and "--watch needs --html and/or --png" in capsys.readouterr().err
+    assert e.value.code == 2 and "--watch needs --html and/or --png to redraw" in capsys.readouterr().err
 
 
 def chromium():

@@ -99,3 +99,10 @@ def test_tfront_wcc_progress_log_then_tfront_progress(tmp_path):
     assert run.finished and len(run.of("epoch")) == 2
     assert main(["progress", str(log), "--html", str(html)]) == 0
     assert 'data-live="false"' in html.read_text()
+
+
+def test_a_progress_log_in_a_missing_directory_is_refused_before_spark_starts(tmp_path, capsys):
+    edges = write_path_graph(tmp_path / "e.txt")
+    assert main(["wcc", str(edges), "--progress-log", str(tmp_path / "no" / "p.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "--progress-log" in err and "does not exist" in err and "no" in err

@@ -178,6 +178,15 @@ def test_the_page_draws_the_timeline_in_a_headless_browser(log, tmp_path):
     for k in range(3):
         assert f'<path class="inflight" data-iteration="{k}"' in dom
     assert dom.count('<circle class="change"') >= 20
+    # a page of a running job draws what has happened so far (and says it reloads)
+    part, live = tmp_path / "part.jsonl", tmp_path / "live.html"
+    part.write_text("".join(lines(log)[:30]))
+    render_html(read_progress(part), live)
+    dom = subprocess.run(flags + [f"--user-data-dir={tmp_path / 'u3'}",
+                                  "--virtual-time-budget=500", "--dump-dom", live.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert 'data-live="true"' in dom and "reloads every 2 s" in dom and 'data-drawn="5"' in dom
+    assert 0 < dom.count('<circle class="change"') < 20
     shot = tmp_path / "shot.png"
     subprocess.run(flags + [f"--user-data-dir={tmp_path / 'u2'}", "--window-size=1100,720",
                             f"--screenshot={shot}", page.as_uri()],

@@ -1,5 +1,6 @@
-"""The ``tfront`` command line: ``tfront replay FILE``, ``tfront psi FILE``, ``tfront info`` and
-``tfront wcc EDGES`` (the Spark WCC job, :mod:`spark_plugin.wcc`).
+"""The ``tfront`` command line: ``tfront replay FILE``, ``tfront psi FILE``, ``tfront info``,
+``tfront wcc EDGES`` (the Spark WCC job, :mod:`spark_plugin.wcc`) and ``tfront progress LOG``
+(draws a progress log of ``tfront wcc --progress-log``, :mod:`engine.progress_view`).
 
 ``replay`` applies a workload's batches one by one and prints the frontiers after each, in
 the format of ``shared/formats/progress-workload-v1.md``; ``psi`` prints the path-summary
@@ -66,6 +67,24 @@ def _parser() -> argparse.ArgumentParser:
                    metavar="IDLE",
                    help="consume the directory EDGES as a stream: new files become epochs as they "
                         "appear, until a _DONE file exists (or IDLE seconds pass without a new file)")
+    w.add_argument("--progress-log", default=None, metavar="FILE",
+                   help="record every frontier change at every operator input (time, epoch, "
+                        "iteration, Spark job) and the messages in flight in FILE, one JSON "
+                        "object per line, flushed as the job runs; draw it with tfront progress")
+
+    g = sub.add_parser("progress", help="draw a progress log (tfront wcc --progress-log) as a "
+                                        "PNG and/or a live HTML page")
+    g.add_argument("log", help="progress log (JSON Lines) written by tfront wcc --progress-log")
+    g.add_argument("--png", default=None, metavar="OUT.png",
+                   help="draw the timeline here (needs matplotlib: pip install "
+                        "'timely-frontier[plot]')")
+    g.add_argument("--html", default=None, metavar="OUT.html",
+                   help="write a self-contained page with the timeline here; while the job runs "
+                        "the page reloads itself every few seconds")
+    g.add_argument("--watch", action="store_true",
+                   help="keep redrawing --png/--html as the log grows, until the job ends")
+    g.add_argument("--interval", type=_positive_float, default=1.0, metavar="SECONDS",
+                   help="how often --watch looks at the log (default 1)")
 
     i = sub.add_parser("info", help="show the backend chosen here and why, versions and CUDA devices")
     i.add_argument("--backend", choices=backends, default=None,
@@ -74,6 +93,45 @@ def _parser() -> argparse.ArgumentParser:
                    help="also say which propagation strategy the backend picks for this "
                         "workload's graph, and the cost estimates behind the choice")
     return p
+
+
+def _positive_float(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not x > 0 or x == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return x
+
+
+def _progress(args) -> int:
+    """``tfront progress LOG``: summarise the log; draw it (``--png``, ``--html``), once or,
+    with ``--watch``, every time it grows until the job ends."""
+    from .progress_view import read_progress, render_html, render_png, summary_lines, watch
+
+    if args.watch:
+        def show(run):
+            print(summary_lines(run)[0], flush=True)
+
+        try:
+            run = watch(args.log, html=args.html, png=args.png, interval=args.interval,
+                        on_update=show)
+        except KeyboardInterrupt:
+            print("tfront progress: stopped watching", file=sys.stderr)
+            return 130
+    else:
+        run = read_progress(args.log)
+        if args.html is not None:
+            render_html(run, args.html)
+        if args.png is not None:
+            render_png(run, args.png)
+    for line in summary_lines(run)[1 if args.watch else 0:]:
+        print(line)
+    for what, path in (("page", args.html), ("picture", args.png)):
+        if path is not None:
+            print(f"{what}: {path}")
+    return 0
 
 
 def _replay(args) -> int:
@@ -197,13 +255,18 @@ def _info_strategy(out, path: str, backend: Backend) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tfront`` console script; returns the exit status."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "progress" and args.watch and args.html is None and args.png is None:
+        parser.error("progress --watch needs --html and/or --png to redraw")
     try:
         if args.command == "info":
             return _info(args)
         if args.command == "wcc":
             from spark_plugin.wcc import main_wcc  # imports pyspark only on this path
             return main_wcc(args)
+        if args.command == "progress":
+            return _progress(args)
         return _replay(args) if args.command == "replay" else _psi(args)
     except (TimelyFrontierError, OSError) as e:
         print(f"tfront {args.command}: error: {e}", file=sys.stderr)

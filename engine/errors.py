@@ -25,6 +25,8 @@ __all__ = [
     "WorkloadFormatError",
     "BackendError",
     "ConvergenceError",
+    "ProgressLogError",
+    "DependencyError",
 ]
 
 
@@ -108,3 +110,13 @@ class BackendError(TimelyFrontierError, ValueError):
 
 class ConvergenceError(TimelyFrontierError, RuntimeError):
     """Local propagation did not reach a fixed point within its step budget."""
+
+
+class ProgressLogError(TimelyFrontierError, ValueError):
+    """A progress log (``tfront wcc --progress-log``) is malformed; the message names the
+    file and the line."""
+
+
+class DependencyError(TimelyFrontierError, RuntimeError):
+    """An optional package a command needs is not installed; the message names it and the
+    ``pip install`` that adds it."""

@@ -52,6 +52,7 @@ from engine.errors import BackendError, TimelyFrontierError
 from gpu_kernels.unionfind import compact_ids
 
 from .device import KernelPlacement, place_kernels
+from .progress_log import ProgressRecorder
 from .schema import delta_table
 from .service import FrontierService
 from .wcc_io import (EdgeInputError, edge_files, edge_format, epoch_sources, even_cuts,
@@ -570,6 +571,10 @@ def _delta_batch(rows, producer: str, seq: int, large: bool,
         schema=schema)
 
 
+#: Stage kinds as their steps are called in job descriptions and the progress log.
+_STEP_NAMES = {"small": "small-star", "large": "large-star"}
+
+
 class _Progress:
     """tqdm bar on a terminal, plain log lines otherwise, nothing when disabled."""
 
@@ -664,7 +669,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             partitions: int | None = None, backend: str | None = None,
             progress: bool | None = None, on_epoch=None, task_wrapper=None,
             executor_input: bool | None = None, follow: float | None = None,
-            checkpoint_dir: str | None = None) -> WccResult:
+            checkpoint_dir: str | None = None, progress_log=None) -> WccResult:
     """Run the incremental WCC job.
 
     Parameters
@@ -716,6 +721,12 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         input themselves (row groups of their rows only, validated there) instead of the
         driver reading it and shipping the rows. The path must then be readable by every
         executor; default: on for a ``local`` master, off otherwise.
+    progress_log : str or Path, optional
+        Write the progress log here (JSON Lines, flushed per event; ``docs/progress.md``):
+        every frontier change at every operator input with the wall-clock time, epoch,
+        iteration and step (Spark job description), the messages in flight, and each final
+        epoch. ``tfront progress`` draws it. Every Spark job gets a description (``wcc epoch
+        E round I: step``) with or without it.
 
     Raises
     ------
@@ -777,6 +788,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     def driver(rows, producer=DRIVER, key="driver"):
         nonlocal tracking
         t0 = time.perf_counter()
+        steps.tag(producer, seq[key])
         pending.append(pool.submit(timed_apply, list(rows), producer, seq[key]))
         seq[key] += 1
         tracking += time.perf_counter() - t0
@@ -836,6 +848,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         fn = _Stage(kind, e, it, seq["stage"], locs, large, task_wrapper, requested)
         s = seq["stage"]
         seq["stage"] += 1
+        steps.step(kind, e, it, s)
         t0 = time.perf_counter()
 
         def part(t, p):
@@ -868,6 +881,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         nonlocal tracking
         s = seq["stage"]
         seq["stage"] += 1
+        steps.step("driver union-find", e, it, s)
         kernels = wcc_kernels(requested, len(a))
         oa, ob = kernels.contract(a, b)
         count_kernels(s, f"driver union-find, epoch {e} iteration {it}",
@@ -888,6 +902,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         fn = _Stage(kind, e, it, seq["stage"], locs, large, task_wrapper, requested)
         s = seq["stage"]
         seq["stage"] += 1
+        steps.step(_STEP_NAMES.get(kind, kind), e, it, s)
         done, ids = ck.checkpoint(df.repartition(P, key).mapInArrow(fn, STAGE_DDL))
         nonlocal collecting
         t0 = time.perf_counter()
@@ -909,7 +924,15 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         warming.append(warm.submit(lambda: spark.sparkContext.parallelize(range(P), P)
                                    .mapPartitions(_WarmKernels(requested)).collect()))
     warm.shutdown(wait=False)
-    total, sources = epoch_sources(edges, epochs, follow=follow)
+    steps = ProgressRecorder(spark.sparkContext, progress_log, graph=wg.graph, job=PRODUCER,
+                             meta={"edges": str(edges), "partitions": P,
+                                   "backend": requested.value})
+    steps.attach(svc)
+    try:
+        total, sources = epoch_sources(edges, epochs, follow=follow)
+    except BaseException as err:
+        steps.close(err)   # a reader of the log learns that the job ended, and why
+        raise
     bar = _Progress(progress, total)
     state = None        # converged stars (a = component, b = vertex), f false
     state_ids: set = set()
@@ -921,6 +944,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         for e, source in enumerate(sources):
             t_epoch = time.perf_counter()
             epoch_kernels.clear()
+            steps.step("read", e, 0)
             scan = source.scan if executor_input else None
             table = None
             if scan is None:
@@ -1006,6 +1030,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                     ck.release(ids)
                     ids = ids2
                 rounds = it + 1
+                steps.step("labels", e, it)
                 old_state_ids = state_ids
                 state, state_ids = df, ids
                 ck.release(old_state_ids)
@@ -1024,6 +1049,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                 stats = labels.agg(F.count(F.lit(1)).alias("v"),
                                    F.sum((F.col("vertex") == F.col("component")).cast("long"))
                                    .alias("c")).collect()[0]
+            steps.step("output", e, it)
             driver([(wg.d_in0, (e, it), 1), (wg.s_out1, (e, 0), -1)])
             driver([(wg.d_in0, (e, it), -1)], producer=OUTPUT, key="output")
             fd = frontier(wg.d_in0)
@@ -1043,6 +1069,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                                    rounds, time.perf_counter() - t_epoch, tuple(fd),
                                    tuple(sorted(epoch_kernels.items())))
             result.epochs.append(summary)
+            steps.epoch(summary)
             bar.epoch(summary)
             if on_epoch is not None:
                 on_epoch(summary)
@@ -1059,6 +1086,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     finally:
         bar.close()
         pool.shutdown(wait=True)
+        steps.close(sys.exc_info()[1])   # the end event: ok, or the error that ended the job
         for w in warming:   # a warm-up failure is not the job's: the stages say what failed
             if w.exception() is not None:
                 log.warning("warming the WCC kernels failed: %s", w.exception())
@@ -1119,6 +1147,10 @@ def main_wcc(args) -> int:
     if follow is not None and not Path(args.edges).is_dir():
         raise EdgeInputError(f"{args.edges}: --follow needs a directory of epoch files",
                              args.edges)
+    log_path = getattr(args, "progress_log", None)
+    if log_path is not None and not Path(log_path).absolute().parent.is_dir():
+        raise FileNotFoundError(f"--progress-log {log_path}: directory "
+                                f"{str(Path(log_path).absolute().parent)!r} does not exist")
     conf = {"spark.ui.enabled": "false"}
     if args.master:
         conf["spark.master"] = args.master
@@ -1131,7 +1163,8 @@ def main_wcc(args) -> int:
 
         res = run_wcc(spark, args.edges, epochs=args.epochs, out=args.out,
                       partitions=args.partitions, backend=args.backend, on_epoch=report,
-                      follow=follow, checkpoint_dir=getattr(args, "checkpoint_dir", None))
+                      follow=follow, checkpoint_dir=getattr(args, "checkpoint_dir", None),
+                      progress_log=log_path)
         print(f"total: {len(res.epochs)} epochs, {res.seconds:.2f} s "
               f"(progress tracking {res.tracking_seconds:.2f} s)"
               + (f", labels in {args.out}" if args.out else ""), flush=True)

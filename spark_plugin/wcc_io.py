@@ -487,8 +487,9 @@ class ParquetSlice:
 
 def natural_key(name: str):
     """Sort key of natural order: digit runs compare as numbers (``e2`` before ``e10``)."""
-    return [(0, int(t), t) if t.isdigit() else (1, 0, t) for t in re.split(r"([0-9]+)", name)
-            if t]
+    parts = [(0, int(t), "") if t.isdigit() else (1, 0, t)
+             for t in re.split(r"([0-9]+)", name) if t]
+    return parts, name    # equal numbers written differently (2, 02): by the name
 
 
 def edge_files(directory) -> list[Path]:

@@ -700,7 +700,9 @@ def check_input(edges, epochs: int | None = None, *, follow: float | None = None
     readable, that ``epochs`` and ``follow`` fit it, and the first rows of every file (the
     first ``peek`` bytes of a text or CSV file, decompressed; a Parquet file's footer,
     columns and first row group); a small file is checked completely, so an input without
-    edges is refused here. Returns notes for the user (e.g. an epoch file without edges).
+    edges is refused here. A followed directory's files are not read here (one may be half
+    written): each is validated when it is taken. Returns notes for the user (e.g. an epoch
+    file without edges).
 
     Raises
     ------
@@ -720,8 +722,10 @@ def check_input(edges, epochs: int | None = None, *, follow: float | None = None
         if not os.access(path, os.R_OK | os.X_OK):
             raise EdgeInputError(f"{_fmt(path)}: cannot list the directory (permission "
                                  f"denied)", str(path))
+        if follow is not None:   # a stream: each file is validated when it is taken, complete
+            return []
         files = edge_files(path)
-        if not files and follow is None:
+        if not files:
             raise EdgeInputError(f"{_fmt(path)}: the directory has no epoch files (hidden and "
                                  f"'_'-prefixed files are skipped); nothing to do", str(path))
         notes = []

@@ -300,6 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "info":
             status = _info(args)
         elif args.command == "wcc":
+            if not os.path.exists(args.edges):   # a typo: before importing the Spark side
+                raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
             from spark_plugin.wcc import main_wcc  # imports pyspark only on this path
             status = main_wcc(args)
         else:

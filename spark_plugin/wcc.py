@@ -1139,9 +1139,9 @@ def main_wcc(args) -> int:
     """The ``tfront wcc`` command (called by :mod:`engine.cli`, which has checked the options'
     forms). The input is validated -- existence, readability, ``--epochs`` / ``--follow``
     against it, the first rows of every file -- before a Spark session starts. Each epoch's
-    line names the input that became the epoch; an epoch without edges, and a run without
-    ``--out`` (labels not saved), are said on stderr. Ctrl-C stops the job cleanly (exit
-    130; the epochs already printed are written)."""
+    line names the input that became the epoch; an epoch without edges is said on stderr,
+    a run without ``--out`` in the total line (labels not saved). Ctrl-C stops the job
+    cleanly (exit 130; the epochs already printed are written)."""
     from .config import build_session
 
     follow = getattr(args, "follow", None)

@@ -486,7 +486,11 @@ class ParquetSlice:
 
 
 def natural_key(name: str):
-    """Sort key of natural order: digit runs compare as numbers (``e2`` before ``e10``)."""
+    """Sort key of natural order: digit runs compare as numbers (``e2`` before ``e10``).
+
+    >>> sorted(["e10.txt", "e2.txt", "e1.txt"], key=natural_key)
+    ['e1.txt', 'e2.txt', 'e10.txt']
+    """
     parts = [(0, int(t), "") if t.isdigit() else (1, 0, t)
              for t in re.split(r"([0-9]+)", name) if t]
     return parts, name    # equal numbers written differently (2, 02): by the name

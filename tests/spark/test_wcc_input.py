@@ -44,6 +44,7 @@ def labels(res):
     " 1 , 2\n2, 3\n3 ,4\n",
 ], ids=["no-header", "header", "quoted", "semicolon", "tab", "named", "weight", "spaces"])
 def test_csv_first_row_is_a_header_only_unless_it_holds_two_integers(tmp_path, text):
+    # regression: issue 11 item 1
     p = tmp_path / "n.csv"
     p.write_text(text)
     assert pairs(read_edges(p)) == WANT
@@ -59,6 +60,7 @@ def test_csv_first_row_is_a_header_only_unless_it_holds_two_integers(tmp_path, t
     ("src,dst\n1,2\n,3\n", 3, "vertex id '' is not an integer"),
 ])
 def test_csv_that_cannot_be_read_says_what_is_accepted(tmp_path, text, line, what):
+    # regression: issue 11 item 1
     p = tmp_path / "bad.csv"
     p.write_text(text)
     with pytest.raises(EdgeInputError, match=rf"bad\.csv:{line}: .*{what}") as ei:
@@ -68,6 +70,7 @@ def test_csv_that_cannot_be_read_says_what_is_accepted(tmp_path, text, line, wha
 
 
 def test_damaged_gzip_files_raise_edge_input_errors_naming_them(tmp_path):
+    # regression: issue 11 item 5
     body = "".join(f"{i} {i + 1}\n" for i in range(20000)).encode()
     whole = gzip.compress(body)
     (tmp_path / "t.txt.gz").write_bytes(whole[:len(whole) // 2])
@@ -90,6 +93,7 @@ def test_damaged_gzip_files_raise_edge_input_errors_naming_them(tmp_path):
 
 
 def test_inputs_without_edges_are_refused_and_empty_epoch_files_noted(tmp_path):
+    # regression: issue 11 items 3 and 6
     (tmp_path / "c.txt").write_text("# only a comment\n\n")
     (tmp_path / "e.txt").write_text("")
     (tmp_path / "h.csv").write_text("src,dst\n")
@@ -121,6 +125,7 @@ def test_inputs_without_edges_are_refused_and_empty_epoch_files_noted(tmp_path):
 
 
 def test_directory_epochs_are_in_natural_order():
+    # regression: issue 11 item 8
     from spark_plugin.wcc_io import natural_key
 
     names = ["e10.txt", "e2.txt", "e1.txt", "e02b.txt", "a.txt"]
@@ -129,7 +134,7 @@ def test_directory_epochs_are_in_natural_order():
 
 
 def test_a_followed_file_is_taken_only_once_its_size_is_stable(tmp_path):
-    """The writer appends between two polls: the file is taken only when a poll saw it
+    """Issue 11 item 2: the writer appends between two polls: the file is taken only when a poll saw it
     unchanged, with all its edges."""
     d = tmp_path / "s"
     d.mkdir()
@@ -153,6 +158,7 @@ def test_a_followed_file_is_taken_only_once_its_size_is_stable(tmp_path):
 
 
 def test_a_followed_parquet_file_waits_for_its_footer(tmp_path):
+    # regression: issue 11 item 2
     d = tmp_path / "s"
     d.mkdir()
     full = tmp_path / "x.parquet"
@@ -173,6 +179,7 @@ def test_a_followed_parquet_file_waits_for_its_footer(tmp_path):
 
 
 def test_a_followed_file_that_changes_after_it_was_taken_is_refused(tmp_path):
+    # regression: issue 11 item 2
     d = tmp_path / "s"
     d.mkdir()
     f = d / "e0.txt"
@@ -191,7 +198,7 @@ def test_a_followed_file_that_changes_after_it_was_taken_is_refused(tmp_path):
 
 @pytest.mark.spark
 def test_directory_epochs_named_in_natural_order_empty_noted_bad_gzip_stops(spark, tmp_path):
-    """e1, e2, e3 (no edges), e10 become epochs 0-3 in that order, each summary naming its
+    """Issue 11 items 3, 5, 8: e1, e2, e3 (no edges), e10 become epochs 0-3 in that order, each summary naming its
     file; a truncated e11.txt.gz then stops the job naming it, with epochs 0-3 written."""
     d = tmp_path / "d"
     d.mkdir()
@@ -256,6 +263,7 @@ def test_an_input_file_changed_between_epochs_stops_the_job_naming_it(spark, tmp
 
 @pytest.mark.spark
 def test_run_wcc_takes_an_arrow_table_or_a_spark_dataframe(spark):
+    # regression: issue 11 item 13
     table = pa.table({"w": [0] * len(EDGES), "src": [s for s, _ in EDGES],
                       "dst": [d for _, d in EDGES]})
     res = run_wcc(spark, table, epochs=2, partitions=2, progress=False)
@@ -282,7 +290,7 @@ sys.exit(main(["wcc", sys.argv[2], "--follow", "--out", sys.argv[3], *opts]))
 @pytest.mark.spark
 @pytest.mark.slow
 def test_cli_messages_no_out_natural_order_empty_epoch_and_ctrl_c(tmp_path):
-    """``tfront wcc`` twice in one process (one JVM start): the issue's headerless CSV
+    """Issue 11 items 1, 3, 4, 8: ``tfront wcc`` twice in one process (one JVM start): the issue's headerless CSV
     without --out (edge 1-2 kept, labels said not saved); then a followed directory whose
     epoch lines name e2, e3 (no edges: a warning), e10 in that order, stopped by Ctrl-C while
     it waits for the next file: exit 130, a message, no traceback, epochs 0-2 written."""

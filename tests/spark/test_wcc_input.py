@@ -281,7 +281,7 @@ def test_run_wcc_takes_an_arrow_table_or_a_spark_dataframe(spark):
 TWO_RUNS = r"""
 import sys
 from engine.cli import main
-opts = ["--master", "local[2]", "--partitions", "2", "--backend", "cpu"]
+opts = ["--master", "local[1]", "--partitions", "1", "--backend", "cpu"]
 print("rc", main(["wcc", sys.argv[1], *opts]), flush=True)
 sys.exit(main(["wcc", sys.argv[2], "--follow", "--out", sys.argv[3], *opts]))
 """

@@ -5,27 +5,95 @@
 ``replay`` applies a workload's batches one by one and prints the frontiers after each, in
 the format of ``shared/formats/progress-workload-v1.md``; ``psi`` prints the path-summary
 closure of the workload's graph; ``info`` says which backend ``auto`` (or ``--backend``)
-chooses here and why, with versions and CUDA devices. Errors in the input exit with status 2
-and a message that names the line.
+chooses here and why, with versions (also of PySpark, PyArrow and Java) and CUDA devices.
+``tfront --version`` prints the package version.
+
+Exit status: 0 success; 2 bad options (argparse) or bad input, with one message that names
+the file and line; 130 interrupted (Ctrl-C: a message, no traceback); 141 when stdout was
+closed early (``tfront replay FILE | head -1``): like a Unix tool killed by ``SIGPIPE``,
+quietly, without an error message.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 import time
 from typing import Sequence
 
 from .backend import Backend, make_tracker, resolve_backend
-from .errors import TimelyFrontierError
+from .errors import TimelyFrontierError, ZeroAdvanceCycleError
 from .workload import REPLAY_HEADER, read_workload, write_frontier_report, write_psi_report
 
-__all__ = ["main"]
+__all__ = ["main", "EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED"]
+
+#: Exit status when stdout is closed early (128 + SIGPIPE, what a shell reports for a tool
+#: killed by SIGPIPE).
+EXIT_BROKEN_PIPE = 141
+#: Exit status on Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
+
+#: Spark master URLs ``--master`` accepts (their form only; Spark checks the rest).
+_MASTER = re.compile(
+    r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?"
+    r"|local-cluster\[[1-9][0-9]*, *[1-9][0-9]*, *[1-9][0-9]*\]"
+    r"|yarn|spark://[^\s/]+(,[^\s/]+)*|(k8s|mesos)://\S+")
+_MASTER_FORMS = ("local, local[N], local[*], local[N,F], local-cluster[N,C,M], "
+                 "spark://HOST:PORT, yarn, k8s://URL or mesos://URL")
+
+_WCC_INPUT = """\
+input formats (EDGES):
+  text (any other name; .gz decompressed): one edge 'src dst' per line, separated by white
+    space or a comma; '#' starts a comment; blank lines are skipped.
+  CSV (*.csv, *.csv.gz): fields separated by ',', ';' or a tab, optionally double-quoted;
+    the first row is a header unless its first two fields are integers (then columns
+    src,dst are used, else the first two); otherwise it is the first edge.
+  Parquet (*.parquet, *.pq): integer columns src and dst.
+  a directory: one epoch per file, in natural order of the names (e2 before e10; hidden
+    and '_' files skipped); each epoch's line names its file.
+  Vertex ids are non-negative int64. Bad input stops with the file and line named (exit
+  2) before Spark starts where the first rows show it; an input without edges is refused.
+
+Without --out the labels are computed but not saved (the total line says so).
+exit status: 0 done, 2 bad option or input, 130 interrupted (Ctrl-C), 141 stdout closed.
+"""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {v}")
+    return v
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (a positive number), got "
+                                         f"{text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return v
+
+
+def _master_url(text: str) -> str:
+    if not _MASTER.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Spark master URL; expected "
+                                         f"{_MASTER_FORMS}")
+    return text.strip()
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tfront", description="Progress tracking for timely dataflow.")
+    p.add_argument("--version", action="version",
+                   version=f"tfront (timely-frontier) {_version('timely-frontier')}")
     sub = p.add_subparsers(dest="command", required=True)
     backends = [b.value for b in Backend]
 
@@ -48,12 +116,18 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--allow-zero-cycles", action="store_true",
                    help="accept cycles that do not advance time (asynchronous loops)")
 
-    w = sub.add_parser("wcc", help="incremental weakly connected components on Spark (needs pyspark)")
-    w.add_argument("edges", help="edge file (SNAP text, CSV with header, Parquet) or directory of epoch files")
-    w.add_argument("--epochs", type=int, default=1, help="split a single edge file into K epochs (default 1)")
-    w.add_argument("--out", default=None, help="Parquet dataset to append epoch,vertex,component to")
-    w.add_argument("--master", default=None, help="Spark master URL (default local[*])")
-    w.add_argument("--partitions", type=int, default=None, help="Spark partitions per round (default: cores)")
+    w = sub.add_parser("wcc", help="incremental weakly connected components on Spark (needs pyspark)",
+                       epilog=_WCC_INPUT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    w.add_argument("edges", help="edge file (text, CSV, Parquet; see below) or directory of epoch files")
+    w.add_argument("--epochs", type=_positive_int, default=None, metavar="K",
+                   help="split a single edge file into K epochs (default 1; not for a directory)")
+    w.add_argument("--out", default=None,
+                   help="Parquet dataset to append epoch,vertex,component to (without it the "
+                        "labels are not saved)")
+    w.add_argument("--master", type=_master_url, default=None, metavar="URL",
+                   help=f"Spark master URL (default local[*]): {_MASTER_FORMS}")
+    w.add_argument("--partitions", type=_positive_int, default=None, metavar="P",
+                   help="Spark partitions per round (default: cores)")
     w.add_argument("--backend", choices=[b.value for b in (Backend.AUTO, Backend.CPU, Backend.CUDA)],
                    default=None,
                    help="where the WCC kernels run, decided per task: cuda = each task's GPU where "
@@ -63,10 +137,14 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--checkpoint-dir", default=None,
                    help="checkpoint the Spark loop's stages reliably here (e.g. an HDFS path on a "
                         "cluster) instead of localCheckpoint")
-    w.add_argument("--follow", type=float, nargs="?", const=float("inf"), default=None,
+    w.add_argument("--follow", type=_positive_seconds, nargs="?", const=float("inf"), default=None,
                    metavar="IDLE",
                    help="consume the directory EDGES as a stream: new files become epochs as they "
-                        "appear, until a _DONE file exists (or IDLE seconds pass without a new file)")
+                        "appear, until a _DONE file exists (or IDLE seconds pass without a new file). "
+                        "A file is taken once its size is unchanged over one 0.5 s poll (Parquet: "
+                        "once it has its footer); a taken file that changes stops the job. Write "
+                        "each file under a hidden or _ name and rename it when complete. Ctrl-C "
+                        "stops (exit 130)")
     w.add_argument("--progress-log", default=None, metavar="FILE",
                    help="record every frontier change at every operator input (time, epoch, "
                         "iteration, Spark job) and the messages in flight in FILE, one JSON "
@@ -83,7 +161,7 @@ def _parser() -> argparse.ArgumentParser:
                         "the page reloads itself every few seconds")
     g.add_argument("--watch", action="store_true",
                    help="keep redrawing --png/--html as the log grows, until the job ends")
-    g.add_argument("--interval", type=_positive_float, default=1.0, metavar="SECONDS",
+    g.add_argument("--interval", type=_positive_seconds, default=1.0, metavar="SECONDS",
                    help="how often --watch looks at the log (default 1)")
 
     i = sub.add_parser("info", help="show the backend chosen here and why, versions and CUDA devices")
@@ -93,16 +171,6 @@ def _parser() -> argparse.ArgumentParser:
                    help="also say which propagation strategy the backend picks for this "
                         "workload's graph, and the cost estimates behind the choice")
     return p
-
-
-def _positive_float(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not x > 0 or x == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return x
 
 
 def _progress(args) -> int:
@@ -193,6 +261,25 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
+def _java_version() -> str:
+    """The Java that Spark would use (``$JAVA_HOME/bin/java``, else ``java`` on ``PATH``):
+    its ``-version`` line and path, or why there is none."""
+    import shutil
+    import subprocess
+
+    home = os.environ.get("JAVA_HOME")
+    java = shutil.which(os.path.join(home, "bin", "java") if home else "java")
+    if java is None:
+        return ("not found (" + (f"no bin/java under JAVA_HOME={home}" if home else
+                                 "no java on PATH, JAVA_HOME unset") + "; Spark needs Java 17+)")
+    try:
+        proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unusable ({java}: {e})"
+    m = re.search(r'version "([^"]+)"', proc.stderr + proc.stdout)
+    return f"{m.group(1) if m else 'unknown version'} ({java})"
+
+
 def _info(args) -> int:
     """Print the chosen backend and the reason, versions, and CUDA devices."""
     import os
@@ -212,11 +299,12 @@ def _info(args) -> int:
     out.write("versions:\n")
     out.write(f"  python {platform.python_version()}\n")
     for dist in ("timely-frontier", "numpy", "numba", "numba-cuda", "cupy-cuda12x",
-                 "cupy-cuda13x", "cupy", "rmm-cu12", "rmm-cu13", "rmm"):
+                 "cupy-cuda13x", "cupy", "rmm-cu12", "rmm-cu13", "rmm", "pyspark", "pyarrow"):
         v = _version(dist)
         if v != "not installed" or dist in ("timely-frontier", "numpy", "numba", "numba-cuda",
-                                            "cupy-cuda12x"):
+                                            "cupy-cuda12x", "pyspark", "pyarrow"):
             out.write(f"  {dist} {v}\n")
+    out.write(f"  java {_java_version()}\n")
     from gpu_kernels._cuda import NUMPY_ALIASES
     if NUMPY_ALIASES:
         out.write(f"compatibility: restored {', '.join(NUMPY_ALIASES)} (removed from NumPy "
@@ -261,18 +349,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("progress --watch needs --html and/or --png to redraw")
     try:
         if args.command == "info":
-            return _info(args)
-        if args.command == "wcc":
+            status = _info(args)
+        elif args.command == "wcc":
+            if not os.path.exists(args.edges):   # a typo: before importing the Spark side
+                raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
             from spark_plugin.wcc import main_wcc  # imports pyspark only on this path
-            return main_wcc(args)
-        if args.command == "progress":
-            return _progress(args)
-        return _replay(args) if args.command == "replay" else _psi(args)
-    except (TimelyFrontierError, OSError) as e:
-        print(f"tfront {args.command}: error: {e}", file=sys.stderr)
-        return 2
+            status = main_wcc(args)
+        elif args.command == "progress":
+            status = _progress(args)
+        else:
+            status = _replay(args) if args.command == "replay" else _psi(args)
+        sys.stdout.flush()   # a closed pipe shows here, not at exit
+        return status
     except BrokenPipeError:
-        return 0
+        # The reader went away (``| head``): stop quietly, like a tool killed by SIGPIPE.
+        # Python would flush stdout again at exit and report the error: point it at devnull.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        print(f"tfront {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (TimelyFrontierError, OSError) as e:
+        print(f"tfront {args.command}: error: {_for_cli(e)}", file=sys.stderr)
+        return 2
+
+
+def _for_cli(e: BaseException) -> str:
+    """The error's message, with the API's advice turned into the command line's."""
+    text = str(e)
+    if isinstance(e, ZeroAdvanceCycleError) or isinstance(e.__cause__, ZeroAdvanceCycleError):
+        text = text.replace("pass allow_zero_cycles=True", "pass --allow-zero-cycles")
+    return text
 
 
 if __name__ == "__main__":

@@ -163,7 +163,7 @@ def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False
                                               f"{ports[node]})", lineno)
                 if not INT64_MIN <= diff <= INT64_MAX:
                     raise WorkloadFormatError(f"DIFF {diff} is not a signed 64-bit integer", lineno)
-                ts = check_timestamp((epoch, it), 1, 1, where=f"line {lineno}")
+                ts = check_timestamp((epoch, it), 1, 1, where=f"{kw!r} change")
                 current.append((lineno, kw, node, port, ts, diff))
             else:
                 raise WorkloadFormatError(f"unknown keyword {kw!r} (expected node, summary, edge, "

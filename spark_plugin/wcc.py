@@ -55,8 +55,8 @@ from .device import KernelPlacement, place_kernels
 from .progress_log import ProgressRecorder
 from .schema import delta_table
 from .service import FrontierService
-from .wcc_io import (EdgeInputError, edge_files, edge_format, epoch_sources, even_cuts,
-                     read_edges)
+from .wcc_io import (EdgeInputError, check_input, edge_files, edge_format, edges_table,
+                     epoch_sources, even_cuts, read_edges)
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
            "EdgeInputError", "WccProtocolError", "WccKernels", "wcc_kernels", "WCC_BACKENDS"]
@@ -137,6 +137,8 @@ class EpochSummary:
     (every element has an epoch greater than ``epoch``). ``kernels`` counts the epoch's
     tasks per backend their kernels ran on, as ``(backend, tasks)`` pairs sorted by backend
     (``"cpu"``, ``"cuda"``); the driver's finishing union-find counts as one task.
+    ``source`` names what became the epoch (a file of a directory, or rows of a file);
+    ``new_edges`` is the epoch's own input rows (``edges`` counts all epochs so far).
     """
 
     epoch: int
@@ -147,6 +149,8 @@ class EpochSummary:
     seconds: float
     output_frontier: tuple = ()
     kernels: tuple = ()
+    source: str = ""
+    new_edges: int = 0
 
     def line(self) -> str:
         """``epoch E: vertices V, edges M, components C, rounds R, S.SS s, kernels cpu N``."""
@@ -498,8 +502,16 @@ def _append_local(out, epoch: int, labels: pa.Table) -> None:
     os.replace(tmp, d / name)
 
 
+def _is_dataframe(edges) -> bool:
+    """``edges`` is a Spark DataFrame (classic or Spark Connect)."""
+    return not isinstance(edges, (str, os.PathLike, pa.Table)) and all(
+        hasattr(edges, a) for a in ("columns", "select", "schema", "sparkSession"))
+
+
 def _tasks_read(edges) -> bool:
     """Whether the first epoch's contract tasks read their rows themselves (Parquet input)."""
+    if isinstance(edges, pa.Table):
+        return False
     p = Path(edges)
     if p.is_dir():
         files = edge_files(p)
@@ -675,11 +687,18 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     Parameters
     ----------
     spark : pyspark.sql.SparkSession
-    edges : str or Path
-        An edge file (SNAP text, CSV with a header, Parquet) split into ``epochs`` slices, or a
-        directory of epoch files (one epoch per file, sorted by name).
+    edges : str, Path, pyarrow.Table or pyspark.sql.DataFrame
+        An edge file (SNAP text, CSV, Parquet; :mod:`~spark_plugin.wcc_io`) split into
+        ``epochs`` slices, or a directory of epoch files (one epoch per file, in natural
+        order of the names: ``e2`` before ``e10``), or a table / DataFrame with integer
+        columns ``src`` and ``dst`` (other columns ignored), split like a file. A DataFrame
+        is collected to the driver once, at the start (the driver holds each epoch's new
+        edges, as it does for a text file). Every input file's size, modification time and
+        inode are recorded when the job starts; a file that changes before its epoch is
+        written stops the job with ``EdgeInputError`` naming it. An input without edges, or
+        a directory without epoch files (not followed), raises ``EdgeInputError``.
     epochs : int
-        Number of slices of a single file (ignored for a directory).
+        Number of slices of a single file or table (a directory: must be 1).
     out : str, optional
         Parquet dataset to append ``epoch, vertex, component`` (int64) to, one append per
         final epoch. Without it the last epoch's labels are in ``result.labels``.
@@ -744,9 +763,16 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     from .batch import collect_arrow, large_var_types
 
     t_start = time.perf_counter()
+    if partitions is not None and (isinstance(partitions, bool) or int(partitions) != partitions
+                                   or partitions < 1):
+        raise ValueError(f"partitions must be a positive integer, got {partitions!r}")
     P = int(partitions or spark.sparkContext.defaultParallelism)
-    if P < 1:
-        raise ValueError(f"partitions must be positive, got {partitions!r}")
+    if _is_dataframe(edges):      # collected once: the driver holds each epoch's new edges
+        missing = [c for c in ("src", "dst") if c not in edges.columns]
+        if missing:
+            raise EdgeInputError(f"edge DataFrame: no column {missing[0]!r} (columns: "
+                                 f"{', '.join(edges.columns) or '(none)'})", "edge DataFrame")
+        edges = edges_table(collect_arrow(edges.select("src", "dst")), "edge DataFrame")
     requested = _requested_backend(backend)
     service_backend = _service_backend(requested)
     wg = wcc_graph()
@@ -945,6 +971,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             t_epoch = time.perf_counter()
             epoch_kernels.clear()
             steps.step("read", e, 0)
+            source.check()   # the input file is still the one recorded when the job started
             scan = source.scan if executor_input else None
             table = None
             if scan is None:
@@ -1056,6 +1083,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             if any(t[0] <= e for t in fd):
                 raise WccProtocolError(f"epoch {e}: the frontier at output.in0 "
                                        f"{_fmt_frontier(fd)} has not passed epoch {e}")
+            source.check()   # the tasks read what the driver recorded: else nothing written
             if out is not None and isinstance(labels, pa.Table) and _local_path(out):
                 _append_local(out, e, labels)   # driver-held labels, local dataset
             elif out is not None:
@@ -1067,7 +1095,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                     .write.mode("append").parquet(str(out))
             summary = EpochSummary(e, int(stats["v"] or 0), n_edges, int(stats["c"] or 0),
                                    rounds, time.perf_counter() - t_epoch, tuple(fd),
-                                   tuple(sorted(epoch_kernels.items())))
+                                   tuple(sorted(epoch_kernels.items())), source.what, n_new)
             result.epochs.append(summary)
             steps.epoch(summary)
             bar.epoch(summary)
@@ -1136,39 +1164,63 @@ def _service_backend(requested: Backend) -> Backend:
 
 
 def main_wcc(args) -> int:
-    """The ``tfront wcc`` command (called by :mod:`engine.cli`)."""
+    """The ``tfront wcc`` command (called by :mod:`engine.cli`, which has checked the options'
+    forms). The input is validated -- existence, readability, ``--epochs`` / ``--follow``
+    against it, the first rows of every file -- before a Spark session starts. Each epoch's
+    line names the input that became the epoch; an epoch without edges is said on stderr,
+    a run without ``--out`` in the total line (labels not saved). Ctrl-C stops the job
+    cleanly (exit 130; the epochs already printed are written)."""
     from .config import build_session
 
-    if not Path(args.edges).exists():
-        raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
-    if args.epochs < 1:
-        raise EdgeInputError(f"--epochs must be a positive integer, got {args.epochs}", args.edges)
     follow = getattr(args, "follow", None)
-    if follow is not None and not Path(args.edges).is_dir():
-        raise EdgeInputError(f"{args.edges}: --follow needs a directory of epoch files",
-                             args.edges)
     log_path = getattr(args, "progress_log", None)
     if log_path is not None and not Path(log_path).absolute().parent.is_dir():
         raise FileNotFoundError(f"--progress-log {log_path}: directory "
                                 f"{str(Path(log_path).absolute().parent)!r} does not exist")
+    epochs = args.epochs
+    for note in check_input(args.edges, epochs, follow=follow):
+        print(f"tfront wcc: warning: {note}", file=sys.stderr, flush=True)
     conf = {"spark.ui.enabled": "false"}
     if args.master:
         conf["spark.master"] = args.master
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = build_session("local", app_name="tfront-wcc", conf=conf)
     spark.sparkContext.setLogLevel("ERROR")
+    done: list[EpochSummary] = []
     try:
         def report(s: EpochSummary) -> None:
-            print(s.line(), flush=True)
+            done.append(s)
+            print(f"{s.line()}; input {s.source}", flush=True)
+            if s.new_edges == 0:
+                print(f"tfront wcc: warning: epoch {s.epoch}: {s.source} has no edges; its "
+                      f"labels are those of epoch {s.epoch - 1}" if s.epoch else
+                      f"tfront wcc: warning: epoch 0: {s.source} has no edges", file=sys.stderr,
+                      flush=True)
 
-        res = run_wcc(spark, args.edges, epochs=args.epochs, out=args.out,
-                      partitions=args.partitions, backend=args.backend, on_epoch=report,
-                      follow=follow, checkpoint_dir=getattr(args, "checkpoint_dir", None),
-                      progress_log=log_path)
+        try:
+            res = run_wcc(spark, args.edges, epochs=epochs or 1, out=args.out,
+                          partitions=args.partitions, backend=args.backend, on_epoch=report,
+                          follow=follow, checkpoint_dir=getattr(args, "checkpoint_dir", None),
+                          progress_log=log_path)
+        except KeyboardInterrupt:
+            kept = (f"epochs 0-{done[-1].epoch} are written to {args.out}" if done and args.out
+                    else "no epoch was finished" if not done else "labels not saved (no --out)")
+            print(f"tfront wcc: interrupted after {len(done)} epoch"
+                  f"{'s' if len(done) != 1 else ''}; {kept}", file=sys.stderr, flush=True)
+            return 130
+        if not res.epochs:
+            where = "nothing written" + (f" to {args.out}" if args.out else "")
+            saved = f"; {where}"
+        elif args.out:
+            saved = f", labels in {args.out}"
+        else:
+            saved = ", labels not saved (no --out given)"
         print(f"total: {len(res.epochs)} epochs, {res.seconds:.2f} s "
-              f"(progress tracking {res.tracking_seconds:.2f} s)"
-              + (f", labels in {args.out}" if args.out else ""), flush=True)
+              f"(progress tracking {res.tracking_seconds:.2f} s){saved}", flush=True)
         print(res.kernels_line(), flush=True)
+        if not res.epochs:
+            print(f"tfront wcc: warning: no epoch file arrived in {args.edges}",
+                  file=sys.stderr, flush=True)
     finally:
         spark.stop()
     return 0

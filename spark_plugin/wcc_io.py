@@ -1,22 +1,37 @@
-"""Edge input of the WCC job: SNAP text, CSV with a header, Parquet; epochs from slices or files.
+"""Edge input of the WCC job: SNAP text, CSV, Parquet, Arrow tables; epochs from slices or files.
 
 * **SNAP text** (any name but ``*.csv`` / ``*.parquet``; ``.gz`` is decompressed): one edge
   ``src dst`` per line, separated by white space or a comma; ``#`` starts a comment; blank
   lines are skipped.
-* **CSV** (``*.csv``, ``*.csv.gz``): a header line; the columns ``src`` and ``dst`` (else the
-  first two columns); ``#`` comment lines are skipped.
+* **CSV** (``*.csv``, ``*.csv.gz``): fields separated by ``,``, ``;`` or a tab (whichever the
+  first row uses), optionally in double quotes (``"1","2"``). The first row (after ``#``
+  comment and blank lines) is a **header unless its first two fields are integers**; then
+  the columns ``src`` and ``dst`` are used (else the first two). Otherwise it is the first
+  edge (:data:`CSV_RULE`).
 * **Parquet** (``*.parquet``, ``*.pq``): integer columns ``src`` and ``dst``.
 
+* **Arrow** (:func:`epoch_sources` only): a ``pyarrow.Table`` with integer columns ``src``
+  and ``dst``, split like a file.
+
 Ids must be non-negative integers that fit int64. Anything else raises
-:class:`EdgeInputError`, naming the file and the line (the row for Parquet).
+:class:`EdgeInputError`, naming the file and the line (the row for Parquet); so does a
+``.gz`` file that is not gzip or is truncated, an input with no edges at all, and an input
+file that changes (size, modification time or inode) after the job recorded it
+(:class:`FileStamp`).
 
 :func:`epoch_sources` turns a file into ``K`` consecutive, equal slices of its rows, or a
-directory into one epoch per file (sorted by name, hidden and ``_`` files skipped).
+directory into one epoch per file (in natural order: ``e2`` before ``e10``; hidden and ``_``
+files skipped). :func:`check_input` validates an input (existence, readability, the first
+rows of every file) cheaply, before a Spark session is started.
 """
 
 from __future__ import annotations
 
+import csv as _csv
 import gzip
+import os
+import re
+import zlib
 from pathlib import Path
 from typing import Iterator
 
@@ -27,7 +42,13 @@ import pyarrow.compute as pc
 from engine.errors import TimelyFrontierError
 
 __all__ = ["EdgeInputError", "read_edges", "epoch_sources", "edge_files", "EDGE_SCHEMA",
-           "EpochSource", "ParquetSlice", "DONE_MARKER", "edge_format", "even_cuts"]
+           "EpochSource", "ParquetSlice", "DONE_MARKER", "edge_format", "even_cuts",
+           "check_input", "FileStamp", "natural_key", "CSV_RULE", "edges_table"]
+
+#: How a CSV edge file is read (also printed by ``tfront wcc --help``).
+CSV_RULE = ("CSV (*.csv): fields separated by ',', ';' or a tab, optionally double-quoted; "
+            "the first row is a header unless its first two fields are integers (then columns "
+            "src,dst are used, else the first two); otherwise it is the first edge")
 
 #: The schema :func:`read_edges` returns.
 EDGE_SCHEMA = pa.schema([pa.field("src", pa.int64(), nullable=False),
@@ -70,14 +91,65 @@ def edge_format(path) -> str:
     return _kind(Path(path))
 
 
-def _open_text(path: Path) -> str:
+def _gzip_lines(path: Path) -> int:
+    """Complete lines that decompress from the start of a damaged ``.gz`` file."""
+    d = zlib.decompressobj(31)
+    n = 0
+    try:
+        with open(path, "rb") as f:
+            while not d.eof:
+                chunk = f.read(1 << 16)
+                if not chunk:
+                    break
+                n += d.decompress(chunk).count(b"\n")
+    except zlib.error:
+        pass
+    return n
+
+
+def _read_bytes(path: Path, limit: int | None = None) -> bytes:
+    """The (decompressed) bytes of a text edge file, at most ``limit`` of them; a damaged or
+    non-gzip ``.gz`` file or an unreadable file raises :class:`EdgeInputError`."""
     try:
         if path.name.lower().endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                return f.read()
-        return path.read_text(encoding="utf-8")
+            with gzip.open(path, "rb") as f:
+                return f.read() if limit is None else f.read(limit)
+        with open(path, "rb") as f:
+            return f.read() if limit is None else f.read(limit)
+    except EOFError:
+        n = _gzip_lines(path)
+        raise EdgeInputError(f"{_fmt(path)}:{n + 1}: the gzip data ends early (truncated file?): "
+                             f"only {n} complete line{'s' if n != 1 else ''} could be read",
+                             str(path), n + 1) from None
+    except (gzip.BadGzipFile, zlib.error) as e:
+        with open(path, "rb") as f:
+            magic = f.read(2)
+        if magic != b"\x1f\x8b":
+            raise EdgeInputError(f"{_fmt(path)}: not a gzip file (it starts with {magic!r}, not "
+                                 f"the gzip magic b'\\x1f\\x8b'); rename it without .gz if it "
+                                 f"is plain text", str(path)) from None
+        n = _gzip_lines(path)
+        raise EdgeInputError(f"{_fmt(path)}:{n + 1}: corrupt gzip data after line {n} ({e})",
+                             str(path), n + 1) from None
+    except IsADirectoryError:
+        raise EdgeInputError(f"{_fmt(path)}: is a directory, not an edge file",
+                             str(path)) from None
+    except PermissionError as e:
+        raise EdgeInputError(f"{_fmt(path)}: cannot read the edge file ({e.strerror})",
+                             str(path)) from None
+
+
+def _decode(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise EdgeInputError(f"{_fmt(path)}: not a UTF-8 text edge file ({e})", str(path)) from None
+        line = data[:e.start].count(b"\n") + 1
+        raise EdgeInputError(f"{_fmt(path)}:{line}: not a UTF-8 text edge file ({e})",
+                             str(path), line) from None
+
+
+def _open_text(path: Path) -> str:
+    return _decode(path, _read_bytes(path))
 
 
 def read_edges(path) -> pa.Table:
@@ -148,41 +220,85 @@ def _parse_simple_text(text: str) -> pa.Table | None:
     return pa.Table.from_arrays([src, dst], schema=EDGE_SCHEMA)
 
 
+_INT = re.compile(r"[+-]?[0-9]+\Z")
+_SEPARATORS = (",", ";", "\t")
+
+
+def _csv_rows(path: Path, lines: list[str]):
+    """``(line number, fields)`` of a CSV edge file's non-comment, non-blank lines, split at
+    the separator its first row uses, double quotes removed (:data:`CSV_RULE`)."""
+    at = [0]
+
+    def data():
+        for no, raw in enumerate(lines, 1):
+            line = raw.strip()
+            if line and not line.startswith("#"):
+                at[0] = no
+                yield line
+    it = data()
+    first = next(it, None)
+    if first is None:
+        return
+    seps = [c for c in _SEPARATORS if c in first]
+    if not seps:
+        raise EdgeInputError(f"{_fmt(path)}:{at[0]}: no field separator in {first!r}: a CSV "
+                             f"edge file separates its fields by ',', ';' or a tab",
+                             str(path), at[0])
+    sep = seps[0]
+
+    def again():
+        yield first
+        yield from it
+    reader = _csv.reader(again(), delimiter=sep, skipinitialspace=True, strict=True)
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except _csv.Error as e:
+            raise EdgeInputError(f"{_fmt(path)}:{at[0]}: malformed CSV line ({e}); fields are "
+                                 f"separated by {sep!r} and may be double-quoted", str(path),
+                                 at[0]) from None
+        yield at[0], [f.strip() for f in fields]
+
+
 def _parse_lines(path: Path, lines: list[str], *, csv: bool) -> pa.Table:
     cols = (0, 1)
     ncols = None
     rows: list[list[str]] = []
     numbers: list[int] = []
-    header_seen = not csv
-    for no, raw in enumerate(lines, 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if not header_seen:
-            names = [c.strip().strip('"').lower() for c in line.split(",")]
-            if "src" in names and "dst" in names:
-                cols = (names.index("src"), names.index("dst"))
-            elif len(names) < 2:
-                raise EdgeInputError(f"{_fmt(path)}:{no}: CSV header {line!r} has fewer than two "
-                                     f"columns (expected src,dst)", str(path), no)
-            ncols = len(names)
-            header_seen = True
-            continue
-        if csv:
-            fields = [c.strip() for c in line.split(",")]
+    if csv:
+        for no, fields in _csv_rows(path, lines):
+            if ncols is None:
+                ncols = len(fields)
+                if ncols < 2:
+                    raise EdgeInputError(f"{_fmt(path)}:{no}: CSV row {lines[no - 1].strip()!r} "
+                                         f"has fewer than two columns (expected src,dst)",
+                                         str(path), no)
+                if not (_INT.match(fields[0]) and _INT.match(fields[1])):   # a header
+                    names = [f.lower() for f in fields]
+                    if "src" in names and "dst" in names:
+                        cols = (names.index("src"), names.index("dst"))
+                    continue
             if len(fields) != ncols:
-                raise EdgeInputError(f"{_fmt(path)}:{no}: malformed line {raw!r}: {len(fields)} "
-                                     f"fields, the header has {ncols}", str(path), no)
-            fields = [fields[cols[0]], fields[cols[1]]]
-        else:
+                raise EdgeInputError(f"{_fmt(path)}:{no}: malformed line {lines[no - 1]!r}: "
+                                     f"{len(fields)} fields, the first row has {ncols}",
+                                     str(path), no)
+            rows.append([fields[cols[0]], fields[cols[1]]])
+            numbers.append(no)
+    else:
+        for no, raw in enumerate(lines, 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
             if "#" in line:
                 line = line.split("#", 1)[0]
             fields = line.replace(",", " ").split()
             if len(fields) != 2:
                 raise EdgeInputError(f"{_fmt(path)}:{no}: malformed line {raw!r}: expected two "
                                      f"vertex ids 'src dst'", str(path), no)
-        rows.append(fields)
-        numbers.append(no)
+            rows.append(fields)
+            numbers.append(no)
     n = len(rows)
     flat = [x for r in rows for x in r]
     try:
@@ -247,23 +363,72 @@ def even_cuts(n: int, k: int) -> list[int]:
     return [(i * n) // k for i in range(k + 1)]
 
 
+class FileStamp:
+    """What an input file was when the job recorded it: size, modification time (ns) and
+    inode. :meth:`check` raises :class:`EdgeInputError` naming the file if it is no longer
+    that file -- rewritten, appended to, or replaced (e.g. by a rename over it) -- so a job
+    never mixes rows of two versions of an input, nor misses rows written after it took it.
+    """
+
+    __slots__ = ("path", "size", "mtime_ns", "ino")
+
+    def __init__(self, path, size: int, mtime_ns: int, ino: int):
+        self.path, self.size, self.mtime_ns, self.ino = str(path), size, mtime_ns, ino
+
+    @classmethod
+    def of(cls, path) -> "FileStamp":
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise EdgeInputError(f"{_fmt(path)}: the edge file does not exist", str(path)) from None
+        return cls(path, st.st_size, st.st_mtime_ns, st.st_ino)
+
+    def same(self, other: "FileStamp") -> bool:
+        return (self.size, self.mtime_ns, self.ino) == (other.size, other.mtime_ns, other.ino)
+
+    def check(self, when: str = "since the job recorded it") -> None:
+        """Raise :class:`EdgeInputError` if the file changed (or vanished) since this stamp."""
+        try:
+            now = FileStamp.of(self.path)
+        except EdgeInputError:
+            raise EdgeInputError(f"{_fmt(self.path)}: the edge file was removed {when}; "
+                                 f"input files must not change while the job uses them",
+                                 self.path) from None
+        if not self.same(now):
+            what = (f"size {self.size} -> {now.size} bytes" if now.size != self.size
+                    else "replaced" if now.ino != self.ino else "modification time changed")
+            raise EdgeInputError(f"{_fmt(self.path)}: the edge file changed {when} ({what}); "
+                                 f"input files must not change while the job uses them",
+                                 self.path)
+
+    def __repr__(self) -> str:
+        return f"FileStamp({self.path!r}, {self.size}, {self.mtime_ns}, {self.ino})"
+
+
 class ParquetSlice:
     """Rows ``[start, stop)`` (0-based) of a Parquet edge file, read -- and validated -- by
     whoever needs them: the driver (:meth:`read`) or a Spark task (:meth:`read` of a
-    sub-range), which opens only the row groups it needs. Errors name 1-based file rows."""
+    sub-range), which opens only the row groups it needs. Errors name 1-based file rows.
+    ``stamp`` (a :class:`FileStamp`, recorded by :meth:`of`): :meth:`read` first checks that
+    the file is still the one whose footer gave the row count."""
 
-    __slots__ = ("path", "start", "stop")
+    __slots__ = ("path", "start", "stop", "stamp")
 
-    def __init__(self, path, start: int, stop: int):
+    def __init__(self, path, start: int, stop: int, stamp: FileStamp | None = None):
         self.path, self.start, self.stop = str(path), int(start), int(stop)
+        self.stamp = stamp
 
     @classmethod
-    def of(cls, path, start: int = 0, stop: int | None = None) -> "ParquetSlice":
+    def of(cls, path, start: int = 0, stop: int | None = None,
+           stamp: FileStamp | None = None) -> "ParquetSlice":
         """The rows ``[start, stop)`` of ``path`` (default: all); checks the file's footer and
-        columns now, the values when read."""
+        columns now, the values when read. ``stamp``: the file as the job recorded it
+        (default: as it is now)."""
+        stamp = FileStamp.of(path) if stamp is None else stamp
+        stamp.check()
         pf = cls._open(path)
         n = pf.metadata.num_rows
-        return cls(path, start, n if stop is None else min(stop, n))
+        return cls(path, start, n if stop is None else min(stop, n), stamp)
 
     @staticmethod
     def _open(path):
@@ -288,12 +453,15 @@ class ParquetSlice:
     def part(self, p: int, parts: int) -> "ParquetSlice":
         """The ``p``-th of ``parts`` consecutive, equal sub-slices."""
         cuts = even_cuts(self.rows, parts)
-        return ParquetSlice(self.path, self.start + cuts[p], self.start + cuts[p + 1])
+        return ParquetSlice(self.path, self.start + cuts[p], self.start + cuts[p + 1],
+                            self.stamp)
 
     def read(self) -> pa.Table:
         """The rows as ``src int64, dst int64`` (validated)."""
         if self.rows <= 0:
             return EDGE_SCHEMA.empty_table()
+        if self.stamp is not None:
+            self.stamp.check()
         pf = self._open(self.path)
         md = pf.metadata
         groups, first, at = [], None, 0
@@ -308,6 +476,8 @@ class ParquetSlice:
         except (pa.ArrowInvalid, OSError) as e:
             raise EdgeInputError(f"{_fmt(self.path)}: not a readable Parquet file ({e})",
                                  self.path) from None
+        if self.stamp is not None:
+            self.stamp.check()
         t = t.slice(self.start - first, self.rows)
         return _check_parquet(t, self.path, self.start)
 
@@ -315,94 +485,278 @@ class ParquetSlice:
         return f"ParquetSlice({self.path!r}, {self.start}, {self.stop})"
 
 
+def natural_key(name: str):
+    """Sort key of natural order: digit runs compare as numbers (``e2`` before ``e10``).
+
+    >>> sorted(["e10.txt", "e2.txt", "e1.txt"], key=natural_key)
+    ['e1.txt', 'e2.txt', 'e10.txt']
+    """
+    parts = [(0, int(t), "") if t.isdigit() else (1, 0, t)
+             for t in re.split(r"([0-9]+)", name) if t]
+    return parts, name    # equal numbers written differently (2, 02): by the name
+
+
 def edge_files(directory) -> list[Path]:
-    """The epoch files of a directory, sorted by name (hidden and ``_``-prefixed skipped)."""
+    """The epoch files of a directory in natural order of their names (``e2`` before
+    ``e10``); hidden and ``_``-prefixed files skipped."""
     d = Path(directory)
-    return sorted(p for p in d.iterdir()
-                  if p.is_file() and not p.name.startswith((".", "_")))
+    return sorted((p for p in d.iterdir() if p.is_file() and not p.name.startswith((".", "_"))),
+                  key=lambda p: natural_key(p.name))
 
 
 class EpochSource:
-    """One epoch's edges: ``what`` (for messages), ``read()`` (the rows as ``src, dst`` on the
-    driver, validated) and, for Parquet input, ``scan`` (a :class:`ParquetSlice` that Spark
-    tasks can read themselves; ``None`` otherwise)."""
+    """One epoch's edges: ``what`` (for messages: the file, or the rows of a file, that
+    became the epoch), ``read()`` (the rows as ``src, dst`` on the driver, validated), for
+    Parquet input ``scan`` (a :class:`ParquetSlice` that Spark tasks can read themselves;
+    ``None`` otherwise), and ``check()``: raises :class:`EdgeInputError` if the epoch's file
+    changed since the job recorded it (a no-op for rows already held in memory)."""
 
-    __slots__ = ("what", "read", "scan")
+    __slots__ = ("what", "read", "scan", "check")
 
-    def __init__(self, what: str, read, scan: ParquetSlice | None = None):
+    def __init__(self, what: str, read, scan: ParquetSlice | None = None, check=None):
         self.what, self.read, self.scan = what, read, scan
+        self.check = check if check is not None else (lambda: None)
 
 
 #: The marker file that ends a followed directory stream (:func:`epoch_sources`).
 DONE_MARKER = "_DONE"
 
 
+def _check_epochs(epochs, where: str) -> None:
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
+        raise EdgeInputError(f"--epochs must be a positive integer, got {epochs!r}", where)
+
+
+def edges_table(table: pa.Table, what: str = "edge table") -> pa.Table:
+    """An Arrow table of edges (integer columns ``src``, ``dst``; other columns ignored) as
+    ``src int64, dst int64``, validated like a Parquet file (rows named 1-based)."""
+    if not isinstance(table, pa.Table):
+        raise EdgeInputError(f"{what}: expected a pyarrow.Table, got {type(table).__name__}", what)
+    for name in ("src", "dst"):
+        if name not in table.column_names:
+            raise EdgeInputError(f"{what}: no column {name!r} (columns: "
+                                 f"{', '.join(table.column_names) or '(none)'})", what)
+    return _check_parquet(table.select(["src", "dst"]), what, 0)
+
+
 def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
-                  poll: float = 0.5) -> tuple[int | None, Iterator[EpochSource]]:
+                  poll: float = 0.5, sleep=None) -> tuple[int | None, Iterator[EpochSource]]:
     """``(number of epochs, iterator of EpochSource per epoch)``.
 
-    A text or CSV file is read (and validated) once, up front, and split into ``epochs``
-    consecutive slices of equal size (the first slices one row shorter when it does not
-    divide); a Parquet file is split the same way by its row count (footer), each slice read
-    and validated when its epoch starts; a directory yields one epoch per file, each read when
-    its epoch starts.
+    A text or CSV file (or a ``pyarrow.Table`` of edges) is read (and validated) once, up
+    front, and split into ``epochs`` consecutive slices of equal size (the first slices one
+    row shorter when it does not divide); a Parquet file is split the same way by its row
+    count (footer), each slice read and validated when its epoch starts; a directory yields
+    one epoch per file, in natural order of the names, each read when its epoch starts
+    (``epochs`` must then be 1). An input with no edges at all, or a directory without epoch
+    files, raises :class:`EdgeInputError`. Every input file's :class:`FileStamp` is recorded
+    here: a file that changes later stops the job with :class:`EdgeInputError` naming it.
 
     ``follow`` (directories only) consumes the directory as a **stream**: after the files
-    present, new files become the next epochs as they appear (name order within one listing;
-    every file exactly once), until the marker file ``_DONE`` exists and every file is
-    consumed, or no new file has appeared for ``follow`` seconds (``math.inf``: wait for the
-    marker). The number of epochs is then ``None``. Writers should create each file under a
-    hidden or ``_``-prefixed name and rename it when complete (those names are skipped).
+    present, new files become the next epochs as they appear (natural order within one
+    listing; every file exactly once), until the marker file ``_DONE`` exists and every file
+    is consumed, or no file has appeared or grown for ``follow`` seconds (``math.inf``: wait
+    for the marker). The number of epochs is then ``None``. A file is taken only once its
+    size and modification time were the same at two listings ``poll`` seconds apart (and,
+    for Parquet, it ends with its footer); a taken file that changes afterwards stops the
+    job with :class:`EdgeInputError`. Writers should still create each file under a hidden
+    or ``_``-prefixed name and rename it when complete (those names are skipped): a writer
+    that pauses for longer than ``poll`` mid-file otherwise has its file taken early, and
+    then refused. ``sleep`` (testing hook) replaces ``time.sleep`` between listings.
     """
+    if isinstance(edges, pa.Table):
+        _check_epochs(epochs, "edge table")
+        return _table_sources(edges_table(edges), epochs, "edge table")
     path = Path(edges)
-    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
-        raise EdgeInputError(f"--epochs must be a positive integer, got {epochs!r}", str(path))
+    _check_epochs(epochs, str(path))
     if follow is not None:
         if not path.is_dir():
             raise EdgeInputError(f"{_fmt(path)}: following needs a directory of epoch files",
                                  str(path))
         if not follow > 0:
             raise ValueError(f"follow must be a positive number of seconds, got {follow!r}")
-        return None, _follow(path, float(follow), float(poll))
+        if epochs != 1:
+            raise EdgeInputError(f"{_fmt(path)}: epochs={epochs} splits a single file; a "
+                                 f"directory has one epoch per file", str(path))
+        import time
+        return None, _follow(path, float(follow), float(poll), sleep or time.sleep)
     if path.is_dir():
+        if epochs != 1:
+            raise EdgeInputError(f"{_fmt(path)}: epochs={epochs} splits a single file; a "
+                                 f"directory has one epoch per file", str(path))
         files = edge_files(path)
-        return len(files), (_file_source(f) for f in files)
+        if not files:
+            raise EdgeInputError(f"{_fmt(path)}: the directory has no epoch files (hidden and "
+                                 f"'_'-prefixed files are skipped); nothing to do", str(path))
+        stamps = [FileStamp.of(f) for f in files]
+        return len(files), (_file_source(f, st) for f, st in zip(files, stamps))
     if not path.exists():
         raise FileNotFoundError(f"edge file {_fmt(path)!r} does not exist")
     if _kind(path) == "parquet":
         whole = ParquetSlice.of(path)
+        if whole.rows == 0:
+            raise EdgeInputError(f"{_fmt(path)}: the Parquet file has no rows: no edges, "
+                                 f"nothing to do", str(path))
         slices = [whole.part(e, epochs) for e in range(epochs)]
-        return epochs, (EpochSource(f"{path} rows {s.start + 1}-{s.stop}", s.read, s)
-                        for s in slices)
+        return epochs, (EpochSource(f"{path} rows {s.start + 1}-{s.stop}", s.read, s,
+                                    whole.stamp.check) for s in slices)
     table = read_edges(path)
+    if table.num_rows == 0:
+        raise EdgeInputError(f"{_fmt(path)}: no edges (the file is empty or has only comments "
+                             f"and blank lines); nothing to do", str(path))
+    return _table_sources(table, epochs, str(path))
+
+
+def _table_sources(table: pa.Table, epochs: int, what: str):
+    if table.num_rows == 0:
+        raise EdgeInputError(f"{what}: no edges (no rows); nothing to do", what)
     bounds = even_cuts(table.num_rows, epochs)
-    return epochs, (EpochSource(f"{path} rows {bounds[e] + 1}-{bounds[e + 1]}",
+    return epochs, (EpochSource(f"{what} rows {bounds[e] + 1}-{bounds[e + 1]}",
                                 (lambda s=bounds[e], t=bounds[e + 1]: table.slice(s, t - s)))
                     for e in range(epochs))
 
 
-def _file_source(f: Path) -> EpochSource:
-    """A directory's epoch file (called when its epoch starts: the iterator is lazy)."""
+def _file_source(f: Path, stamp: FileStamp | None = None) -> EpochSource:
+    """A directory's epoch file (called when its epoch starts: the iterator is lazy), as it
+    was when ``stamp`` was recorded (default: now)."""
+    stamp = FileStamp.of(f) if stamp is None else stamp
     if _kind(f) == "parquet":
-        whole = ParquetSlice.of(f)
-        return EpochSource(str(f), whole.read, whole)
-    return EpochSource(str(f), lambda: read_edges(f))
+        whole = ParquetSlice.of(f, stamp=stamp)
+        return EpochSource(str(f), whole.read, whole, stamp.check)
+
+    def read():
+        stamp.check()
+        t = read_edges(f)
+        stamp.check()
+        return t
+    return EpochSource(str(f), read, None, stamp.check)
 
 
-def _follow(path: Path, idle: float, poll: float) -> Iterator[EpochSource]:
+def _parquet_complete(f: Path, size: int) -> bool:
+    """The file ends with Parquet's footer magic (a writer has finished it)."""
+    if size < 12:
+        return False
+    try:
+        with open(f, "rb") as h:
+            h.seek(size - 4)
+            return h.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
+def _follow(path: Path, idle: float, poll: float, sleep) -> Iterator[EpochSource]:
     import time
 
     seen: set[str] = set()
+    taken: list[FileStamp] = []
+    sizes: dict[str, FileStamp] = {}   # a new file's stamp at the previous listing
     last = time.monotonic()
     while True:
         done = (path / DONE_MARKER).exists()   # before listing: files written before it count
-        new = [f for f in edge_files(path) if f.name not in seen]
-        for f in new:
+        for st in taken:     # a consumed file must stay as it was: refuse loudly otherwise
+            if os.path.exists(st.path):
+                st.check("after the job took it")
+        quiet = time.monotonic() - last >= idle
+        ready, waiting = [], False
+        for f in edge_files(path):
+            if f.name in seen:
+                continue
+            try:
+                st = FileStamp.of(f)
+            except EdgeInputError:   # gone between listing and stat
+                continue
+            prev = sizes.get(f.name)
+            stable = prev is not None and prev.same(st)
+            complete = _kind(f) != "parquet" or _parquet_complete(f, st.size)
+            if waiting or not stable or not (complete or done or quiet):
+                if not stable:          # a new or growing file: the stream is not idle
+                    last = time.monotonic()
+                sizes[f.name] = st
+                waiting = True   # later files wait too: epochs keep the natural order
+                continue
+            ready.append((f, st))
+        for f, st in ready:
             seen.add(f.name)
-            yield _file_source(f)
-        if new:
+            sizes.pop(f.name, None)
+            taken.append(st)
+            yield _file_source(f, st)
+        if ready:
             last = time.monotonic()
             continue
-        if done or time.monotonic() - last >= idle:
+        if not waiting and (done or time.monotonic() - last >= idle):
             return
-        time.sleep(min(poll, max(0.0, idle - (time.monotonic() - last))))
+        sleep(poll if waiting else min(poll, max(0.0, idle - (time.monotonic() - last))))
+
+
+def _peek_text(path: Path, limit: int) -> tuple[list[str], bool]:
+    """The first complete lines of a text edge file (at most ``limit`` bytes, decompressed)
+    and whether that is the whole file."""
+    data = _read_bytes(path, limit + 1)
+    whole = len(data) <= limit
+    if not whole:
+        data = data[:data.rfind(b"\n") + 1] if b"\n" in data[:limit] else b""
+    return _decode(path, data).splitlines(), whole
+
+
+def check_input(edges, epochs: int | None = None, *, follow: float | None = None,
+                peek: int = 1 << 16) -> list[str]:
+    """Validate an edge input cheaply, before a Spark session starts: that it exists and is
+    readable, that ``epochs`` and ``follow`` fit it, and the first rows of every file (the
+    first ``peek`` bytes of a text or CSV file, decompressed; a Parquet file's footer,
+    columns and first row group); a small file is checked completely, so an input without
+    edges is refused here. A followed directory's files are not read here (one may be half
+    written): each is validated when it is taken. Returns notes for the user (e.g. an epoch
+    file without edges).
+
+    Raises
+    ------
+    EdgeInputError
+        What :func:`epoch_sources` or the first rows' reading would raise, naming the file
+        (and line); ``FileNotFoundError`` for a missing input.
+    """
+    path = Path(edges)
+    if not path.exists():
+        raise FileNotFoundError(f"edge input {str(path)!r} does not exist")
+    if epochs is not None:
+        _check_epochs(epochs, str(path))
+    if path.is_dir():
+        if epochs not in (None, 1):
+            raise EdgeInputError(f"{_fmt(path)}: --epochs splits a single file; a directory "
+                                 f"has one epoch per file (drop --epochs)", str(path))
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise EdgeInputError(f"{_fmt(path)}: cannot list the directory (permission "
+                                 f"denied)", str(path))
+        if follow is not None:   # a stream: each file is validated when it is taken, complete
+            return []
+        files = edge_files(path)
+        if not files:
+            raise EdgeInputError(f"{_fmt(path)}: the directory has no epoch files (hidden and "
+                                 f"'_'-prefixed files are skipped); nothing to do", str(path))
+        notes = []
+        for f in files:
+            if not _check_file(f, peek):
+                notes.append(f"{f}: no edges (empty, or only comments); its epoch adds none")
+        return notes
+    if follow is not None:
+        raise EdgeInputError(f"{_fmt(path)}: --follow needs a directory of epoch files",
+                             str(path))
+    if not _check_file(path, peek):
+        raise EdgeInputError(f"{_fmt(path)}: no edges (the file is empty or has only comments "
+                             f"and blank lines); nothing to do", str(path))
+    return []
+
+
+def _check_file(f: Path, peek: int) -> bool:
+    """Validate the first rows of one edge file; ``False`` when it certainly has no edges."""
+    if _kind(f) == "parquet":
+        s = ParquetSlice.of(f)
+        if s.rows == 0:
+            return False
+        pf = ParquetSlice._open(f)
+        batch = next(pf.iter_batches(batch_size=1024, columns=["src", "dst"]), None)
+        if batch is not None:
+            _check_parquet(pa.Table.from_batches([batch]), f, 0)
+        return True
+    lines, whole = _peek_text(f, peek)
+    n = _parse_lines(f, lines, csv=_kind(f) == "csv").num_rows
+    return n > 0 or not whole

@@ -67,6 +67,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="consume the directory EDGES as a stream: new files become epochs as they "
                         "appear, until a _DONE file exists (or IDLE seconds pass without a new file)")
 
+    rb = sub.add_parser("rollback", help="the largest consistent rollback of a problem (timely-rollback v1)")
+    rb.add_argument("file", help="rollback problem file (timely-rollback v1)")
+    rb.add_argument("--guard", choices=["full", "simple"], default="full",
+                    help="full: the guards of RollbackL (C1-C5); simple: section 7.4's guard with fc "
+                         "(default full)")
+
     i = sub.add_parser("info", help="show the backend chosen here and why, versions and CUDA devices")
     i.add_argument("--backend", choices=backends, default=None,
                    help="backend to resolve (default: $TFRONT_BACKEND or auto)")
@@ -195,12 +201,28 @@ def _info_strategy(out, path: str, backend: Backend) -> None:
     out.write(f"backend auto would take with a GPU: {pick.backend} ({pick.reason})\n")
 
 
+def _rollback(args) -> int:
+    """``tfront rollback FILE``: print the answer; ``error: line N: ...`` and status 2 for a
+    malformed file (shared/formats/rollback-v1.md, sections 5 and 6)."""
+    from .errors import RollbackFormatError
+    from .rollback import format_answer, read_rollback, solve
+    try:
+        problem = read_rollback(args.file)
+    except RollbackFormatError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    sys.stdout.write(format_answer(problem, solve(problem, args.guard)))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tfront`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
         if args.command == "info":
             return _info(args)
+        if args.command == "rollback":
+            return _rollback(args)
         if args.command == "wcc":
             from spark_plugin.wcc import main_wcc  # imports pyspark only on this path
             return main_wcc(args)

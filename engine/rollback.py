@@ -160,7 +160,7 @@ class Avail:
 
     def closed_under_union(self, ne: int, ni: int) -> bool:
         """Whether the union of any two available frontiers is available (section 7.3)."""
-        if self.every:
+        if self.every or not self.explicit:  # every frontier, or a chain
             return True
         fs = set(self.frontiers(ne, ni))
         return all(union(a, b) in fs for a, b in itertools.combinations(fs, 2))

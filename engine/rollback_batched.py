@@ -1,0 +1,328 @@
+"""The batched rollback solver: frontiers as bitmasks over the time universe, the guards as array
+operations, and the greatest fixed point of :mod:`engine.rollback` as rounds over all processors
+at once (NumPy, cpu).
+
+A frontier of processor ``p`` is row ``p`` of a ``bool[n, NE, NI]`` array (time ``(e, i)`` at
+``[p, e, i]``); downward closure and upward closure are cumulative ORs along the two axes.
+``phi(e)(f)`` is ``f`` shifted by the edge's ``shift`` with its ``need`` overrides patched in;
+a condition "``need_e(t) ⊆ f(p)``" is "every generator of ``need_e(t)`` is in ``f(p)``", so
+C3, C4 and S2 become gathers of generator bits and a count of misses per row. The answer is
+assembled by :func:`engine.rollback.decide`, the same code the reference uses, so the two
+differ only in how a fixed point is computed; they are compared on random problems in
+``tests/test_rollback.py``.
+
+Cost, per round: ``O(n NE NI)`` for the masks plus ``O(rows)`` for the C3 and C4 rows. The
+number of rounds is at most the length of the longest chain of forced drops (one processor's
+frontier shrinking makes a neighbour's shrink). C4 needs ``R(q, t2, p)`` for every notification,
+computed by reverse reachability over all locations at once, in chunks of notifications:
+``O(notifications x (n + E) x NE x NI)`` per round of that fixed point; the simple guard needs
+none of it (section 7.4's point).
+
+>>> from engine.rollback import parse_rollback, solve
+>>> problem = parse_rollback("timely-rollback v1\\ntimes 3 1\\nnode 0\\nnode 1\\nin 0 0\\n"
+...                          "edge 1 0 1\\nconsumed 0 0 0 1 0\\ninflight 1 2 0\\n")
+>>> solve_batched(problem).choice == solve(problem).choice
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .rollback import Answer, Guard, RollbackProblem, decide
+
+__all__ = ["RollbackArrays", "solve_batched"]
+
+#: Bytes of the reverse-reachability block ``bool[B, n + E, NE, NI]`` for one chunk of
+#: notifications (C4 precomputation).
+CHUNK_BYTES = 1 << 26
+
+
+def solve_batched(problem: RollbackProblem, guard: Guard | str = Guard.FULL) -> Answer:
+    """The largest consistent rollback of ``problem``, equal to :func:`engine.rollback.solve`."""
+    arrays = RollbackArrays(problem, Guard(guard))
+    return decide(problem, arrays.guard, arrays.largest_consistent)
+
+
+def upclose(x: np.ndarray) -> np.ndarray:
+    """Every time above a set time, per row of ``bool[..., NE, NI]``."""
+    return np.logical_or.accumulate(np.logical_or.accumulate(x, axis=-2), axis=-1)
+
+
+def downclose(x: np.ndarray) -> np.ndarray:
+    """Every time below a set time, per row of ``bool[..., NE, NI]``."""
+    r = x[..., ::-1, ::-1]
+    return np.logical_or.accumulate(np.logical_or.accumulate(r, axis=-2), axis=-1)[..., ::-1, ::-1]
+
+
+def maximal_rows(x: np.ndarray) -> list:
+    """The canonical form (sorted maximal elements) of every row of a downward-closed
+    ``bool[n, NE, NI]``."""
+    top = x.copy()
+    top[:, :-1, :] &= ~x[:, 1:, :]
+    top[:, :, :-1] &= ~x[:, :, 1:]
+    p, e, i = np.nonzero(top)
+    out: list = [[] for _ in range(x.shape[0])]
+    for a, b, c in zip(p.tolist(), e.tolist(), i.tolist()):
+        out[a].append((b, c))
+    return [tuple(r) for r in out]  # np.nonzero is row-major: each row already sorted
+
+
+class _Rows:
+    """Rows ``(dst, t)`` each asking that generator times ``gen_t`` be kept by ``gen_p``:
+    a row is violated when a generator bit is missing from ``f``."""
+
+    def __init__(self, n: int, nt: int, rows: list):
+        # rows: (dst, t_flat, [(p, t_flat), ...])
+        self.size = n * nt
+        self.target = np.array([q * nt + t for q, t, _ in rows], dtype=np.int64)
+        gen_row, gen_at = [], []
+        for r, (_q, _t, gens) in enumerate(rows):
+            for p, t in gens:
+                gen_row.append(r)
+                gen_at.append(p * nt + t)
+        self.gen_row = np.array(gen_row, dtype=np.int64)
+        self.gen_at = np.array(gen_at, dtype=np.int64)
+        self.count = len(rows)
+
+    def violated(self, f_flat: np.ndarray) -> np.ndarray:
+        """``bool[n * nt]``: the targets of the violated rows."""
+        out = np.zeros(self.size, dtype=bool)
+        if self.count:
+            miss = np.bincount(self.gen_row, weights=~f_flat[self.gen_at], minlength=self.count)
+            out[self.target[miss > 0]] = True
+        return out
+
+
+class RollbackArrays:
+    """A rollback problem as arrays, and its greatest fixed point by rounds.
+
+    Parameters
+    ----------
+    problem : RollbackProblem
+    guard : Guard
+    """
+
+    def __init__(self, problem: RollbackProblem, guard: Guard):
+        self.problem, self.guard = problem, guard
+        ne, ni, n = problem.ne, problem.ni, problem.n
+        self.shape = (n, ne, ni)
+        self.nt = nt = ne * ni
+        tix = lambda t: t[0] * ni + t[1]  # noqa: E731
+        internal = problem.internal()
+        self.src = np.array([problem.edges[k].src for k in internal], dtype=np.int64)
+        self.dst = np.array([problem.edges[k].dst for k in internal], dtype=np.int64)
+        self.shift = np.array([problem.shift.get(k, (0, 0)) for k in internal],
+                              dtype=np.int64).reshape(-1, 2)
+        # need overrides: (edge row, t, [generators])
+        self.over = [(j, tix(t), [tix(g) for g in gens])
+                     for j, k in enumerate(internal)
+                     for t, gens in sorted(problem.need_over.get(k, {}).items())]
+        self.over_mask = np.zeros((len(internal), nt), dtype=bool)
+        for j, t, _ in self.over:
+            self.over_mask[j, t] = True
+        self.over_mask = self.over_mask.reshape(len(internal), ne, ni)
+        # C5: in-flight times per receiver
+        self.inflight = np.zeros(n * nt, dtype=bool)
+        for k in internal:
+            for t in problem.inflight.get(k, ()):
+                self.inflight[problem.edges[k].dst * nt + tix(t)] = True
+        # C3: each consumed message on an internal edge
+        self.c3 = _Rows(n, nt, [(problem.edges[k].dst, tix(t),
+                                 [(problem.edges[k].src, tix(g)) for g in problem.need(k, t)])
+                                for k in internal for t in sorted(problem.consumed.get(k, ()))])
+        self.notified = np.zeros(n * nt, dtype=bool)
+        for q in range(n):
+            for t in problem.notified[q]:
+                self.notified[q * nt + tix(t)] = True
+        self.internal = internal
+        self.c4 = _Rows(n, nt, self._c4_rows()) if guard is Guard.FULL else None
+        # edges sorted by destination, for the S3 intersections
+        order = np.argsort(self.dst, kind="stable")
+        self.by_dst = order
+        self.dst_sorted = self.dst[order]
+        self.dst_starts = np.flatnonzero(np.r_[True, self.dst_sorted[1:] != self.dst_sorted[:-1]]) \
+            if len(order) else np.zeros(0, dtype=np.int64)
+        self.every = np.array([problem.avail[p].every for p in range(n)], dtype=bool)
+
+    # -- phi and need as array operations -----------------------------------------------------
+
+    def phi(self, x: np.ndarray) -> np.ndarray:
+        """``phi(e)(x[e])`` for every internal edge ``e``: ``bool[E, NE, NI]`` from the senders'
+        frontiers ``x`` (``bool[E, NE, NI]``)."""
+        ne, ni = self.shape[1:]
+        out = np.ones_like(x)
+        for de, di in np.unique(self.shift, axis=0):
+            rows = np.flatnonzero((self.shift[:, 0] == de) & (self.shift[:, 1] == di))
+            if de < ne and di < ni:
+                out[rows, de:, di:] = x[rows, :ne - de, :ni - di]
+        flat, xf = out.reshape(len(x), -1), x.reshape(len(x), -1)
+        for j, t, gens in self.over:
+            flat[j, t] = bool(xf[j, gens].all()) if gens else True
+        return out
+
+    def need_image(self, x: np.ndarray) -> np.ndarray:
+        """``N_e(x[..., e]) = ∪_{b in x} need_e(b)`` for every internal edge: ``bool[B, E, NE, NI]``
+        from ``bool[B, E, NE, NI]`` (downward closed)."""
+        ne, ni = self.shape[1:]
+        z = x & ~self.over_mask
+        out = np.zeros_like(x)
+        for de, di in np.unique(self.shift, axis=0):
+            rows = np.flatnonzero((self.shift[:, 0] == de) & (self.shift[:, 1] == di))
+            if de < ne and di < ni:
+                out[:, rows, :ne - de, :ni - di] = z[:, rows, de:, di:]
+        flat, xf = out.reshape(*x.shape[:2], -1), x.reshape(*x.shape[:2], -1)
+        for j, t, gens in self.over:
+            if gens:
+                flat[:, j, gens] |= xf[:, j, t][:, None]
+        return downclose(out)
+
+    def _steps_image(self, x: np.ndarray) -> np.ndarray:
+        """``down{a : (a, b) in ~>1(e), b in x[..., e]}`` per internal edge (the processor-side
+        reverse step of could-result-in): ``need_image`` where ``~>1`` is the default, the listed
+        pairs where the file gives ``step`` lines."""
+        out = self.need_image(x)
+        ni = self.shape[2]
+        flat, xf = out.reshape(*x.shape[:2], -1), x.reshape(*x.shape[:2], -1)
+        for j, k in enumerate(self.internal):
+            if k in self.problem.steps:
+                flat[:, j, :] = False
+                for a, b in self.problem.steps[k]:
+                    flat[:, j, a[0] * ni + a[1]] |= xf[:, j, b[0] * ni + b[1]]
+        return downclose(out)
+
+    def _c4_rows(self) -> list:
+        """One row per notification ``(q, t2)``: the generators of ``R(q, t2, p)`` for every
+        ``p``, by reverse reachability from ``(e2, t2)`` for the internal edges ``e2`` into
+        ``q``, over all locations at once, in chunks of notifications."""
+        problem = self.problem
+        n, ne, ni = self.shape
+        nt, E = self.nt, len(self.internal)
+        targets = [(q, t) for q in range(n) for t in sorted(problem.notified[q])]
+        into = [np.flatnonzero(self.dst == q) for q in range(n)]
+        rows = []
+        chunk = max(1, CHUNK_BYTES // max(1, (n + E) * nt))
+        src_order = np.argsort(self.src, kind="stable")
+        src_sorted = self.src[src_order]
+        src_starts = np.flatnonzero(np.r_[True, src_sorted[1:] != src_sorted[:-1]]) if E else []
+        senders = src_sorted[src_starts] if E else np.zeros(0, dtype=np.int64)
+        for lo in range(0, len(targets), chunk):
+            block = targets[lo:lo + chunk]
+            B = len(block)
+            # dem_e[b, e]: times t with (e, t) ~> (e2, t2); dem_p[b, p] likewise for processors
+            dem_e = np.zeros((B, E, ne, ni), dtype=bool)
+            for b, (q, (e2t, i2t)) in enumerate(block):
+                dem_e[b, into[q], :e2t + 1, :i2t + 1] = True
+            dem_p = np.zeros((B, n, ne, ni), dtype=bool)
+            while True:
+                if E:
+                    pre = self._steps_image(dem_e)[:, src_order]
+                    new_p = dem_p.copy()
+                    new_p[:, senders] |= np.logical_or.reduceat(pre, src_starts, axis=1)
+                    new_e = dem_e | new_p[:, self.dst]
+                else:
+                    new_p, new_e = dem_p, dem_e
+                if np.array_equal(new_e, dem_e) and np.array_equal(new_p, dem_p):
+                    break
+                dem_e, dem_p = new_e, new_p
+            # R(q, t2, p) = ∪_{e1 out of p} N_e1(dem_e[e1])
+            r = np.zeros((B, n, ne, ni), dtype=bool)
+            if E:
+                img = self.need_image(dem_e)[:, src_order]
+                r[:, senders] = np.logical_or.reduceat(img, src_starts, axis=1)
+            for b, (q, t2) in enumerate(block):
+                gens = [(p, e * ni + i) for p, ant in enumerate(maximal_rows(r[b]))
+                        for e, i in ant]
+                rows.append((q, t2[0] * ni + t2[1], gens))
+        return rows
+
+    # -- the greatest fixed point ------------------------------------------------------------
+
+    def greatest_fc(self, fc: np.ndarray) -> np.ndarray:
+        """``fc*`` from a start above it and within ``f``: rounds of
+        ``f_c(q) &= AND over e into q of phi(e)(f_c(src e))``."""
+        if not len(self.src):
+            return fc
+        while True:
+            ph = self.phi(fc[self.src])[self.by_dst]
+            meet = np.logical_and.reduceat(ph, self.dst_starts, axis=0)
+            new = fc.copy()
+            new[self.dst_sorted[self.dst_starts]] &= meet
+            if np.array_equal(new, fc):
+                return fc
+            fc = new
+
+    def _members(self, fixed: dict):
+        """The finite availability lists as masks: ``(owner int[m], masks bool[m, NE, NI])``."""
+        n, ne, ni = self.shape
+        owner, masks = [], []
+        for p in range(n):
+            if p in fixed:
+                lst = [fixed[p]]
+            elif self.every[p]:
+                continue
+            else:
+                a = self.problem.avail[p]
+                if not a.explicit:
+                    continue  # a chain of epochs: handled by the prefix rule
+                lst = a.frontiers(ne, ni)
+            for ant in lst:
+                m = np.zeros((ne, ni), dtype=bool)
+                for e, i in ant:
+                    m[:e + 1, :i + 1] = True
+                owner.append(p)
+                masks.append(m)
+        return np.array(owner, dtype=np.int64), (np.array(masks) if masks else
+                                                 np.zeros((0, ne, ni), dtype=bool))
+
+    def largest_consistent(self, fixed: dict | None = None):
+        """Rounds of "``f(q)`` := the largest available frontier within ``f(q)`` minus the times
+        C3, C4 (or S2) and C5 forbid", all processors at once, from ``T`` everywhere; the same
+        fixed point as :func:`engine.rollback.largest_consistent` (same arguments, returns)."""
+        fixed = fixed or {}
+        n, ne, ni = self.shape
+        problem = self.problem
+        owner, masks = self._members(fixed)
+        listed = np.zeros(n, dtype=bool)
+        listed[owner] = True
+        chain = np.array([not self.every[p] and p not in fixed and not listed[p]
+                          for p in range(n)], dtype=bool)
+        chain_k = np.array([problem.avail[p].epochs for p in range(n)], dtype=np.int64)[chain]
+        sizes = masks.sum(axis=(1, 2))
+
+        def largest_available(d):
+            out = d.copy()
+            if chain.any():  # epochs <= k for the largest k whose rows are all kept
+                full = np.logical_and.accumulate(d[chain].all(axis=2), axis=1)
+                k = np.minimum(full.sum(axis=1), chain_k + 1)
+                out[chain] = (np.arange(ne)[None, :] < k[:, None])[:, :, None]
+            if listed.any():  # the member of largest size within d (it is their union)
+                fits = ~(masks & ~d[owner]).any(axis=(1, 2))
+                key = np.where(fits, sizes, -1)
+                best = np.full(n, -1)
+                np.maximum.at(best, owner, key)
+                out[listed] = False
+                pick = fits & (key == best[owner]) & (key > 0)
+                out[owner[pick]] = masks[pick]
+            return out
+
+        f = np.ones(self.shape, dtype=bool)
+        fc = f
+        self.rounds = 0
+        while True:
+            self.rounds += 1
+            flat = f.reshape(-1)
+            bad = self.inflight | self.c3.violated(flat)
+            if self.guard is Guard.FULL:
+                bad |= self.c4.violated(flat)
+            else:
+                fc = self.greatest_fc(fc & f)
+                bad |= self.notified & ~fc.reshape(-1)
+            new = largest_available(f & ~upclose(bad.reshape(self.shape)))
+            if np.array_equal(new, f):
+                break
+            f = new
+        fcs = None
+        if self.guard is Guard.SIMPLE:
+            fcs = maximal_rows(self.greatest_fc(fc & f))
+        return maximal_rows(f), fcs

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import assume, given, strategies as st
+from hypothesis import assume, event, given, strategies as st
 
 from engine.cli import main
 from engine.errors import RollbackFormatError, TimelyFrontierError
@@ -247,8 +247,9 @@ def problems(draw, max_nodes=4, max_times=(3, 2), closed=None, cycles=True, buff
     ``cycles``), ``shift`` phis, ``need`` overrides that keep ``need`` monotone, ``step`` subsets,
     buffers with output edges, consumed/notified/in-flight times, and availability (every,
     epoch chains, explicit lists; closed under union when ``closed``, else either)."""
-    ne = draw(st.integers(1, max_times[0]))
-    ni = draw(st.integers(1, max_times[1]))
+    lo = 2 if closed is False else 1  # lists that are not closed need incomparable times
+    ne = draw(st.integers(lo, max(lo, max_times[0])))
+    ni = draw(st.integers(lo, max(lo, max_times[1])))
     times = [(e, i) for e in range(ne) for i in range(ni)]
     k = draw(st.integers(1, max_nodes))
     edges: list = []
@@ -303,8 +304,16 @@ def problems(draw, max_nodes=4, max_times=(3, 2), closed=None, cycles=True, buff
                     lst |= {union(x, y) for x in lst for y in lst}
             a = Avail(every=False, explicit=lst)
         problem.avail[p] = a
-    if closed:
-        assume(all(a.closed_under_union(ne, ni) for a in problem.avail))
+    if closed is False:  # one processor gets two incomparable checkpoints, not their union
+        p = draw(st.integers(0, n - 1))
+        x, y = ((0, ni - 1),), ((ne - 1, 0),)
+        extra = draw(st.lists(st.sampled_from(frontiers), max_size=2))
+        problem.avail[p] = Avail(every=False, explicit={x, y} | set(extra) - {union(x, y)})
+        if draw(st.booleans()):  # an input that needs both kept: a conflict unless its union is
+            problem.edges.append(EdgeDecl("in", None, p))
+            problem.consumed[len(problem.edges) - 1] = {x[0], y[0]}
+    if closed is not None:  # closed: every list closed under union; False: some list is not
+        assume(closed == all(a.closed_under_union(ne, ni) for a in problem.avail))
     try:
         problem.check()
     except RollbackFormatError:
@@ -315,7 +324,18 @@ def problems(draw, max_nodes=4, max_times=(3, 2), closed=None, cycles=True, buff
 @given(problems(), st.sampled_from(list(Guard)))
 @examples(100)
 def test_batched_equals_reference(problem, guard):
-    assert solve_batched(problem, guard) == solve(problem, guard)
+    answer = solve(problem, guard)
+    event(answer.result + (" conflict" if answer.conflict else ""))
+    assert solve_batched(problem, guard) == answer
+
+
+@given(problems(closed=False), st.sampled_from(list(Guard)))
+@examples(50)
+def test_batched_equals_reference_not_closed(problem, guard):
+    """Availability not closed under union: the exact search (nolargest, conflict)."""
+    answer = solve(problem, guard)
+    event(answer.result + (" conflict" if answer.conflict else ""))
+    assert solve_batched(problem, guard) == answer
 
 
 @given(problems(max_nodes=6, max_times=(4, 3), cycles=False), st.sampled_from(list(Guard)))
@@ -370,14 +390,16 @@ def _small(problem):
     return total <= 400
 
 
-@given(problems(max_nodes=3, max_times=(2, 2)), st.sampled_from(list(Guard)))
-@examples(60)
+@given(st.sampled_from([None, False]).flatmap(lambda c: problems(3, (2, 2), closed=c)),
+       st.sampled_from(list(Guard)))
+@examples(80)
 def test_least_rollback_against_brute_force(problem, guard):
     """The answer is the largest consistent choice (no larger one exists), the maximal ones for
     nolargest, none exactly when there is no consistent choice; ``bound`` is M; and the
     consistent choices are closed under union when availability is."""
     assume(_small(problem))
     answer = solve(problem, guard)
+    event(answer.result)
     sols = brute_force(problem, guard)
     maximal_sols = sorted({x for x in sols
                            if not any(y != x and all(within(a, b) for a, b in zip(x, y))
@@ -495,20 +517,24 @@ class Run:
 
 
 @given(problems(max_nodes=4, max_times=(3, 2), closed=True, buffers=False),
-       st.sampled_from(list(Guard)), st.integers(0, 2**32), st.integers(0, 30))
+       st.sampled_from(list(Guard)), st.integers(0, 2**32), st.integers(3, 40))
 @examples(40)
 def test_lemma1_before_and_after_rollback(problem, guard, seed, steps):
     rng = random.Random(seed)
     inputs = [(k, t) for k, d in enumerate(problem.edges) if d.kind == "in"
-              for t in problem.times if rng.random() < 0.4]
+              for t in problem.times if rng.random() < 0.6]
+    assume(inputs)
     run = Run(problem, rng, inputs)
     for _ in range(steps):
         if not run.step():
             break
         assert run.lemma1()
     answer = solve(run.state(), guard)
+    before = sum(len(h) for h in run.H)
+    event(answer.result)
     assume(answer.result == "ok")
     run.rollback([down(x, problem.ne, problem.ni) for x in answer.choice])
+    event(f"events: {before} before the rollback, {sum(len(h) for h in run.H)} after")
     assert run.lemma1()
     while run.step():  # and it keeps holding as the run goes on from the rolled-back state
         assert run.lemma1()

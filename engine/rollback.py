@@ -218,11 +218,22 @@ class RollbackProblem:
         """The internal edges, by ID."""
         return [k for k, d in enumerate(self.edges) if d.kind == "edge"]
 
+    def _adjacency(self) -> tuple[dict, dict]:
+        """Edge IDs by destination and by source (rebuilt when edges are added)."""
+        key = len(self.edges)
+        if getattr(self, "_adj_key", None) != key:
+            into, out = {}, {}
+            for k, d in enumerate(self.edges):
+                into.setdefault(d.dst, []).append(k)
+                out.setdefault(d.src, []).append(k)
+            self._adj, self._adj_key = (into, out), key
+        return self._adj
+
     def edges_into(self, p: int, kinds=("in", "edge")) -> list[int]:
-        return [k for k, d in enumerate(self.edges) if d.dst == p and d.kind in kinds]
+        return [k for k in self._adjacency()[0].get(p, ()) if self.edges[k].kind in kinds]
 
     def edges_out_of(self, p: int, kinds=("edge", "out")) -> list[int]:
-        return [k for k, d in enumerate(self.edges) if d.src == p and d.kind in kinds]
+        return [k for k in self._adjacency()[1].get(p, ()) if self.edges[k].kind in kinds]
 
     def consumed_by(self, p: int) -> set:
         """``consumed(p)``: the union of ``consumed(e)`` over the edges into ``p``."""

@@ -69,21 +69,22 @@ def maximal_rows(x: np.ndarray) -> list:
 
 
 class _Rows:
-    """Rows ``(dst, t)`` each asking that generator times ``gen_t`` be kept by ``gen_p``:
-    a row is violated when a generator bit is missing from ``f``."""
+    """Rows each asking that some generator bits of ``f`` be set (``gen_at``, flat indices
+    ``p * nt + t``, grouped by ``gen_row``); a violated row marks its ``target`` (``q * nt + t``)."""
 
-    def __init__(self, n: int, nt: int, rows: list):
-        # rows: (dst, t_flat, [(p, t_flat), ...])
-        self.size = n * nt
-        self.target = np.array([q * nt + t for q, t, _ in rows], dtype=np.int64)
-        gen_row, gen_at = [], []
-        for r, (_q, _t, gens) in enumerate(rows):
-            for p, t in gens:
-                gen_row.append(r)
-                gen_at.append(p * nt + t)
-        self.gen_row = np.array(gen_row, dtype=np.int64)
-        self.gen_at = np.array(gen_at, dtype=np.int64)
-        self.count = len(rows)
+    def __init__(self, size: int, target, gen_row, gen_at):
+        self.size = size
+        self.target = np.asarray(target, dtype=np.int64)
+        self.gen_row = np.asarray(gen_row, dtype=np.int64)
+        self.gen_at = np.asarray(gen_at, dtype=np.int64)
+        self.count = len(self.target)
+
+    @classmethod
+    def from_lists(cls, n: int, nt: int, rows: list) -> "_Rows":
+        """From ``(q, t, [(p, t'), ...])`` rows."""
+        gen_row = [r for r, (_q, _t, gens) in enumerate(rows) for _ in gens]
+        gen_at = [p * nt + t for _q, _t, gens in rows for p, t in gens]
+        return cls(n * nt, [q * nt + t for q, t, _ in rows], gen_row, gen_at)
 
     def violated(self, f_flat: np.ndarray) -> np.ndarray:
         """``bool[n * nt]``: the targets of the violated rows."""
@@ -109,7 +110,7 @@ class RollbackArrays:
         self.shape = (n, ne, ni)
         self.nt = nt = ne * ni
         tix = lambda t: t[0] * ni + t[1]  # noqa: E731
-        internal = problem.internal()
+        self.internal = internal = problem.internal()
         self.src = np.array([problem.edges[k].src for k in internal], dtype=np.int64)
         self.dst = np.array([problem.edges[k].dst for k in internal], dtype=np.int64)
         self.shift = np.array([problem.shift.get(k, (0, 0)) for k in internal],
@@ -128,37 +129,58 @@ class RollbackArrays:
             for t in problem.inflight.get(k, ()):
                 self.inflight[problem.edges[k].dst * nt + tix(t)] = True
         # C3: each consumed message on an internal edge
-        self.c3 = _Rows(n, nt, [(problem.edges[k].dst, tix(t),
-                                 [(problem.edges[k].src, tix(g)) for g in problem.need(k, t)])
-                                for k in internal for t in sorted(problem.consumed.get(k, ()))])
+        self.c3 = self._c3_rows()
         self.notified = np.zeros(n * nt, dtype=bool)
         for q in range(n):
             for t in problem.notified[q]:
                 self.notified[q * nt + tix(t)] = True
-        self.internal = internal
-        self.c4 = _Rows(n, nt, self._c4_rows()) if guard is Guard.FULL else None
-        # edges sorted by destination, for the S3 intersections
-        order = np.argsort(self.dst, kind="stable")
-        self.by_dst = order
-        self.dst_sorted = self.dst[order]
-        self.dst_starts = np.flatnonzero(np.r_[True, self.dst_sorted[1:] != self.dst_sorted[:-1]]) \
-            if len(order) else np.zeros(0, dtype=np.int64)
+        self.c4 = _Rows.from_lists(n, nt, self._c4_rows()) if guard is Guard.FULL else None
         self.every = np.array([problem.avail[p].every for p in range(n)], dtype=bool)
+
+    def _c3_rows(self) -> _Rows:
+        """One row per message consumed on an internal edge ``e: p -> q`` at ``t``: the
+        generators of ``need_e(t)`` must be kept by ``p``."""
+        problem, (n, ne, ni), nt = self.problem, self.shape, self.nt
+        j, t = [], []
+        for jj, k in enumerate(self.internal):
+            for tt in problem.consumed.get(k, ()):
+                j.append(jj)
+                t.append(tt[0] * ni + tt[1])
+        j, t = np.array(j, dtype=np.int64), np.array(t, dtype=np.int64)
+        over = {(jj, tt): gens for jj, tt, gens in self.over}
+        is_over = np.array([(a, b) in over for a, b in zip(j.tolist(), t.tolist())], dtype=bool) \
+            if over else np.zeros(len(j), dtype=bool)
+        # rows without an override: one generator t - shift, or none below the shift
+        e, i = t // ni - self.shift[j, 0], t % ni - self.shift[j, 1]
+        has = ~is_over & (e >= 0) & (i >= 0)
+        gen_row = [np.flatnonzero(has)]
+        gen_at = [self.src[j[has]] * nt + e[has] * ni + i[has]]
+        for r in np.flatnonzero(is_over).tolist():
+            gens = over[(int(j[r]), int(t[r]))]
+            gen_row.append(np.full(len(gens), r, dtype=np.int64))
+            gen_at.append(np.array([self.src[j[r]] * nt + g for g in gens], dtype=np.int64))
+        return _Rows(n * nt, self.dst[j] * nt + t, np.concatenate(gen_row), np.concatenate(gen_at))
 
     # -- phi and need as array operations -----------------------------------------------------
 
-    def phi(self, x: np.ndarray) -> np.ndarray:
-        """``phi(e)(x[e])`` for every internal edge ``e``: ``bool[E, NE, NI]`` from the senders'
-        frontiers ``x`` (``bool[E, NE, NI]``)."""
+    def phi(self, x: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """``phi(e)(x[j])`` for the internal edges ``e = rows[j]`` (default: all, in order):
+        ``bool[len(rows), NE, NI]`` from the senders' frontiers ``x``, same shape."""
         ne, ni = self.shape[1:]
+        rows = np.arange(len(self.src)) if rows is None else rows
         out = np.ones_like(x)
-        for de, di in np.unique(self.shift, axis=0):
-            rows = np.flatnonzero((self.shift[:, 0] == de) & (self.shift[:, 1] == di))
+        shift = self.shift[rows]
+        for de, di in np.unique(shift, axis=0):
+            js = np.flatnonzero((shift[:, 0] == de) & (shift[:, 1] == di))
             if de < ne and di < ni:
-                out[rows, de:, di:] = x[rows, :ne - de, :ni - di]
-        flat, xf = out.reshape(len(x), -1), x.reshape(len(x), -1)
-        for j, t, gens in self.over:
-            flat[j, t] = bool(xf[j, gens].all()) if gens else True
+                out[js, de:, di:] = x[js, :ne - de, :ni - di]
+        if self.over:
+            at = np.full(len(self.src), -1)
+            at[rows] = np.arange(len(rows))
+            flat, xf = out.reshape(len(x), -1), x.reshape(len(x), -1)
+            for j, t, gens in self.over:
+                if at[j] >= 0:
+                    flat[at[j], t] = bool(xf[at[j], gens].all()) if gens else True
         return out
 
     def need_image(self, x: np.ndarray) -> np.ndarray:
@@ -240,17 +262,24 @@ class RollbackArrays:
 
     def greatest_fc(self, fc: np.ndarray) -> np.ndarray:
         """``fc*`` from a start above it and within ``f``: rounds of
-        ``f_c(q) &= AND over e into q of phi(e)(f_c(src e))``."""
-        if not len(self.src):
-            return fc
-        while True:
-            ph = self.phi(fc[self.src])[self.by_dst]
-            meet = np.logical_and.reduceat(ph, self.dst_starts, axis=0)
-            new = fc.copy()
-            new[self.dst_sorted[self.dst_starts]] &= meet
-            if np.array_equal(new, fc):
-                return fc
-            fc = new
+        ``f_c(q) &= AND over e into q of phi(e)(f_c(src e))``, each round over the edges whose
+        sender changed in the previous one."""
+        fc = fc.copy()
+        sel = np.arange(len(self.src))
+        while len(sel):
+            dst = self.dst[sel]
+            order = np.argsort(dst, kind="stable")
+            dst = dst[order]
+            starts = np.flatnonzero(np.r_[True, dst[1:] != dst[:-1]])
+            meet = np.logical_and.reduceat(self.phi(fc[self.src[sel]], sel)[order], starts, axis=0)
+            targets = dst[starts]
+            new = fc[targets] & meet
+            changed = (new != fc[targets]).any(axis=(1, 2))
+            fc[targets[changed]] = new[changed]
+            moved = np.zeros(self.shape[0], dtype=bool)
+            moved[targets[changed]] = True
+            sel = np.flatnonzero(moved[self.src])
+        return fc
 
     def _members(self, fixed: dict):
         """The finite availability lists as masks: ``(owner int[m], masks bool[m, NE, NI])``."""

@@ -193,6 +193,8 @@ class RollbackArrays:
             rows = np.flatnonzero((self.shift[:, 0] == de) & (self.shift[:, 1] == di))
             if de < ne and di < ni:
                 out[:, rows, :ne - de, :ni - di] = z[:, rows, de:, di:]
+        if not self.over:  # a shifted downward-closed set is downward closed
+            return out
         flat, xf = out.reshape(*x.shape[:2], -1), x.reshape(*x.shape[:2], -1)
         for j, t, gens in self.over:
             if gens:
@@ -204,6 +206,8 @@ class RollbackArrays:
         reverse step of could-result-in): ``need_image`` where ``~>1`` is the default, the listed
         pairs where the file gives ``step`` lines."""
         out = self.need_image(x)
+        if not self.problem.steps:
+            return out
         ni = self.shape[2]
         flat, xf = out.reshape(*x.shape[:2], -1), x.reshape(*x.shape[:2], -1)
         for j, k in enumerate(self.internal):

@@ -17,7 +17,7 @@ from perf import bench_rollback as br  # noqa: E402
 def test_bench_rollback_smoke(tmp_path, capsys):
     out = tmp_path / "results" / "rollback.json"
     png = tmp_path / "rollback.png"
-    rc = br.main(["--procs", "10,30", "--times", "20", "--repeat", "2", "--reference-limit", "1e4",
+    rc = br.main(["--procs", "10,30", "--times", "20", "--repeat", "2", "--reference-limit", "1e4", "--reference-limit-full", "1e3",
                   "--max-cells", "1e4", "--out", str(out), "--plot", str(png), "--quiet"])
     assert rc == 0
     data = json.loads(out.read_text())

@@ -495,7 +495,7 @@ class Run:
         """The rollback problem of the current state (availability of the graph's problem)."""
         pr = self.problem
         out = RollbackProblem(pr.ne, pr.ni, pr.buffer, pr.edges, shift=pr.shift,
-                              need_over=pr.need_over, avail=pr.avail)
+                              need_over=pr.need_over, steps=pr.steps, avail=pr.avail)
         for p, h in enumerate(self.H):
             for k, t in h:
                 out.consumed.setdefault(k, set()).add(t)

@@ -349,10 +349,15 @@ def could_result_in(problem: RollbackProblem, loc, t: Time, cache: dict | None =
 
 def condition4_violation(problem: RollbackProblem):
     """The lowest-numbered internal edge ``e`` into a processor ``p`` with ``(p, t) ~> (e, t')``
-    and ``t`` not ``<= t'``, as ``(e, t, t')``; None when Condition 4 holds."""
+    and ``t`` not ``<= t'``, as ``(e, t, t')``; None when Condition 4 holds.
+
+    A step along an edge with the default ``~>1`` (or listed ``step`` pairs, which lie within
+    it) and a ``shift`` phi never lowers a time, so a violation needs a cycle through ``p``
+    that uses an edge with ``need`` overrides: only processors on such a cycle are searched.
+    """
     cache: dict = {}
     reach = {p: {t: could_result_in(problem, ("p", p), t, cache) for t in problem.times}
-             for p in range(problem.n) if _on_cycle(problem, p)}
+             for p in _on_cycles_with_overrides(problem)}
     for k in problem.internal():
         p = problem.edges[k].dst
         for t, states in reach.get(p, {}).items():
@@ -362,19 +367,28 @@ def condition4_violation(problem: RollbackProblem):
     return None
 
 
-def _on_cycle(problem: RollbackProblem, p: int) -> bool:
-    """Whether some path of internal edges leads from ``p`` back to ``p``."""
-    seen, todo = set(), [p]
-    while todo:
-        x = todo.pop()
-        for d in problem.edges_out_of(x, kinds=("edge",)):
-            y = problem.edges[d].dst
-            if y == p:
-                return True
-            if y not in seen:
-                seen.add(y)
-                todo.append(y)
-    return False
+def _on_cycles_with_overrides(problem: RollbackProblem) -> set:
+    """Processors that lie on a cycle of internal edges through an edge with ``need`` lines."""
+    def reach(start, forward):
+        seen, todo = {start}, [start]
+        while todo:
+            x = todo.pop()
+            ks = problem.edges_out_of(x, ("edge",)) if forward else problem.edges_into(x, ("edge",))
+            for k in ks:
+                y = problem.edges[k].dst if forward else problem.edges[k].src
+                if y not in seen:
+                    seen.add(y)
+                    todo.append(y)
+        return seen
+
+    out: set = set()
+    for k, over in problem.need_over.items():
+        if over:  # p is on a cycle through k: src(k) reaches p and p reaches src(k) via k
+            d = problem.edges[k]
+            from_k, to_src = reach(d.dst, True), reach(d.src, False)
+            if d.src in from_k:
+                out |= from_k & to_src
+    return out
 
 
 def notification_demands(problem: RollbackProblem) -> dict:

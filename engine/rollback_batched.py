@@ -115,6 +115,9 @@ class RollbackArrays:
         self.dst = np.array([problem.edges[k].dst for k in internal], dtype=np.int64)
         self.shift = np.array([problem.shift.get(k, (0, 0)) for k in internal],
                               dtype=np.int64).reshape(-1, 2)
+        # the distinct shifts, and each edge's index among them
+        self.shifts, self.shift_of = np.unique(self.shift, axis=0, return_inverse=True)
+        self.shift_of = self.shift_of.reshape(-1)
         # need overrides: (edge row, t, [generators])
         self.over = [(j, tix(t), [tix(g) for g in gens])
                      for j, k in enumerate(internal)
@@ -169,10 +172,10 @@ class RollbackArrays:
         ne, ni = self.shape[1:]
         rows = np.arange(len(self.src)) if rows is None else rows
         out = np.ones_like(x)
-        shift = self.shift[rows]
-        for de, di in np.unique(shift, axis=0):
-            js = np.flatnonzero((shift[:, 0] == de) & (shift[:, 1] == di))
-            if de < ne and di < ni:
+        group = self.shift_of[rows]
+        for g, (de, di) in enumerate(self.shifts.tolist()):
+            js = np.flatnonzero(group == g)
+            if len(js) and de < ne and di < ni:
                 out[js, de:, di:] = x[js, :ne - de, :ni - di]
         if self.over:
             at = np.full(len(self.src), -1)
@@ -187,10 +190,10 @@ class RollbackArrays:
         """``N_e(x[..., e]) = ∪_{b in x} need_e(b)`` for every internal edge: ``bool[B, E, NE, NI]``
         from ``bool[B, E, NE, NI]`` (downward closed)."""
         ne, ni = self.shape[1:]
-        z = x & ~self.over_mask
+        z = x & ~self.over_mask if self.over else x
         out = np.zeros_like(x)
-        for de, di in np.unique(self.shift, axis=0):
-            rows = np.flatnonzero((self.shift[:, 0] == de) & (self.shift[:, 1] == di))
+        for g, (de, di) in enumerate(self.shifts.tolist()):
+            rows = np.flatnonzero(self.shift_of == g)
             if de < ne and di < ni:
                 out[:, rows, :ne - de, :ni - di] = z[:, rows, de:, di:]
         if not self.over:  # a shifted downward-closed set is downward closed
@@ -267,21 +270,25 @@ class RollbackArrays:
     def greatest_fc(self, fc: np.ndarray) -> np.ndarray:
         """``fc*`` from a start above it and within ``f``: rounds of
         ``f_c(q) &= AND over e into q of phi(e)(f_c(src e))``, each round over the edges whose
-        sender changed in the previous one."""
+        sender changed in the previous one. The AND is taken in passes over the edges' ranks
+        among those into the same processor, so no pass writes a processor twice."""
         fc = fc.copy()
         sel = np.arange(len(self.src))
         while len(sel):
+            ph = self.phi(fc[self.src[sel]], sel)
             dst = self.dst[sel]
             order = np.argsort(dst, kind="stable")
-            dst = dst[order]
-            starts = np.flatnonzero(np.r_[True, dst[1:] != dst[:-1]])
-            meet = np.logical_and.reduceat(self.phi(fc[self.src[sel]], sel)[order], starts, axis=0)
-            targets = dst[starts]
-            new = fc[targets] & meet
-            changed = (new != fc[targets]).any(axis=(1, 2))
-            fc[targets[changed]] = new[changed]
+            first = np.r_[True, dst[order][1:] != dst[order][:-1]]
+            starts = np.flatnonzero(first)
+            rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+            targets = dst[order][starts]
+            before = fc[targets]
+            for r in range(int(rank.max()) + 1):
+                j = order[rank == r]
+                fc[dst[j]] &= ph[j]
+            changed = targets[(fc[targets] != before).any(axis=(1, 2))]
             moved = np.zeros(self.shape[0], dtype=bool)
-            moved[targets[changed]] = True
+            moved[changed] = True
             sel = np.flatnonzero(moved[self.src])
         return fc
 

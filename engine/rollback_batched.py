@@ -33,7 +33,7 @@ from .rollback import Answer, Guard, RollbackProblem, decide
 
 __all__ = ["RollbackArrays", "solve_batched"]
 
-#: Bytes of the reverse-reachability block ``bool[B, n + E, NE, NI]`` for one chunk of
+#: Bytes of the reverse-reachability block ``bool[n + E, B, NE, NI]`` for one chunk of
 #: notifications (C4 precomputation).
 CHUNK_BYTES = 1 << 26
 
@@ -66,6 +66,17 @@ def maximal_rows(x: np.ndarray) -> list:
     for a, b, c in zip(p.tolist(), e.tolist(), i.tolist()):
         out[a].append((b, c))
     return [tuple(r) for r in out]  # np.nonzero is row-major: each row already sorted
+
+
+def _rank_passes(keys: np.ndarray) -> list:
+    """Indices of ``keys`` split into passes in which no key repeats (pass ``r`` holds each
+    key's ``r``-th occurrence), so that ``x[keys[j]] op= y[j]`` is safe within a pass."""
+    if not len(keys):
+        return []
+    order = np.argsort(keys, kind="stable")
+    starts = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1]])
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    return [order[rank == r] for r in range(int(rank.max()) + 1)]
 
 
 class _Rows:
@@ -187,25 +198,25 @@ class RollbackArrays:
         return out
 
     def need_image(self, x: np.ndarray) -> np.ndarray:
-        """``N_e(x[..., e]) = ∪_{b in x} need_e(b)`` for every internal edge: ``bool[B, E, NE, NI]``
-        from ``bool[B, E, NE, NI]`` (downward closed)."""
+        """``N_e(x[e, b]) = ∪_{t in x[e, b]} need_e(t)`` for every internal edge ``e``:
+        ``bool[E, B, NE, NI]`` from ``bool[E, B, NE, NI]`` (downward closed)."""
         ne, ni = self.shape[1:]
-        z = x & ~self.over_mask if self.over else x
+        z = x & ~self.over_mask[:, None] if self.over else x
         out = np.zeros_like(x)
         for g, (de, di) in enumerate(self.shifts.tolist()):
             rows = np.flatnonzero(self.shift_of == g)
             if de < ne and di < ni:
-                out[:, rows, :ne - de, :ni - di] = z[:, rows, de:, di:]
+                out[rows, :, :ne - de, :ni - di] = z[rows, :, de:, di:]
         if not self.over:  # a shifted downward-closed set is downward closed
             return out
         flat, xf = out.reshape(*x.shape[:2], -1), x.reshape(*x.shape[:2], -1)
         for j, t, gens in self.over:
             if gens:
-                flat[:, j, gens] |= xf[:, j, t][:, None]
+                flat[j][:, gens] |= xf[j][:, t][:, None]
         return downclose(out)
 
     def _steps_image(self, x: np.ndarray) -> np.ndarray:
-        """``down{a : (a, b) in ~>1(e), b in x[..., e]}`` per internal edge (the processor-side
+        """``down{a : (a, b) in ~>1(e), b in x[e, ...]}`` per internal edge (the processor-side
         reverse step of could-result-in): ``need_image`` where ``~>1`` is the default, the listed
         pairs where the file gives ``step`` lines."""
         out = self.need_image(x)
@@ -215,9 +226,9 @@ class RollbackArrays:
         flat, xf = out.reshape(*x.shape[:2], -1), x.reshape(*x.shape[:2], -1)
         for j, k in enumerate(self.internal):
             if k in self.problem.steps:
-                flat[:, j, :] = False
+                flat[j] = False
                 for a, b in self.problem.steps[k]:
-                    flat[:, j, a[0] * ni + a[1]] |= xf[:, j, b[0] * ni + b[1]]
+                    flat[j][:, a[0] * ni + a[1]] |= xf[j][:, b[0] * ni + b[1]]
         return downclose(out)
 
     def _c4_rows(self) -> list:
@@ -231,36 +242,34 @@ class RollbackArrays:
         into = [np.flatnonzero(self.dst == q) for q in range(n)]
         rows = []
         chunk = max(1, CHUNK_BYTES // max(1, (n + E) * nt))
-        src_order = np.argsort(self.src, kind="stable")
-        src_sorted = self.src[src_order]
-        src_starts = np.flatnonzero(np.r_[True, src_sorted[1:] != src_sorted[:-1]]) if E else []
-        senders = src_sorted[src_starts] if E else np.zeros(0, dtype=np.int64)
+        passes = _rank_passes(self.src)  # edges in groups with distinct senders
         for lo in range(0, len(targets), chunk):
             block = targets[lo:lo + chunk]
             B = len(block)
-            # dem_e[b, e]: times t with (e, t) ~> (e2, t2); dem_p[b, p] likewise for processors
-            dem_e = np.zeros((B, E, ne, ni), dtype=bool)
+            # dem_e[e, b]: times t with (e, t) ~> (e2, t2); dem_p[p, b] likewise for processors
+            # (locations first, so that gathers and scatters move contiguous blocks)
+            dem_e = np.zeros((E, B, ne, ni), dtype=bool)
             for b, (q, (e2t, i2t)) in enumerate(block):
-                dem_e[b, into[q], :e2t + 1, :i2t + 1] = True
-            dem_p = np.zeros((B, n, ne, ni), dtype=bool)
-            while True:
-                if E:
-                    pre = self._steps_image(dem_e)[:, src_order]
-                    new_p = dem_p.copy()
-                    new_p[:, senders] |= np.logical_or.reduceat(pre, src_starts, axis=1)
-                    new_e = dem_e | new_p[:, self.dst]
-                else:
-                    new_p, new_e = dem_p, dem_e
-                if np.array_equal(new_e, dem_e) and np.array_equal(new_p, dem_p):
+                dem_e[into[q], b, :e2t + 1, :i2t + 1] = True
+            dem_p = np.zeros((n, B, ne, ni), dtype=bool)
+            size = -1
+            while E:  # the sets only grow: stop when their total size does not
+                pre = self._steps_image(dem_e)
+                for j in passes:
+                    dem_p[self.src[j]] |= pre[j]
+                dem_e |= dem_p[self.dst]
+                new_size = int(np.count_nonzero(dem_e))
+                if new_size == size:
                     break
-                dem_e, dem_p = new_e, new_p
+                size = new_size
             # R(q, t2, p) = ∪_{e1 out of p} N_e1(dem_e[e1])
-            r = np.zeros((B, n, ne, ni), dtype=bool)
+            r = np.zeros((n, B, ne, ni), dtype=bool)
             if E:
-                img = self.need_image(dem_e)[:, src_order]
-                r[:, senders] = np.logical_or.reduceat(img, src_starts, axis=1)
+                img = self.need_image(dem_e)
+                for j in passes:
+                    r[self.src[j]] |= img[j]
             for b, (q, t2) in enumerate(block):
-                gens = [(p, e * ni + i) for p, ant in enumerate(maximal_rows(r[b]))
+                gens = [(p, e * ni + i) for p, ant in enumerate(maximal_rows(r[:, b]))
                         for e, i in ant]
                 rows.append((q, t2[0] * ni + t2[1], gens))
         return rows
@@ -277,14 +286,9 @@ class RollbackArrays:
         while len(sel):
             ph = self.phi(fc[self.src[sel]], sel)
             dst = self.dst[sel]
-            order = np.argsort(dst, kind="stable")
-            first = np.r_[True, dst[order][1:] != dst[order][:-1]]
-            starts = np.flatnonzero(first)
-            rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-            targets = dst[order][starts]
+            targets = np.unique(dst)
             before = fc[targets]
-            for r in range(int(rank.max()) + 1):
-                j = order[rank == r]
+            for j in _rank_passes(dst):
                 fc[dst[j]] &= ph[j]
             changed = targets[(fc[targets] != before).any(axis=(1, 2))]
             moved = np.zeros(self.shape[0], dtype=bool)

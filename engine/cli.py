@@ -6,6 +6,9 @@ the format of ``shared/formats/progress-workload-v1.md``; ``psi`` prints the pat
 closure of the workload's graph; ``info`` says which backend ``auto`` (or ``--backend``)
 chooses here and why, with versions and CUDA devices. Errors in the input exit with status 2
 and a message that names the line.
+
+``rollback FILE [--guard full|simple]`` prints the largest consistent rollback of a
+``timely-rollback v1`` problem (:mod:`engine.rollback`, ``docs/rollback.md``).
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ closure of the workload's graph; ``info`` says which backend ``auto`` (or ``--ba
 chooses here and why, with versions (also of PySpark, PyArrow and Java) and CUDA devices.
 ``tfront --version`` prints the package version.
 
+``rollback FILE [--guard full|simple]`` prints the largest consistent rollback of a
+``timely-rollback v1`` problem (:mod:`engine.rollback`, ``docs/rollback.md``); a malformed
+file gives ``error: line N: ...`` and status 2.
+
 Exit status: 0 success; 2 bad options (argparse) or bad input, with one message that names
 the file and line; 130 interrupted (Ctrl-C: a message, no traceback); 141 when stdout was
 closed early (``tfront replay FILE | head -1``): like a Unix tool killed by ``SIGPIPE``,
@@ -163,6 +167,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="keep redrawing --png/--html as the log grows, until the job ends")
     g.add_argument("--interval", type=_positive_seconds, default=1.0, metavar="SECONDS",
                    help="how often --watch looks at the log (default 1)")
+
+    rb = sub.add_parser("rollback", help="the largest consistent rollback of a problem (timely-rollback v1)")
+    rb.add_argument("file", help="rollback problem file (timely-rollback v1)")
+    rb.add_argument("--guard", choices=["full", "simple"], default="full",
+                    help="full: the guards of RollbackL (C1-C5); simple: section 7.4's guard with fc "
+                         "(default full)")
 
     i = sub.add_parser("info", help="show the backend chosen here and why, versions and CUDA devices")
     i.add_argument("--backend", choices=backends, default=None,
@@ -341,6 +351,20 @@ def _info_strategy(out, path: str, backend: Backend) -> None:
     out.write(f"backend auto would take with a GPU: {pick.backend} ({pick.reason})\n")
 
 
+def _rollback(args) -> int:
+    """``tfront rollback FILE``: print the answer; ``error: line N: ...`` and status 2 for a
+    malformed file (shared/formats/rollback-v1.md, sections 5 and 6)."""
+    from .errors import RollbackFormatError
+    from .rollback import format_answer, read_rollback, solve
+    try:
+        problem = read_rollback(args.file)
+    except RollbackFormatError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    sys.stdout.write(format_answer(problem, solve(problem, args.guard)))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tfront`` console script; returns the exit status."""
     parser = _parser()
@@ -350,6 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "info":
             status = _info(args)
+        elif args.command == "rollback":
+            status = _rollback(args)
         elif args.command == "wcc":
             if not os.path.exists(args.edges):   # a typo: before importing the Spark side
                 raise FileNotFoundError(f"edge input {args.edges!r} does not exist")

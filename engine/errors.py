@@ -23,6 +23,7 @@ __all__ = [
     "TimestampRangeError",
     "NegativeCountError",
     "WorkloadFormatError",
+    "RollbackFormatError",
     "BackendError",
     "ConvergenceError",
     "ProgressLogError",
@@ -98,6 +99,22 @@ class NegativeCountError(BatchError):
 
 class WorkloadFormatError(TimelyFrontierError, ValueError):
     """A progress workload file is malformed; the message names the line number."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message if line is None else f"line {line}: {message}")
+        self.line = line
+
+
+class RollbackFormatError(TimelyFrontierError, ValueError):
+    """A rollback problem (format ``timely-rollback v1``) is malformed or breaks a condition the
+    paper assumes (Condition 1, monotone ``need``, Condition 4); the message names the line.
+
+    Attributes
+    ----------
+    line : int or None
+        The 1-based line of the file that is wrong (the number of lines plus one for a problem
+        found only at the end), or None for a problem built in code rather than read from a file.
+    """
 
     def __init__(self, message: str, line: int | None = None):
         super().__init__(message if line is None else f"line {line}: {message}")

@@ -34,8 +34,9 @@ from numba import njit
 from . import _cuda
 from .summary_rows import ts_cmp
 
-__all__ = ["consolidate", "merge_counts", "overflow_row", "add_overflows", "pack_plan", "pack_key", "unpack_key", "row_cmp",
-           "consolidate_cuda", "consolidate_sorting_cuda", "merge_counts_cuda"]
+__all__ = ["consolidate", "merge_counts", "overflow_row", "add_overflows", "pack_plan",
+           "pack_key", "unpack_key", "row_cmp", "consolidate_cuda", "consolidate_sorting_cuda",
+           "merge_counts_cuda"]
 
 RADIX_BITS = 11
 

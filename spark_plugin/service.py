@@ -380,7 +380,7 @@ class FrontierService:
                 n = self._next.get(producer, 0)
                 self._recent[producer] = {q: d for q, d in recent.items()
                                           if q >= n - self.digest_window}
-            for unit_map in self._pending.values():
+            for unit_map in plan.pending.values():  # held from now on: "received earlier"
                 for u in unit_map.values():
                     u.before = u.complete
             self._duplicates += len(plan.duplicates)
@@ -489,8 +489,11 @@ class FrontierService:
                     f"discard_held({failed.producer!r}, {failed.seq})",
                     failed.producer, failed.seq) from e
             if isinstance(e, BatchError) and type(e).__init__ is BatchError.__init__:
+                held = (f"; it was held and blocks its producer: drop it with "
+                        f"discard_held({failed.producer!r}, {failed.seq})"
+                        if failed.held_before else "")
                 raise type(e)(f"delta batch (producer {failed.producer!r}, seq {failed.seq}): "
-                              f"{e}; nothing of this apply call was applied") from e
+                              f"{e}; nothing of this apply call was applied{held}") from e
             raise
         return done
 
@@ -1171,7 +1174,8 @@ def _checked_fields(state: dict, where: Path) -> dict:
            "applied": count("applied", state["applied"]),
            "log_index": None if state["log_index"] is None
            else count("log_index", state["log_index"])}
-    nxt = {p: count(f"next_seq[{p!r}]", n) for p, n in mapping("next_seq", state["next_seq"]).items()}
+    nxt = {p: count(f"next_seq[{p!r}]", n)
+           for p, n in mapping("next_seq", state["next_seq"]).items()}
     pending = {}
     for p, units in mapping("pending", state["pending"]).items():
         if not isinstance(units, dict):

@@ -108,10 +108,13 @@ def test_units_in_parts_and_retried_copies_across_micro_batches(spark, graph, ro
         return name
 
     halves = [(rows[:len(rows) // 2], rows[len(rows) // 2:]) for rows in rounds[:3]]
-    order = [  # two files per micro-batch
-        part_file("a.parquet", 0, halves[0][0], 0, 2), part_file("b.parquet", 0, halves[0][0], 0, 2),
-        part_file("c.parquet", 0, halves[0][1], 1, 2), part_file("d.parquet", 1, halves[1][1], 1, 2),
-        part_file("e.parquet", 1, halves[1][0], 0, 2), part_file("f.parquet", 0, halves[0][1], 1, 2),
+    order = [  # two files per micro-batch: (a, b copy of a), (c, d), (e, f copy of c), (g)
+        part_file("a.parquet", 0, halves[0][0], 0, 2),
+        part_file("b.parquet", 0, halves[0][0], 0, 2),
+        part_file("c.parquet", 0, halves[0][1], 1, 2),
+        part_file("d.parquet", 1, halves[1][1], 1, 2),
+        part_file("e.parquet", 1, halves[1][0], 0, 2),
+        part_file("f.parquet", 0, halves[0][1], 1, 2),
         part_file("g.parquet", 2, rounds[2])]
     for i, name in enumerate(order):
         os.utime(src / name, (1_700_000_000 + 10 * i,) * 2)

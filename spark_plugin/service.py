@@ -525,8 +525,9 @@ class FrontierService:
         if result.held:
             fresh = {p for p, _ in result.held}
             for gap in result.gaps:
-                if gap.producer in fresh:
-                    log.warning("delta batch gap: %s", gap)
+                if gap.producer in fresh:  # parts still to come without a gap: normal
+                    log.log(logging.WARNING if gap.missing else logging.INFO,
+                            "delta batch gap: %s", gap)
         errors = []
         if result.changes.num_rows:
             for cb in list(self._subscribers):

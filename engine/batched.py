@@ -34,10 +34,10 @@ import numpy as np
 from .batch_arrays import batch_arrays
 from .counts import FrontierChange
 from .choices import Choice
-from .errors import ConvergenceError, NegativeCountError
+from .errors import ConvergenceError, CountOverflowError, NegativeCountError
 from .graph import Graph
 from .graph_arrays import GraphArrays
-from .kernels import KernelSet, RedoBatch, StrictViolation, cpu_kernels
+from .kernels import KernelSet, OverflowViolation, RedoBatch, StrictViolation, cpu_kernels
 from .timestamp import Timestamp
 
 __all__ = ["Strategy", "BatchedTracker", "TableCounts"]
@@ -212,6 +212,10 @@ class BatchedTracker:
         if int(bad) >= 0:
             self._reject_negative(k.to_host(c_loc[bad:bad + 1])[0],
                                   k.to_host(c_ts[bad:bad + 1])[0], int(c_diff[bad]))
+        if int(bad) <= -2:  # gpu_kernels.consolidate.overflow_row
+            j = -2 - int(bad)
+            self._reject_overflow(k.to_host(c_loc[j:j + 1])[0], k.to_host(c_ts[j:j + 1])[0],
+                                  int(c_diff[j]))
         # nothing is committed before propagation succeeded: an error (out of memory, no
         # convergence, a deferred check) leaves table, F and I as they were, consistent
         F_ptr, F_ts, mode = k.frontier_update(n_loc, n_ts, n_cnt, flip, self._F_ptr, self._F_ts,
@@ -241,6 +245,9 @@ class BatchedTracker:
         except StrictViolation as e:
             self._reject_negative(k.to_host(c_loc[e.row:e.row + 1])[0],
                                   k.to_host(c_ts[e.row:e.row + 1])[0], int(c_diff[e.row]))
+        except OverflowViolation as e:
+            self._reject_overflow(k.to_host(c_loc[e.row:e.row + 1])[0],
+                                  k.to_host(c_ts[e.row:e.row + 1])[0], int(c_diff[e.row]))
         if deferred is not None and "table_len" in deferred.results:
             r = deferred.results["table_len"]
             n_loc, n_ts, n_cnt = n_loc[:r], n_ts[:r], n_cnt[:r]
@@ -250,6 +257,14 @@ class BatchedTracker:
             self._hF_ptr, self._hF_ts = F_ptr, F_ts
         self._I_ptr, self._I_ts = I_ptr, I_ts
         return out, applied
+    def _reject_overflow(self, l, row, d):
+        l = int(l)
+        t = tuple(int(x) for x in row[:self._width[l]])
+        old = self.counts.count(l, t)
+        raise CountOverflowError(
+            f"pointstamp ({l}, {t}) at {self.graph.describe(l)}: count would overflow 64 bits "
+            f"({old + d}); batch rejected, nothing applied")
+
     def _reject_negative(self, l, row, d):
         l = int(l)
         t = tuple(int(x) for x in row[:self._width[l]])

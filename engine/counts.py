@@ -23,7 +23,7 @@ from __future__ import annotations
 from numbers import Integral
 from typing import Iterator, NamedTuple, Sequence
 
-from .errors import BatchError, NegativeCountError, UnknownLocationError
+from .errors import BatchError, CountOverflowError, NegativeCountError, UnknownLocationError
 from .graph import Graph
 from .timestamp import Timestamp, check_timestamp
 
@@ -117,8 +117,9 @@ class PointstampCounts:
         for (l, t), d in delta.items():
             new = self._by_loc[l].get(t, 0) + d
             if not INT64_MIN <= new <= INT64_MAX:
-                raise BatchError(f"pointstamp ({l}, {t}) at {graph.describe(l)}: count would "
-                                 f"overflow 64 bits ({new})")
+                raise CountOverflowError(f"pointstamp ({l}, {t}) at {graph.describe(l)}: count "
+                                         f"would overflow 64 bits ({new}); batch rejected, "
+                                         f"nothing applied")
             if self.strict and new < 0:
                 raise NegativeCountError(
                     f"strict mode: pointstamp ({l}, {t}) at {graph.describe(l)} would have count "

@@ -617,13 +617,16 @@ class CudaKernels(KernelSet):
         n = int(b_ts.shape[0])
 
         def check(words):
+            if int(words[2]) < n:
+                from .kernels import OverflowViolation
+                raise OverflowViolation(int(words[2]))
             if strict and int(words[0]) < n:
                 from .kernels import StrictViolation
                 raise StrictViolation(int(words[0]))
             deferred.results["table_len"] = int(words[1])
 
         deferred.add(status, check)
-        deferred.table_len = status[1:]
+        deferred.table_len = status[1:2]
         return o_loc, o_ts, o_cnt, -1
 
     def deferred(self):

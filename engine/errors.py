@@ -22,6 +22,7 @@ __all__ = [
     "TimestampWidthError",
     "TimestampRangeError",
     "NegativeCountError",
+    "CountOverflowError",
     "WorkloadFormatError",
     "RollbackFormatError",
     "BackendError",
@@ -95,6 +96,11 @@ class TimestampRangeError(BatchError):
 
 class NegativeCountError(BatchError):
     """In strict mode, a batch would leave a pointstamp with a negative count."""
+
+
+class CountOverflowError(BatchError):
+    """A pointstamp's count would leave the signed 64-bit range; nothing of the batch was
+    applied (every backend raises it, before anything is committed)."""
 
 
 class WorkloadFormatError(TimelyFrontierError, ValueError):

@@ -18,7 +18,7 @@ import abc
 import numpy as np
 
 __all__ = ["KernelSet", "CpuKernels", "cpu_kernels", "Deferred", "RedoBatch",
-           "StrictViolation"]
+           "StrictViolation", "OverflowViolation"]
 
 
 class RedoBatch(Exception):
@@ -30,6 +30,15 @@ class RedoBatch(Exception):
 class StrictViolation(Exception):
     """Raised by a deferred check: batch row ``row`` (consolidated) would leave a count
     negative in strict mode. The tracker turns it into ``NegativeCountError``."""
+
+    def __init__(self, row: int):
+        super().__init__(row)
+        self.row = row
+
+
+class OverflowViolation(Exception):
+    """Raised by a deferred check: batch row ``row`` (consolidated) would take a count out of
+    int64. The tracker turns it into ``CountOverflowError``."""
 
     def __init__(self, row: int):
         super().__init__(row)

@@ -11,9 +11,9 @@ CPU twins (NumPy + Numba). Inputs are the columnar batch ``loc: int32[n]``,
   ``np.lexsort`` (O(n log n)) is used. Either way a Numba pass does the segmented sum.
 * :func:`merge_counts` merges a consolidated batch into the table (sorted the same way) in one
   linear two-pointer pass: O(r + n) for a table of ``r`` rows. It reports every location
-  whose set of positive-count timestamps changed and, in strict mode, the first pointstamp
-  whose count would go negative -- without touching the old table, so a rejected batch
-  leaves it intact.
+  whose set of positive-count timestamps changed, the first pointstamp whose count would
+  leave int64 (an overflow, in any mode) and, in strict mode, the first whose count would
+  go negative -- without touching the old table, so a rejected batch leaves it intact.
 
 Bytes moved per element: consolidation reads ``4 + 8 W + 8`` bytes per row and writes the
 same; the merge reads the table and the batch once and writes the new table once.
@@ -34,10 +34,29 @@ from numba import njit
 from . import _cuda
 from .summary_rows import ts_cmp
 
-__all__ = ["consolidate", "merge_counts", "pack_plan", "pack_key", "unpack_key", "row_cmp",
-           "consolidate_cuda", "consolidate_sorting_cuda", "merge_counts_cuda"]
+__all__ = ["consolidate", "merge_counts", "overflow_row", "add_overflows", "pack_plan",
+           "pack_key", "unpack_key", "row_cmp", "consolidate_cuda", "consolidate_sorting_cuda",
+           "merge_counts_cuda"]
 
 RADIX_BITS = 11
+
+INT64_MAX = np.iinfo(np.int64).max
+INT64_MIN = np.iinfo(np.int64).min
+
+
+def overflow_row(bad: int) -> int:
+    """The batch row of a merge's ``bad`` result that flags an overflow (``bad <= -2``), else
+    -1: the merge returns ``-2 - row`` for an overflow, ``row`` for a negative count."""
+    return -2 - int(bad) if int(bad) <= -2 else -1
+
+
+@njit(cache=True, inline="always")
+def add_overflows(old, d):
+    """Whether ``old + d`` leaves int64 (tested without computing it; scalar core shared with
+    the CUDA kernel)."""
+    if d > 0:
+        return old > INT64_MAX - d
+    return old < INT64_MIN - d
 
 
 def pack_plan(loc_max: int, col_max: np.ndarray) -> tuple[np.ndarray, int] | None:
@@ -229,8 +248,11 @@ def merge_counts(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
 
     Returns
     -------
-    (loc, ts, cnt, bad): the new table, and -1 or the batch row whose count would go negative
-    (strict mode; then the returned table is meaningless and the old one must be kept).
+    (loc, ts, cnt, bad): the new table, and ``bad``: -1 when the merge succeeded; ``j >= 0``
+    when batch row ``j`` is the first that would leave a count negative (strict mode);
+    ``-2 - j`` (:func:`overflow_row`) when batch row ``j`` is the first whose count would
+    leave int64 (an overflow is reported before any negative count). Unless ``bad`` is -1
+    the returned table is meaningless and the old one must be kept.
     """
     r, W = t_ts.shape
     n = b_ts.shape[0]
@@ -240,6 +262,7 @@ def merge_counts(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
     i = 0
     j = 0
     k = 0
+    neg = -1
     while i < r or j < n:
         if j >= n:
             c = -1
@@ -259,9 +282,11 @@ def merge_counts(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
             i += 1
         else:
             old = 0
+        if add_overflows(old, b_diff[j]):  # before any negative count, as on the device
+            return o_loc[:0], o_ts[:0], o_cnt[:0], -2 - j
         new = old + b_diff[j]
-        if strict and new < 0:
-            return o_loc[:0], o_ts[:0], o_cnt[:0], j
+        if strict and new < 0 and neg < 0:
+            neg = j
         if (old > 0) != (new > 0):
             flip[b_loc[j]] = True
         if new != 0:
@@ -270,6 +295,8 @@ def merge_counts(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
             o_cnt[k] = new
             k += 1
         j += 1
+    if neg >= 0:
+        return o_loc[:0], o_ts[:0], o_cnt[:0], neg
     return o_loc[:k], o_ts[:k], o_cnt[:k], -1
 
 
@@ -304,6 +331,7 @@ def _kernels():
     unpack = _cuda.device(unpack_key)
     cmp_rows = _cuda.device(row_cmp)
     upper_bound_n = _cuda.device(_cuda.upper_bound_n)
+    overflows = _cuda.device(add_overflows)
 
     @cuda.jit
     def pack_rows(loc, ts, widths, keys):
@@ -368,10 +396,11 @@ def _kernels():
 
     @cuda.jit
     def merge_probe(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, nb, strict, flip, pos, newcnt,
-                    ins, drop, upd, bad):
+                    ins, drop, upd, bad, ovf):
         """Per batch row j < nb[0] (the batch's rows: the arrays may hold spare rows): its
         place in the table (binary search), old and new count, the location flip,
-        strict-mode violation (atomic min of j), and whether it is inserted (new row),
+        strict-mode violation (atomic min of j into bad), an int64 overflow (atomic min of j
+        into ovf; the row's count is then left unchanged), and whether it is inserted (new row),
         updates table row pos[j] (upd) or deletes it (drop). A spare row, or a location out
         of range (rows of a batch still to be rejected), is neither."""
         j = cuda.grid(1)
@@ -396,7 +425,11 @@ def _kernels():
             old = 0
             if hit:
                 old = t_cnt[lo]
-            new = old + b_diff[j]
+            new = old
+            if overflows(old, b_diff[j]):
+                cuda.atomic.min(ovf, 0, j)
+            else:
+                new = old + b_diff[j]
             pos[j] = lo
             newcnt[j] = new
             if strict and new < 0:
@@ -554,14 +587,16 @@ def merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, *, 
     """CUDA version of :func:`merge_counts`: same arguments and results (``bad`` a Python int).
 
     ``flip`` (bool[L], on the device) receives the locations whose positive set changed. In
-    strict mode a violation returns empty arrays and the first offending batch row, and the
-    old table is untouched (it is never written).
+    strict mode a violation returns empty arrays and the first offending batch row; a count
+    that would leave int64 returns empty arrays and ``-2 - row`` (the first such row), in
+    any mode; either way the old table is untouched (it is never written).
 
     ``b_count`` (a device ``int64[1]``) is the number of batch rows when the batch arrays hold
     spare rows past it (a deferred intake). With ``defer`` nothing is read back: the new
-    table comes in arrays of ``r + n`` rows and the fourth result is a device ``int64[2]``,
-    the strict-mode violation (``n`` when none) and the new table's row count, for the
-    caller to read with a later transfer (and to slice the table by).
+    table comes in arrays of ``r + n`` rows and the fourth result is a device ``int64[3]``,
+    the strict-mode violation (``n`` when none), the new table's row count and the first
+    overflowing row (``n`` when none), for the caller to read with a later transfer (and to
+    slice the table by).
 
     Notes
     -----
@@ -582,7 +617,7 @@ def merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, *, 
     n = b_ts.shape[0]
     if n == 0:
         if defer:
-            return t_loc, t_ts, t_cnt, _cuda.alloc(xp, 2, xp.int64, r)
+            return t_loc, t_ts, t_cnt, _cuda.alloc(xp, 3, xp.int64, r)
         return t_loc, t_ts, t_cnt, -1
     k = _kernels()
     pos = _cuda.alloc(xp, n, xp.int64)
@@ -590,20 +625,25 @@ def merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, *, 
     ins = _cuda.alloc(xp, n, xp.uint8)
     drop = _cuda.alloc(xp, r, xp.uint8, 0)
     upd = _cuda.alloc(xp, r, xp.int64, -1)
-    status = _cuda.alloc(xp, 2, xp.int64, n)  # [first negative row, new table rows]
-    nb = b_count if b_count is not None else status[1:]
+    # [first negative row, new table rows, first overflowing row]
+    status = _cuda.alloc(xp, 3, xp.int64, n)
+    nb = b_count if b_count is not None else status[1:2]
     _cuda.launch(k.merge_probe, n, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, nb, bool(strict),
-                 flip, pos, newcnt, ins, drop, upd, status[:1], tpb=tpb)
+                 flip, pos, newcnt, ins, drop, upd, status[:1], status[2:], tpb=tpb)
     kept_before = _cuda.alloc(xp, r + 1, xp.int64, 0)
     kept_before[1:] = _cuda.op(xp.cumsum(1 - drop.astype(xp.int64)), 3)
     ins_rank = _cuda.op(xp.cumsum(ins, dtype=xp.int64))
     if defer:
         size = r + n
-        status[1:] = _cuda.op(kept_before[r:] + ins_rank[n - 1:], 2)
+        status[1:2] = _cuda.op(kept_before[r:] + ins_rank[n - 1:], 2)
     else:
-        # one read: the strict-mode violation, the kept table rows and the inserted batch rows
-        first, kept, n_ins = (int(v) for v in _cuda.read(
-            _cuda.op(xp.concatenate([status[:1], kept_before[r:], ins_rank[n - 1:]]))))
+        # one read: the strict-mode violation, the overflow, the kept table rows and the
+        # inserted batch rows
+        first, over, kept, n_ins = (int(v) for v in _cuda.read(
+            _cuda.op(xp.concatenate([status[:1], status[2:], kept_before[r:],
+                                     ins_rank[n - 1:]]))))
+        if over < n:
+            return t_loc[:0], t_ts[:0], t_cnt[:0], -2 - over
         if strict and first < n:
             return t_loc[:0], t_ts[:0], t_cnt[:0], first
         size = kept + n_ins

@@ -16,7 +16,8 @@ from .batch import apply_frame, check_frame_schema, collect_arrow, consolidate_f
 from .config import (Preset, Setting, build_session, preset_settings, spark_conf,
                      write_discovery_script)
 from .device import choose_device, gpu_usable, task_device
-from .errors import (ConfigError, DeviceSelectionError, MissingBatchError, SchemaError,
+from .errors import (ChangeLogError, ConfigError, DeliveryConflictError, DeviceSelectionError,
+                     HeldBatchError, HeldLimitError, MissingBatchError, SchemaError,
                      ServiceStateError, SubscriberError)
 from .executor import PartitionConsolidator, consolidate_table
 from .schema import (CNT, DELTA_COLUMNS, DIFF, LOC, PRODUCER, RAW_COLUMNS, SEQ, SPARK_DDL, TS,
@@ -25,7 +26,8 @@ from .service import ApplyResult, FrontierService, Gap, ServiceStatus, read_log
 from .streaming import DeltaSink, read_delta_stream, start_delta_stream
 
 __all__ = [
-    "ApplyResult", "CNT", "ConfigError", "DELTA_COLUMNS", "DIFF", "DeltaSink",
+    "ApplyResult", "CNT", "ChangeLogError", "ConfigError", "DeliveryConflictError",
+    "HeldBatchError", "HeldLimitError", "DELTA_COLUMNS", "DIFF", "DeltaSink",
     "DeviceSelectionError", "FrontierService", "Gap", "LOC", "MissingBatchError",
     "PRODUCER", "PartitionConsolidator", "Preset", "RAW_COLUMNS", "SEQ", "SPARK_DDL",
     "SchemaError", "ServiceStateError", "ServiceStatus", "Setting", "SubscriberError", "TS",

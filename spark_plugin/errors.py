@@ -8,11 +8,15 @@ the :class:`~spark_plugin.service.FrontierService`: neither counts nor sequence 
 
 from __future__ import annotations
 
-from engine.errors import BatchError, TimelyFrontierError
+from engine.errors import BatchError, NegativeCountError, TimelyFrontierError
 
 __all__ = [
     "SchemaError",
     "MissingBatchError",
+    "DeliveryConflictError",
+    "HeldLimitError",
+    "HeldBatchError",
+    "ChangeLogError",
     "ServiceStateError",
     "SubscriberError",
     "DeviceSelectionError",
@@ -32,8 +36,9 @@ class MissingBatchError(BatchError):
 
     Attributes
     ----------
-    missing : dict[str, list[int]]
-        Per producer, the sequence numbers that are missing (sorted).
+    missing : dict[str, list[tuple[int, int]]]
+        Per producer, the missing sequence numbers as sorted inclusive ranges
+        ``(first, last)`` (a gap of 2**62 numbers is one pair, not a list).
     """
 
     def __init__(self, message: str, missing: dict[str, list[int]]):
@@ -41,8 +46,52 @@ class MissingBatchError(BatchError):
         self.missing = missing
 
 
+class DeliveryConflictError(BatchError):
+    """Two copies of one delivery unit part (same ``producer, seq, part``) differ in content,
+    or two parts of one unit disagree on its number of parts. Nothing of the call was applied.
+
+    Attributes
+    ----------
+    producer : str
+    seq : int
+    """
+
+    def __init__(self, message: str, producer: str, seq: int):
+        super().__init__(message)
+        self.producer = producer
+        self.seq = seq
+
+
+class HeldLimitError(BatchError):
+    """A producer would hold more batches (or rows) out of order than the service's bound
+    (``max_held_batches`` / ``max_held_rows``). Nothing of the call was applied."""
+
+
+class HeldBatchError(NegativeCountError):
+    """Strict mode: a batch held out of order, released by this call, would leave a count
+    negative. Nothing of the call was applied; the held batch stays held until it is
+    discarded (:meth:`~spark_plugin.service.FrontierService.discard_held`).
+
+    Attributes
+    ----------
+    producer : str
+    seq : int
+        The poisoned held batch.
+    """
+
+    def __init__(self, message: str, producer: str, seq: int):
+        super().__init__(message)
+        self.producer = producer
+        self.seq = seq
+
+
 class ServiceStateError(TimelyFrontierError, ValueError):
     """Saved service state is unreadable, incomplete, or belongs to another graph."""
+
+
+class ChangeLogError(TimelyFrontierError, RuntimeError):
+    """The change log directory is in use by another service, or a change log file could not
+    be written (then nothing of the ``apply`` call was applied)."""
 
 
 class SubscriberError(TimelyFrontierError, RuntimeError):

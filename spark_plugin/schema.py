@@ -37,15 +37,21 @@ from engine.errors import BatchError, TimestampRangeError, TimestampWidthError
 from .errors import SchemaError
 
 __all__ = [
-    "LOC", "TS", "DIFF", "PRODUCER", "SEQ", "CNT", "DELTA_COLUMNS", "RAW_COLUMNS", "SPARK_DDL",
+    "LOC", "TS", "DIFF", "PRODUCER", "SEQ", "CNT", "PART", "PARTS", "ORIGIN", "UNIT_COLUMNS",
+    "DELTA_COLUMNS", "RAW_COLUMNS", "SPARK_DDL",
     "delta_schema", "wire_schema", "counts_schema", "spark_schema", "check_delta_schema",
-    "delta_table", "ts_array", "ts_matrix", "int_column",
+    "delta_table", "ts_array", "ts_matrix", "int_column", "text_column",
 ]
 
 #: Column names (DESIGN.md 4).
 LOC, TS, DIFF, PRODUCER, SEQ = "loc", "ts", "diff", "producer", "seq"
 #: Count column of :func:`counts_schema`.
 CNT = "cnt"
+#: Optional delivery-unit columns: a ``(producer, seq)`` split into ``parts`` parts, this row's
+#: part index, and the copy it came from (e.g. the file); see ``FrontierService``.
+PART, PARTS, ORIGIN = "part", "parts", "origin"
+#: The optional delivery-unit columns, in order.
+UNIT_COLUMNS = (PART, PARTS, ORIGIN)
 #: The columns of a delta batch, in order.
 DELTA_COLUMNS = (LOC, TS, DIFF, PRODUCER, SEQ)
 #: The columns of raw deltas before a producer and sequence number are stamped on them.
@@ -55,7 +61,8 @@ SPARK_DDL = f"{LOC} int, {TS} array<bigint>, {DIFF} bigint, {PRODUCER} string, {
 
 _EXPECTED = {LOC: "an integer type (int32)", TS: "a list of integers (fixed_size_list<int64>)",
              DIFF: "an integer type (int64)", PRODUCER: "string", SEQ: "an integer type (int64)",
-             CNT: "an integer type (int64)"}
+             CNT: "an integer type (int64)", PART: "an integer type (int64)",
+             PARTS: "an integer type (int64)", ORIGIN: "string"}
 
 
 def delta_schema(width: int) -> pa.Schema:
@@ -152,9 +159,9 @@ def check_delta_schema(schema: pa.Schema, width: int,
                 raise TimestampWidthError(
                     f"column {TS!r} has type {typ}: timestamps with {typ.list_size} coordinates, "
                     f"expected {width} (m + K, unused loop counters 0)")
-        elif name == PRODUCER:
+        elif name in (PRODUCER, ORIGIN):
             if not _is_text(typ):
-                raise SchemaError(f"column {PRODUCER!r} has type {typ}, expected string; columns "
+                raise SchemaError(f"column {name!r} has type {typ}, expected string; columns "
                                   f"present: {_present(names)}")
         elif not pa.types.is_integer(typ):
             raise SchemaError(f"column {name!r} has type {typ}, expected {_EXPECTED[name]}; "
@@ -266,6 +273,21 @@ def int_column(column, name: str) -> np.ndarray:
         return pc.cast(arr, pa.int64()).to_numpy(zero_copy_only=False)
     except pa.ArrowInvalid as e:
         raise BatchError(f"column {name!r}: a value does not fit int64 ({e})") from None
+
+
+def text_column(column, name: str) -> tuple[np.ndarray, list[str]]:
+    """A string column as ``(codes int64[n], names)``: ``names[codes[i]]`` is row ``i``'s value
+    and ``names`` are distinct. A dictionary-encoded column is decoded first, so duplicate or
+    unused dictionary entries do not matter. Raise :class:`BatchError` naming the first null
+    row."""
+    arr = _one_chunk(column)
+    if pa.types.is_dictionary(arr.type):
+        arr = pc.cast(arr, arr.type.value_type)
+    if arr.null_count:
+        raise BatchError(f"row {_first_true(arr.is_null())}: column {name!r} is null")
+    enc = pc.dictionary_encode(arr)
+    names = [str(v) for v in enc.dictionary.to_pylist()]
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), names
 
 
 def _one_chunk(column):

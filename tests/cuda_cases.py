@@ -71,6 +71,35 @@ def check_merge_counts(rng, dev, host, *, r=16, n=10, W=2, L=4, tpb=None):
             _same(f1, f2, host)
 
 
+def check_merge_overflow(dev, host, *, tpb=None):
+    """A count taken past int64 either way is flagged as ``-2 - row`` (the first such row),
+    in both modes, before a strict-mode violation, with the old table untouched."""
+    big = np.iinfo(np.int64).max
+    t_loc = np.array([0, 1, 2], np.int32)
+    t_ts = np.array([[0, 0], [1, 0], [2, 0]], np.int64)
+    t_cnt = np.array([big, -big - 1, 5], np.int64)
+    cases = [  # batch diffs at the table's three rows (0 = no batch row): bad (lenient, strict)
+        ([1, 0, 0], (-2, -2)), ([0, -1, 0], (-2, -2)), ([0, 0, big], (-2, -2)),
+        ([-1, -1, 0], (-3, -3)), ([-1, 1, -4], (-1, 1)), ([0, 0, -6], (-1, 0)),
+        ([-big - 1, 0, big], (-3, -3))]         # a negative count, then an overflow: overflow
+    for diffs, want in cases:
+        keep = [i for i, d in enumerate(diffs) if d]
+        batch = (t_loc[keep], t_ts[keep], np.array(diffs, np.int64)[keep])
+        for strict in (False, True):
+            expect = want[strict]
+            table = (t_loc.copy(), t_ts.copy(), t_cnt.copy())
+            f1, f2 = np.zeros(3, np.bool_), dev(np.zeros(3, np.bool_))
+            got_cpu = consolidate.merge_counts(*table, *batch, strict, f1)
+            got = consolidate.merge_counts_cuda(*(dev(a) for a in table + batch), strict, f2,
+                                                tpb=tpb)
+            assert int(got_cpu[3]) == int(got[3]) == expect, (diffs, strict, got_cpu[3], got[3])
+            for a, b in zip(table, (t_loc, t_ts, t_cnt)):
+                np.testing.assert_array_equal(a, b)
+            if expect == -1:
+                for a, b in zip(got_cpu[:3], got[:3]):
+                    _same(a, b, host)
+
+
 # -- frontiers ------------------------------------------------------------------------------
 
 def check_frontier_update(rng, dev, host, *, m, W, L=5, threads=None):
@@ -336,6 +365,35 @@ def make_tracker(graph, kernels, strategy, **kw):
         return BatchedTracker(graph, strategy="closure", psi_layout=strategy.split("-")[1],
                               kernels=kernels, **kw)
     return BatchedTracker(graph, strategy=strategy, kernels=kernels, **kw)
+
+
+def check_count_overflow(make, strict):
+    """``make(graph)``'s tracker raises the reference's ``CountOverflowError`` for a count
+    taken past int64 either way, and keeps its counts and frontiers."""
+    from engine import CountOverflowError
+    from engine.workload import example_graph
+
+    graph = example_graph()
+    loc = graph.source(1, 0)
+    big = np.iinfo(np.int64).max
+    ts = np.zeros((1, graph.m + graph.max_depth), np.int64)
+    steps = [(big, None), (1, CountOverflowError), (-big, None)]
+    if not strict:  # down to INT64_MIN, then one below
+        steps += [(-big, None), (-1, None), (-1, CountOverflowError)]
+    eng, ref = make(graph), ImpliedFrontierTracker(graph, strict=strict)
+    for d, error in steps:
+        args = (np.array([loc], np.int32), ts, np.array([d], np.int64))
+        if error is None:
+            eng.update(*args)
+            ref.update(*args)
+        else:
+            before = (sorted(eng.counts.items()), eng.frontiers())
+            for tr in (ref, eng):
+                with pytest.raises(error, match="overflow 64 bits"):
+                    tr.update(*args)
+            assert (sorted(eng.counts.items()), eng.frontiers()) == before
+        assert sorted(eng.counts.items()) == sorted(ref.counts.items())
+        assert eng.frontiers() == ref.frontiers()
 
 
 def check_backend_replay(graph, batches, kernels, strategy):

@@ -55,6 +55,16 @@ def test_merge_counts(cp, seed, r, n):
     cc.check_merge_counts(np.random.default_rng(seed), cp.asarray, cp.asnumpy, r=r, n=n, L=40)
 
 
+def test_merge_counts_overflow(cp):
+    cc.check_merge_overflow(cp.asarray, cp.asnumpy)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_count_overflow_on_the_cuda_backend(kernels, strict):
+    cc.check_count_overflow(lambda g: cc.make_tracker(g, kernels, "edgewise", strict=strict),
+                            strict)
+
+
 @pytest.mark.parametrize("m,W", [(1, 2), (2, 3)])
 @pytest.mark.parametrize("threads", [32, 64])
 def test_frontier_update(cp, m, W, threads):

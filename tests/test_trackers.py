@@ -149,6 +149,17 @@ def test_strict_mode_rejects_atomically(data):
             assert sorted(tr.counts.items()) == sorted(lenient.counts.items())
 
 
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("backend", ["cpu", "reference", "timely"])
+def test_count_overflow_is_a_named_error_and_changes_nothing(backend, strict):
+    """A count taken past int64 (INT64_MAX, then +1; INT64_MIN, then -1) raises
+    CountOverflowError on every host backend, as on the reference; nothing changes."""
+    from cuda_cases import check_count_overflow
+    from engine import make_tracker
+
+    check_count_overflow(lambda g: make_tracker(g, backend, strict=strict), strict)
+
+
 def _current(tracker):
     items = list(tracker.counts.items())
     return [l for (l, _), _ in items], [t for (_, t), _ in items], [c for _, c in items]

@@ -80,6 +80,13 @@ def test_strict_rejection_changes_nothing(strategy, data):
         assert eng.frontiers() == ref.frontiers()
 
 
+@pytest.mark.parametrize("strict", [False, True])
+def test_count_overflow_is_rejected_like_the_reference(strict):
+    """The deferred merge check raises the reference's CountOverflowError, state unchanged."""
+    cc.check_count_overflow(lambda g: cc.make_tracker(g, KERNELS, "edgewise", strict=strict),
+                            strict)
+
+
 @pytest.mark.parametrize("strategy", ["edgewise", "closure"])
 def test_example_workload(strategy):
     w = read_workload(EXAMPLE_PATH)

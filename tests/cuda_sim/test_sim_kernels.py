@@ -47,6 +47,10 @@ def test_merge_counts(seed):
     cc.check_merge_counts(np.random.default_rng(seed), same, np.asarray, tpb=2)
 
 
+def test_merge_counts_overflow():
+    cc.check_merge_overflow(same, np.asarray, tpb=2)
+
+
 @pytest.mark.parametrize("m,W", [(1, 2), (2, 3)])
 @pytest.mark.parametrize("threads", [1, 3])
 def test_frontier_update(m, W, threads):

@@ -106,7 +106,7 @@ def test_a_missing_sequence_number_is_reported_and_held(spark, graph, rounds):
         apply_frame(svc, frame(spark, rounds[r]), producer="job", seq=r)
     assert state(svc) == expected[0]
     assert [(g.producer, g.missing, g.held) for g in svc.gaps()] == [
-        (f"job-{p}", [1], (2, 3)) for p in range(PARTITIONS)]
+        (f"job-{p}", ((1, 1),), (2, 3)) for p in range(PARTITIONS)]
     with pytest.raises(MissingBatchError, match=r"producer 'job-0': seq 1; producer 'job-1': seq 1"):
         svc.check_complete()
     res = apply_frame(svc, frame(spark, rounds[1]), producer="job", seq=1)

@@ -15,6 +15,7 @@ from engine import (BatchError, ImpliedFrontierTracker, NegativeCountError, Time
 from engine.workload import example_graph
 from spark_plugin import (FrontierService, MissingBatchError, SchemaError, ServiceStateError,
                           SubscriberError, delta_schema, delta_table, read_log)
+from spark_plugin.errors import DeliveryConflictError
 from spark_plugin.executor import to_wire
 
 from spark_cases import (full_state, loop_graph, random_rounds, reference_states, rows_table,
@@ -65,11 +66,12 @@ def test_a_duplicate_is_ignored_and_counted(graph, rounds):
     before = state(svc)
     res = svc.apply(rows_table(rounds[0], "p", 0, width(graph)))
     assert res.duplicates == [("p", 0)] and res.applied == [] and res.changes.num_rows == 0
-    # different content under an applied (producer, seq) is still a duplicate
-    res = svc.apply(rows_table(rounds[1], "p", 0, width(graph)))
-    assert res.duplicates == [("p", 0)]
+    # different content under an applied (producer, seq) is a conflict, not a duplicate
+    with pytest.raises(DeliveryConflictError, match=r"part 0 of \(producer 'p', seq 0\) "
+                                                    r"arrived again with other content"):
+        svc.apply(rows_table(rounds[1], "p", 0, width(graph)))
     assert state(svc) == before
-    assert svc.status().duplicates == 2 and svc.status().next_seq == {"p": 1}
+    assert svc.status().duplicates == 1 and svc.status().next_seq == {"p": 1}
 
 
 def test_a_gap_is_held_reported_and_filled_in_order(graph, rounds, caplog):
@@ -84,12 +86,12 @@ def test_a_gap_is_held_reported_and_filled_in_order(graph, rounds, caplog):
     assert res.applied == [] and res.held == [("p", 2), ("p", 3)]
     assert state(svc) == expected[0]
     [gap] = svc.gaps()
-    assert (gap.producer, gap.expected, gap.held, gap.missing) == ("p", 1, (2, 3), [1])
+    assert (gap.producer, gap.expected, gap.held, gap.missing) == ("p", 1, (2, 3), ((1, 1),))
     assert "producer 'p' is missing seq 1 (holding 2-3)" in caplog.text
     assert seen_gaps == [[gap]]
     with pytest.raises(MissingBatchError, match=r"producer 'p': seq 1\b") as exc:
         svc.check_complete()
-    assert exc.value.missing == {"p": [1]}
+    assert exc.value.missing == {"p": [(1, 1)]}
     # a held batch delivered again is a duplicate
     assert svc.apply(rows_table(rounds[2], "p", 2, width(graph))).duplicates == [("p", 2)]
     res = svc.apply(rows_table(rounds[1], "p", 1, width(graph)))
@@ -196,6 +198,7 @@ def test_subscribers_and_the_parquet_log(graph, rounds, tmp_path):
     assert len(got) == len(published)
     assert len(svc.log_files()) == len(published) + 1
     # a restarted service appends after the existing files
+    svc.close()
     again = FrontierService(graph, log_path=tmp_path / "log")
     again.apply(rows_table(rounds[0], "p", 0, width(graph)))
     assert again.log_files()[-1].name == f"changes-{len(published) + 1:08d}.parquet"
@@ -241,7 +244,8 @@ def test_restore_rejects_another_graph_and_broken_state(graph, tmp_path):
         FrontierService.restore(tmp_path / "s", example_graph())
     with pytest.raises(ServiceStateError, match="cannot read saved service state"):
         FrontierService.restore(tmp_path / "nowhere", graph)
-    (tmp_path / "s" / "state.json").write_text('{"format": "something else"}')
+    [version] = (tmp_path / "s").iterdir()
+    (version / "state.json").write_text('{"format": "something else"}')
     with pytest.raises(ServiceStateError, match="has format 'something else'"):
         FrontierService.restore(tmp_path / "s", graph)
 

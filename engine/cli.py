@@ -2,7 +2,7 @@
 ``tfront wcc EDGES`` (the Spark WCC job, :mod:`spark_plugin.wcc`).
 
 ``replay`` applies a workload's batches one by one and prints the frontiers after each, in
-the format of ``shared/formats/progress-workload-v1.md``; ``psi`` prints the path-summary
+the format of ``docs/formats.md``; ``psi`` prints the path-summary
 closure of the workload's graph; ``info`` says which backend ``auto`` (or ``--backend``)
 chooses here and why, with versions and CUDA devices. Errors in the input exit with status 2
 and a message that names the line.
@@ -66,6 +66,13 @@ def _parser() -> argparse.ArgumentParser:
                    metavar="IDLE",
                    help="consume the directory EDGES as a stream: new files become epochs as they "
                         "appear, until a _DONE file exists (or IDLE seconds pass without a new file)")
+    w.add_argument("--driver-memory", type=_memory_size, default=None, metavar="SIZE",
+                   help="heap of the Spark driver JVM, e.g. 8g (default: 35%% of this machine's "
+                        "memory, at least 1g; embedded Spark runs its tasks there too). Under "
+                        "spark-submit, pass spark-submit --driver-memory instead")
+    w.add_argument("--conf", type=_conf_pair, action="append", default=None, metavar="KEY=VALUE",
+                   help="a Spark setting (repeatable), e.g. --conf spark.executor.memory=4g; wins "
+                        "over the defaults and over spark-submit's settings")
 
     i = sub.add_parser("info", help="show the backend chosen here and why, versions and CUDA devices")
     i.add_argument("--backend", choices=backends, default=None,
@@ -74,6 +81,25 @@ def _parser() -> argparse.ArgumentParser:
                    help="also say which propagation strategy the backend picks for this "
                         "workload's graph, and the cost estimates behind the choice")
     return p
+
+
+def _memory_size(text: str) -> str:
+    """``--driver-memory``: a JVM memory size such as ``512m`` or ``8g``."""
+    t = text.strip().lower()
+    if len(t) < 2 or t[-1] not in "kmgt" or not t[:-1].isdigit() or int(t[:-1]) == 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a memory size: a whole number with a unit k, m, g or t (e.g. 8g)")
+    return t
+
+
+def _conf_pair(text: str) -> tuple[str, str]:
+    """``--conf KEY=VALUE``: a Spark setting (the key must start with ``spark.``)."""
+    key, eq, value = text.partition("=")
+    key = key.strip()
+    if not eq or not key.startswith("spark.") or len(key) <= len("spark."):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not KEY=VALUE with a Spark key (e.g. spark.executor.memory=4g)")
+    return key, value.strip()
 
 
 def _replay(args) -> int:

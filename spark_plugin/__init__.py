@@ -17,7 +17,7 @@ from .config import (Preset, Setting, build_session, preset_settings, spark_conf
                      write_discovery_script)
 from .device import choose_device, gpu_usable, task_device
 from .errors import (ConfigError, DeviceSelectionError, MissingBatchError, SchemaError,
-                     ServiceStateError, SubscriberError)
+                     ServiceStateError, SparkJobError, SparkMemoryError, SubscriberError)
 from .executor import PartitionConsolidator, consolidate_table
 from .schema import (CNT, DELTA_COLUMNS, DIFF, LOC, PRODUCER, RAW_COLUMNS, SEQ, SPARK_DDL, TS,
                      counts_schema, delta_schema, delta_table, spark_schema, wire_schema)
@@ -28,7 +28,7 @@ __all__ = [
     "ApplyResult", "CNT", "ConfigError", "DELTA_COLUMNS", "DIFF", "DeltaSink",
     "DeviceSelectionError", "FrontierService", "Gap", "LOC", "MissingBatchError",
     "PRODUCER", "PartitionConsolidator", "Preset", "RAW_COLUMNS", "SEQ", "SPARK_DDL",
-    "SchemaError", "ServiceStateError", "ServiceStatus", "Setting", "SubscriberError", "TS",
+    "SchemaError", "ServiceStateError", "SparkJobError", "SparkMemoryError", "ServiceStatus", "Setting", "SubscriberError", "TS",
     "apply_frame", "build_session", "check_frame_schema", "choose_device", "collect_arrow",
     "consolidate_frame",
     "consolidate_table", "counts_schema", "delta_schema", "delta_table", "gpu_usable",

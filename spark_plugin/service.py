@@ -4,7 +4,7 @@ A :class:`FrontierService` holds one engine tracker for the job's graph. Executo
 delta rows (:mod:`spark_plugin.schema`), each tagged with the *producer* that made it and
 that producer's *sequence number*; :meth:`FrontierService.apply` takes a table of such rows
 (any mix of producers and sequence numbers) and, per producer, applies sequence numbers
-``0, 1, 2, ...`` in order, each exactly once (DESIGN.md 4 and 7):
+``0, 1, 2, ...`` in order, each exactly once (docs/spark.md and docs/semantics.md 7):
 
 * a ``(producer, seq)`` already applied, or already held, is a **duplicate**: ignored and
   counted (a retried or speculative Spark task, a re-delivered micro-batch);

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -1213,7 +1214,12 @@ def main_wcc(args) -> int:
             settings.get("spark.driver.extraJavaOptions", ""), "-XX:+ExitOnOutOfMemoryError",
             f"-XX:OnOutOfMemoryError='touch {oom_marker}'"]))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = build_session("local", app_name="tfront-wcc", conf=settings)
+    try:
+        spark = build_session("local", app_name="tfront-wcc", conf=settings)
+    except BaseException:
+        if oom_marker is not None:
+            shutil.rmtree(oom_marker.parent, ignore_errors=True)
+        raise
     if not jvm_running:
         spark.sparkContext.setLogLevel("ERROR")
     try:
@@ -1258,8 +1264,7 @@ def main_wcc(args) -> int:
         except Exception as e:   # a dead JVM: the job's own error says what happened
             log.debug("stopping the Spark session failed: %s", e)
         if oom_marker is not None:
-            oom_marker.unlink(missing_ok=True)
-            oom_marker.parent.rmdir()
+            shutil.rmtree(oom_marker.parent, ignore_errors=True)
     return 0
 
 

@@ -170,16 +170,16 @@ def test_spark_submit_on_local_cluster_keeps_its_master_and_labels_are_right(tmp
 
 @pytest.mark.slow
 def test_a_driver_out_of_memory_exits_with_a_named_error_not_a_hang(tmp_path):
-    """A 100 MB driver heap asked to collect 2M edges. Before: no --driver-memory; with 1g and
-    16M+ edges the JVM ran out of heap and the job sometimes hung in task-result-getter. Now
+    """A 64 MB driver heap asked to collect 1M edges. Before: no --driver-memory; with 1g and
+    8M-20M edges the JVM ran out of heap and the job sometimes hung in task-result-getter. Now
     the JVM exits (ExitOnOutOfMemoryError) and tfront names the error, exit status 2."""
     rng = np.random.default_rng(5)
-    n = 2_000_000
+    n = 1_000_000
     edges = tmp_path / "edges.txt"
     lines = np.char.add(np.char.add(rng.integers(0, n, n).astype(str), " "),
                         rng.integers(0, n, n).astype(str))
     edges.write_text("\n".join(lines.tolist()) + "\n")
-    cmd = [sys.executable, "-m", "engine.cli", "wcc", str(edges), "--driver-memory", "100m",
+    cmd = [sys.executable, "-m", "engine.cli", "wcc", str(edges), "--driver-memory", "64m",
            # Spark refuses heaps below 450 MB at start-up unless told its memory for tests
            "--conf", "spark.testing.memory=600000000"]
     try:
@@ -188,7 +188,9 @@ def test_a_driver_out_of_memory_exits_with_a_named_error_not_a_hang(tmp_path):
     except subprocess.TimeoutExpired as e:   # the failure this test is about: a hang
         pytest.fail(f"tfront wcc hung after the driver ran out of memory: {e}")
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-3000:]
-    assert "tfront wcc: error: the Spark driver JVM ran out of memory" in proc.stderr, \
-        proc.stderr[-3000:]
-    assert "larger --driver-memory (this run's heap: 100m)" in proc.stderr
+    # the session started (the job, not start-up, ran out of heap), then the named error
+    started = proc.stderr.find("tfront wcc: Spark master local[*]; driver memory 64m")
+    failed = proc.stderr.find("tfront wcc: error: the Spark driver JVM ran out of memory")
+    assert 0 <= started < failed, proc.stderr[-3000:]
+    assert "larger --driver-memory (this run's heap: 64m)" in proc.stderr
     assert "Traceback" not in proc.stderr

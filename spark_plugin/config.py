@@ -12,7 +12,10 @@
   jar cannot be downloaded here: the caller passes its path.
 
 :func:`preset_settings` lists a preset's :class:`Setting` objects (key, value, why);
-:func:`spark_conf` returns them as a dict; :func:`build_session` starts a ``SparkSession``.
+:func:`spark_conf` returns them as a dict; :func:`build_session` starts a ``SparkSession``
+with :func:`session_conf`'s settings: the preset's, overridden by what ``spark-submit``
+started the JVM with (:func:`submitted_conf`), overridden by the caller's. The ``local``
+preset sizes the driver's memory from the machine (:func:`default_driver_memory`).
 
 >>> conf = spark_conf("local", cores=2)
 >>> conf["spark.master"], conf["spark.sql.shuffle.partitions"]

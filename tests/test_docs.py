@@ -16,7 +16,11 @@ OUTSIDE = re.compile("|".join(re.escape(s) for s in (
 def _text_files():
     for top in ("engine", "gpu_kernels", "spark_plugin", "perf", "tests", "docs", ".ci"):
         for p in sorted((ROOT / top).rglob("*")):
-            if p.is_file() and p.suffix in {".py", ".md", ".txt", ".sh", ".toml", ".yml", ""}:
+            rel = p.relative_to(ROOT).parts
+            if "results" in rel or "__pycache__" in rel:   # benchmark output, bytecode
+                continue
+            if (p.is_file() and p.suffix in {".py", ".md", ".txt", ".sh", ".toml", ".yml", ""}
+                    and p.stat().st_size < 1 << 20):
                 yield p
     for name in ("README.md", "Makefile", "pyproject.toml", "environment.yml"):
         yield ROOT / name

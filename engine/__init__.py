@@ -3,7 +3,7 @@
 The semantics layer: timestamps and their order, path summaries, antichains, the graph
 builder, the path-summary closure ``Psi``, and three trackers that agree by construction
 and by test -- the reference (implied frontiers from ``Psi``), timely-style local
-propagation, and Naiad's occurrence/precursor counts. See ``DESIGN.md`` for the definitions.
+propagation, and Naiad's occurrence/precursor counts. See ``docs/semantics.md`` for the definitions.
 
 >>> import engine
 >>> b = engine.GraphBuilder(m=1)

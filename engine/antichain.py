@@ -2,7 +2,7 @@
 
 An antichain keeps only minimal elements: inserting an element that something present is
 ``<=`` to changes nothing; inserting a new minimal element removes those it is ``<=`` to.
-``frontier`` is the antichain of a signed multiset of timestamps (DESIGN.md 2.5).
+``frontier`` is the antichain of a signed multiset of timestamps (docs/semantics.md 2.5).
 
 >>> from engine.summary import Summary
 >>> a = SummaryAntichain()

@@ -1,7 +1,7 @@
 """Validation of columnar delta batches: one vectorised pass, errors that name the row.
 
 Turns ``loc``, ``ts``, ``diff`` (NumPy arrays, or any sequences) into ``int32[n]``,
-``int64[n, m+K]`` (unused counters 0) and ``int64[n]``, checking every rule of DESIGN.md 2.2
+``int64[n, m+K]`` (unused counters 0) and ``int64[n]``, checking every rule of docs/semantics.md 2.2
 and 7: known locations, timestamp width, coordinates in ``[0, 2**62)``, zero padding,
 integer diffs. Nothing is modified; the first offending row is named in the error.
 Array input costs O(n) NumPy work and no per-row Python; ragged sequences of tuples take a

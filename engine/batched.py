@@ -1,6 +1,6 @@
 """The batched frontier engine: arrays in, frontier changes out, state resident between batches.
 
-A batch flows through four steps (DESIGN.md 3):
+A batch flows through four steps (docs/batched-engine.md):
 
 1. **consolidate** -- validate, sort by ``(loc, ts)``, sum equal rows, drop zeros;
 2. **merge** into the resident count table (sorted, non-zero counts only) and note the

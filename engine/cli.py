@@ -3,7 +3,7 @@
 (draws a progress log of ``tfront wcc --progress-log``, :mod:`engine.progress_view`).
 
 ``replay`` applies a workload's batches one by one and prints the frontiers after each, in
-the format of ``shared/formats/progress-workload-v1.md``; ``psi`` prints the path-summary
+the format of ``docs/formats.md``; ``psi`` prints the path-summary
 closure of the workload's graph; ``info`` says which backend ``auto`` (or ``--backend``)
 chooses here and why, with versions (also of PySpark, PyArrow and Java) and CUDA devices.
 ``tfront --version`` prints the package version.
@@ -153,6 +153,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="record every frontier change at every operator input (time, epoch, "
                         "iteration, Spark job) and the messages in flight in FILE, one JSON "
                         "object per line, flushed as the job runs; draw it with tfront progress")
+    w.add_argument("--driver-memory", type=_memory_size, default=None, metavar="SIZE",
+                   help="heap of the Spark driver JVM, e.g. 8g (default: 35%% of this machine's "
+                        "memory, at least 1g; embedded Spark runs its tasks there too). Under "
+                        "spark-submit, pass spark-submit --driver-memory instead")
+    w.add_argument("--conf", type=_conf_pair, action="append", default=None, metavar="KEY=VALUE",
+                   help="a Spark setting (repeatable), e.g. --conf spark.executor.memory=4g; wins "
+                        "over the defaults and over spark-submit's settings")
 
     g = sub.add_parser("progress", help="draw a progress log (tfront wcc --progress-log) as a "
                                         "PNG and/or a live HTML page")
@@ -210,6 +217,25 @@ def _progress(args) -> int:
         if path is not None:
             print(f"{what}: {path}")
     return 0
+
+
+def _memory_size(text: str) -> str:
+    """``--driver-memory``: a JVM memory size such as ``512m`` or ``8g``."""
+    t = text.strip().lower()
+    if len(t) < 2 or t[-1] not in "kmgt" or not t[:-1].isdigit() or int(t[:-1]) == 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a memory size: a whole number with a unit k, m, g or t (e.g. 8g)")
+    return t
+
+
+def _conf_pair(text: str) -> tuple[str, str]:
+    """``--conf KEY=VALUE``: a Spark setting (the key must start with ``spark.``)."""
+    key, eq, value = text.partition("=")
+    key = key.strip()
+    if not eq or not key.startswith("spark.") or len(key) <= len("spark."):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not KEY=VALUE with a Spark key (e.g. spark.executor.memory=4g)")
+    return key, value.strip()
 
 
 def _replay(args) -> int:

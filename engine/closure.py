@@ -1,7 +1,7 @@
 """The path-summary closure ``Psi`` and could-result-in, computed as the definition reads.
 
 ``Psi[l1][l2]`` is the antichain of minimal summaries over all paths from ``l1`` to ``l2``
-(DESIGN.md 2.4), the empty path giving the identity in ``Psi[l][l]``. It is the all-pairs
+(docs/semantics.md 2.4), the empty path giving the identity in ``Psi[l][l]``. It is the all-pairs
 shortest-path problem in the semiring (antichain union then minimize, composition), solved
 here one source at a time by a worklist fixed point: a summary newly found at ``u`` is
 extended along every edge out of ``u``; the fixed point is reached when no extension adds a

@@ -1,6 +1,6 @@
 """The cost model that chooses a propagation strategy: estimated seconds per batch, not memory.
 
-A batch's propagation can run two ways with identical results (DESIGN.md 3):
+A batch's propagation can run two ways with identical results (docs/batched-engine.md):
 
 * **closure**, on the backend's arrays: every target that a changed ``F`` reaches gathers its
   implied frontier through ``Psi``. Work: the candidates ``s(t)``, one per ``Psi`` entry
@@ -21,7 +21,7 @@ propagation is the cpu backend's own, so ``auto`` on a GPU is never slower at pr
 the cpu backend -- it only takes the closure gather where the model says that is faster.
 
 The constants are a model, calibrated from measurements on an H100 host
-(``../shared/gpu/README.md``: the cpu backend propagates a churn batch of the N=1000 chain
+(measured by hand there, not reproduced in CI: the cpu backend propagates a churn batch of the N=1000 chain
 workload in about 1 ms and of N=5000 in about 4 ms; CUDA launches and synchronisations cost
 10-30 microseconds each through CuPy and Numba) and from the counted device work (the
 closure step: 2 launches, 4 primitives, 2 synchronisations; a whole batch: 26 launches and

@@ -4,7 +4,7 @@ A mutable :class:`GraphBuilder` collects operators (with a loop depth per port),
 internal summary antichains and the channels between them, validating each call; ``build``
 checks the cycles and compiles an immutable :class:`Graph` whose locations are numbered
 densely ``0..L-1``: for each operator in order, its input ports (targets) then its output
-ports (sources) (DESIGN.md 2.1).
+ports (sources) (docs/semantics.md 2.1).
 
 Examples
 --------

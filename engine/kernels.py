@@ -1,7 +1,8 @@
 """The backend interface of the batched engine: an array namespace plus a handful of kernels.
 
 :class:`~engine.batched.BatchedTracker` is written once against this interface; each backend
-binds it to its own arrays and kernels (CONVENTIONS.md (a)). The ``cpu`` backend binds NumPy
+binds it to its own arrays and kernels (semantics, then a backend-neutral algorithm, then
+kernels, then the integration: each layer uses only the one below). The ``cpu`` backend binds NumPy
 and the Numba CPU twins of ``gpu_kernels``. A device backend binds its array library (CuPy)
 and the CUDA kernels of the same modules, with the same signatures: arrays in, arrays out,
 all resident on its device; only deltas go in and frontier changes come out

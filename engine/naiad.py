@@ -3,8 +3,8 @@
 Every pointstamp with a positive occurrence count is *active*. The *precursor count* of an
 active pointstamp is the number of other active pointstamps that could-result-in it; the
 *frontier of active pointstamps* is those whose precursor count is 0, and a notification
-``(v, t)`` may be delivered when no other active pointstamp could-result-in it (DESIGN.md 2.5,
-the Naiad excerpt in ``shared/seeds``). Precursor counts are maintained incrementally as
+``(v, t)`` may be delivered when no other active pointstamp could-result-in it (docs/semantics.md 2.5;
+Naiad, Murray et al., SOSP 2013). Precursor counts are maintained incrementally as
 pointstamps become active or inactive, as in Naiad.
 
 >>> from engine.workload import example_graph

@@ -1,9 +1,9 @@
 """The resident path-summary closure ``Psi`` in array form, computed by the closure kernel.
 
 ``Psi[l1, l2]`` is the antichain of minimal summaries over all paths from ``l1`` to ``l2``
-(DESIGN.md 2.4); :func:`compute_psi` computes every row with the kernel of
+(docs/semantics.md 2.4); :func:`compute_psi` computes every row with the kernel of
 ``gpu_kernels.closure`` (one source at a time, sources spread over threads) and stores the
-result in the form that fits its size (DESIGN.md 3, "Storing Psi"):
+result in the form that fits its size (docs/batched-engine.md, "Psi"):
 
 * **ragged**: per source, the reachable targets with offsets into a flat array of summary
   rows, plus the same pairs grouped by *target* (what the closure propagation strategy

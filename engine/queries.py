@@ -3,7 +3,7 @@
 Queries need ``Psi[l1, :]`` only for the locations ``l1`` they start from (a query's source,
 or a location holding an active pointstamp), so :class:`PsiRowCache` computes those rows on
 first use with the array closure kernel and keeps them: on a large graph whose full ``Psi``
-would not fit, only the rows asked for are ever built (DESIGN.md 3).
+would not fit, only the rows asked for are ever built (docs/batched-engine.md).
 
 The tracker methods that use this are :meth:`engine.batched.BatchedTracker.could_result_in`,
 ``precursor_counts``, ``active_frontier`` and ``may_deliver``.

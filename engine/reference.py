@@ -1,7 +1,7 @@
 """Implied frontiers straight from the definition: the oracle every other tracker is tested against.
 
 ``implied(P, l) = frontier({ s(t) : (l', t) has P-count > 0, s in Psi[l', l] })``
-(DESIGN.md 2.5). After each batch the tracker recomputes this set for every location that a
+(docs/semantics.md 2.5). After each batch the tracker recomputes this set for every location that a
 location with a changed active set can reach.
 
 >>> from engine.workload import example_graph

@@ -1,6 +1,6 @@
 """Path summaries: how a timestamp changes along a path, their composition and order.
 
-A summary from depth ``a`` to depth ``b`` is ``s = (j, d_out, d_cnt, c)`` (DESIGN.md 2.3)::
+A summary from depth ``a`` to depth ``b`` is ``s = (j, d_out, d_cnt, c)`` (docs/semantics.md 2.3)::
 
     s(t) = (t_out + d_out,  t_cnt[0:j] + d_cnt,  c)
 
@@ -172,7 +172,7 @@ class Summary:
     def le(self, other: "Summary") -> bool:
         """``self <= other``: ``self(t) <= other(t)`` for every timestamp ``t``.
 
-        The exact decision procedure of DESIGN.md 2.3. Cost: O(m + depth).
+        The exact decision procedure of docs/semantics.md 2.3. Cost: O(m + depth).
         """
         if (self.src_depth, self.dst_depth, self.m) != (other.src_depth, other.dst_depth, other.m):
             raise SummaryShapeError(
@@ -200,7 +200,7 @@ class Summary:
         """For a cycle summary (``a == b``): does it bring every time back strictly later or
         incomparable, i.e. is ``s(t) <= t`` false for every ``t``?
 
-        True iff the epoch advances or some kept counter advances (DESIGN.md 2.4).
+        True iff the epoch advances or some kept counter advances (docs/semantics.md 2.4).
         """
         return any(self.d_out) or any(self.d_cnt)
 
@@ -210,7 +210,7 @@ class Summary:
         True iff some kept counter advances (the first non-zero ``d_cnt`` makes the counters
         lexicographically larger whatever follows), or nothing is dropped (``keep == a``),
         ``d_cnt == 0`` and the epoch advances. A graph all of whose cycles strictly advance
-        has ``Psi`` equal to the minimum over simple paths (DESIGN.md 2.4).
+        has ``Psi`` equal to the minimum over simple paths (docs/semantics.md 2.4).
         """
         if any(self.d_cnt):
             return True

@@ -1,7 +1,7 @@
 """Timestamps: ``m`` outer coordinates then ``k`` loop counters, and their partial order.
 
 A timestamp at a location of loop depth ``k`` is a tuple of ``m + k`` non-negative integers
-(DESIGN.md 2.2). ``t <= t'`` iff the outer coordinates are ``<=`` componentwise **and** the loop
+(docs/semantics.md 2.2). ``t <= t'`` iff the outer coordinates are ``<=`` componentwise **and** the loop
 counters are ``<=`` lexicographically. With ``m = 1`` and one loop this is the product order of
 ``(epoch, iteration)``.
 

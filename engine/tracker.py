@@ -1,7 +1,7 @@
 """The interface every frontier tracker offers: batches of count changes in, frontier changes out.
 
 A tracker holds signed pointstamp counts for a :class:`~engine.graph.Graph` and, for every
-location, the implied frontier those counts determine (DESIGN.md 2.5). ``update`` takes a
+location, the implied frontier those counts determine (docs/semantics.md 2.5). ``update`` takes a
 batch ``(loc, ts, diff)``, validates it whole (a rejected batch changes nothing), applies it,
 and returns the frontier changes as ``(loc, ts, +1/-1)`` rows, like timely's pushed changes.
 """

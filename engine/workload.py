@@ -1,6 +1,6 @@
 """The progress workload format, version 1: read workloads, write frontier and closure reports.
 
-See ``shared/formats/progress-workload-v1.md``. A workload is a dataflow graph whose every
+See ``docs/formats.md``. A workload is a dataflow graph whose every
 location has timestamps ``(epoch, iteration)`` (``m = 1``, depth 1) plus batches of
 pointstamp count changes. Malformed input raises :class:`~engine.errors.WorkloadFormatError`
 naming the line number.

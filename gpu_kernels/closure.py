@@ -1,7 +1,7 @@
 """The path-summary closure ``Psi`` as arrays: CPU twin of the closure kernel.
 
 ``Psi[l1, l2]`` is the antichain of minimal summaries over all paths from ``l1`` to ``l2``
-(DESIGN.md 2.4). The rows ``Psi[s, :]`` of a contiguous range of sources ``s in [lo, hi)``
+(docs/semantics.md 2.4). The rows ``Psi[s, :]`` of a contiguous range of sources ``s in [lo, hi)``
 are computed one source at a time by a semi-naive fixed point over the locations in DFS
 reverse postorder (``order``/``rank`` of ``engine.graph_arrays.GraphArrays``):
 
@@ -620,7 +620,7 @@ def merge_excess(comp, rank, depth, in_ptr, in_src, in_sum):
     ``int64[L]``, the antichain growth the size estimate charges to it. ``comp`` numbers
     the strongly connected components (``GraphArrays.scc``).
 
-    A component all of whose cycles strictly advance (DESIGN.md 2.4: then ``Psi`` is the
+    A component all of whose cycles strictly advance (docs/semantics.md 2.4: then ``Psi`` is the
     minimum over simple paths) is recognised by a sufficient test: its internal arcs keep
     every counter, and without the arcs that advance something (a non-zero entry) it has no
     cycle. In such a component the back arcs of the DFS order (``rank[src] >= rank[dst]``)

@@ -4,7 +4,7 @@ key-only sort with the row index in the key's low bits.
 The columns arrive as they were given (``loc``: integer ``[n]``, ``ts``: integer ``[n, w]``
 with ``w == W`` or ``w`` the width of every row's location, ``diff``: integer ``[n]``; any
 integer dtype narrower than ``uint64``). Per row, the scalar core :func:`row_error` checks
-the rules of DESIGN.md 2.2 and 7 in the order ``engine.batch_arrays`` checks them and names
+the rules of docs/semantics.md 2.2 and 7 in the order ``engine.batch_arrays`` checks them and names
 the first that fails:
 
 * ``LOC``: the location is outside ``0..L-1``;
@@ -50,7 +50,7 @@ __all__ = ["LOC", "WIDTH", "RANGE", "PADDING", "KINDS", "MAX_COORD", "MAX_WIDTH"
 #: Error kinds, in the order ``engine.batch_arrays`` checks them over the whole batch.
 LOC, WIDTH, RANGE, PADDING = 0, 1, 2, 3
 KINDS = 4
-#: Coordinates must lie in ``[0, MAX_COORD)`` (DESIGN.md 2.2).
+#: Coordinates must lie in ``[0, MAX_COORD)`` (docs/semantics.md 2.2).
 MAX_COORD = 1 << 62
 #: Per-block shared slots of ``check_pack``: the first bad rows and the maxima.
 SHARED_SLOTS = 64

@@ -1,6 +1,6 @@
 """Path summaries and timestamps as array rows: the scalar core shared by every kernel.
 
-A summary from depth ``a`` to depth ``b`` (DESIGN.md 2.3) is stored as one integer row of
+A summary from depth ``a`` to depth ``b`` (docs/semantics.md 2.3) is stored as one integer row of
 ``1 + m + K`` entries::
 
     [keep, d_out[0..m), vals[0..K)]

@@ -23,8 +23,8 @@ with array operations only (sort, gather, scatter-min, prefix sums) over an arra
 NumPy they are tested against the CPU versions (``tests/test_unionfind.py``). They give the
 same edges: :func:`uf_stars_xp` and :func:`large_star_xp` the same arrays, :func:`small_star_xp`
 the same rows in another order. :func:`uf_stars_xp` replaces the sequential union-find by
-min-hooking with pointer jumping, ``O(log n)`` array passes. On an H100 (CuPy,
-``shared/gpu/unionfind_check.py``) :func:`uf_stars_xp` matched scipy's components up to 8M
+min-hooking with pointer jumping, ``O(log n)`` array passes. On an H100 (CuPy, a check
+run by hand outside this repository) :func:`uf_stars_xp` matched scipy's components up to 8M
 edges and took 37 ms warm against 233 ms for :func:`uf_stars`; :func:`large_star_xp` equalled
 :func:`large_star`; :func:`small_star_xp` has not yet run on a GPU.
 """

@@ -3,7 +3,7 @@
 What it measures
 ----------------
 For each graph size ``N`` (``--sizes``, chain operators) the synthetic workload graph of
-``perf.workloads`` (shared/formats/progress-workload-v1.md, "Synthetic workloads for
+``perf.workloads`` (docs/formats.md, "Synthetic workloads for
 benchmarks") is generated from ``--seed``: a chain of ``N`` operators with nested feedback
 loops and delay/step diamonds, depth 1 everywhere, ``m = 1`` (about ``2 N`` locations).
 Then, in one process:

@@ -3,7 +3,7 @@
 What it measures
 ----------------
 For each graph size ``N`` (``--sizes``) and batch size ``B`` (``--batches``) the synthetic
-workload of ``perf.workloads`` (shared/formats/progress-workload-v1.md, "Synthetic workloads
+workload of ``perf.workloads`` (docs/formats.md, "Synthetic workloads
 for benchmarks") is generated from ``--seed``: a chain of ``N`` operators with nested loops and
 diamonds, then five batches -- one load of ``B`` additions, three churn batches of ``B``
 changes (half retractions, half additions), and a drain retracting everything still live.

@@ -3,14 +3,17 @@
 What it measures
 ----------------
 For each graph of ``--graphs`` (:data:`perf.graphs.GRAPHS`: ``rmat1m``, ``rmat10m`` -- R-MAT
-with (a, b, c, d) = (0.57, 0.19, 0.19, 0.05) and 1M / 10M edges --, ``grid300``, ``grid1000``
+with (a, b, c, d) = (0.57, 0.19, 0.19, 0.05) and 1M / 10M edges; ``rmat20m``, ``rmat50m``
+with 20M / 50M edges for the large-input runs --, ``grid300``, ``grid1000``
 -- n x n grids --, ``small`` -- 100k components of 2 to 20 vertices --, and ``tiny``,
 ``grid100`` for smoke tests) the graph is generated once, deterministically, into
 ``perf/results/graphs/`` (Parquet ``src, dst`` int64 and SNAP-style text, plus a ``.json``
 with the component count scipy finds). Then each system of ``--systems`` runs on it in a
 **fresh child process** (``python -m perf.bench_wcc --one SYSTEM --graph FILE ...``):
 
-* ``ours`` -- ``run_wcc(spark, graph.parquet, epochs=1, partitions=P)``;
+* ``ours`` -- ``run_wcc(spark, graph.parquet, epochs=E, partitions=P)`` (``--epochs`` E,
+  default 1; the record also holds the driver memory, the driver JVM's heap and the
+  driver-finish limit chosen from it);
 * ``graphx`` -- GraphX through PySpark's JVM gateway: ``GraphLoader.edgeListFile(sc, graph.txt,
   false, P, MEMORY_ONLY, MEMORY_ONLY)``, then ``graph.ops().connectedComponents()`` and
   ``.vertices().count()`` to force it, with ``spark.graphx.pregel.checkpointInterval``
@@ -60,6 +63,13 @@ How to run (from the repository root)
     python -m perf.bench_wcc --graphs rmat1m,rmat10m,grid300,grid1000,small \\
         --systems ours,graphx,scipy --master 'local[2]' --timeout 1800 \\
         --out perf/results/wcc.json --plot perf/results/wcc.png
+
+Large inputs with ``tfront wcc``'s default memory (the driver's heap sized from the machine,
+``--driver-memory auto``), 20M and 50M edges in 4 epochs, peak memory of the JVM and the
+Python processes in the JSON (several minutes each on a 2-core machine)::
+
+    python -m perf.bench_wcc --graphs rmat20m,rmat50m --systems ours,scipy \
+        --driver-memory auto --epochs 4 --timeout 3600 --out perf/results/wcc-large.json
 
 How to read the output
 ----------------------
@@ -204,8 +214,10 @@ def _spark_memory(sc) -> dict:
 
 def spark_settings(master: str, partitions: int, driver_memory: str,
                    checkpoint_interval: int) -> dict[str, str]:
-    """The Spark settings both Spark systems run with (on top of the ``local`` preset)."""
-    return {
+    """The Spark settings both Spark systems run with (on top of the ``local`` preset).
+    ``driver_memory`` ``auto`` keeps the preset's, sized from the machine
+    (``spark_plugin.config.default_driver_memory``), as ``tfront wcc`` does by default."""
+    settings = {
         "spark.master": master,
         "spark.sql.shuffle.partitions": str(partitions),
         "spark.default.parallelism": str(partitions),
@@ -213,6 +225,9 @@ def spark_settings(master: str, partitions: int, driver_memory: str,
         "spark.ui.enabled": "false",
         "spark.graphx.pregel.checkpointInterval": str(checkpoint_interval),
     }
+    if driver_memory == "auto":
+        del settings["spark.driver.memory"]
+    return settings
 
 
 def start_spark(settings: dict[str, str], checkpoint_dir: str, app_name: str):
@@ -278,7 +293,7 @@ def scipy_wcc(parquet: str) -> dict:
 
 
 def run_one(system: str, graph: str, *, master: str, partitions: int, driver_memory: str,
-            checkpoint_interval: int) -> dict:
+            checkpoint_interval: int, epochs: int = 1) -> dict:
     """Run ``system`` on the graph file ``graph`` in this process; return its record."""
     t_start = time.perf_counter()
     rec: dict = {"system": system}
@@ -298,14 +313,18 @@ def run_one(system: str, graph: str, *, master: str, partitions: int, driver_mem
         spark = start_spark(settings, ckpt, f"bench-wcc-{system}")
         rec["session_s"] = time.perf_counter() - t0
         sc = spark.sparkContext
+        rec["driver_memory"] = sc.getConf().get("spark.driver.memory", "1g")
         try:
             if system == "graphx":
                 rec.update(graphx_connected_components(sc, graph, partitions))
             else:
-                from spark_plugin.wcc import run_wcc
+                from spark_plugin.wcc import driver_finish_rows, driver_heap_bytes, run_wcc
 
+                rec["driver_heap_bytes"] = driver_heap_bytes(spark)
+                rec["driver_finish_rows"], rec["driver_finish_rows_why"] = \
+                    driver_finish_rows(spark)
                 t1 = time.perf_counter()
-                result = run_wcc(spark, graph, epochs=1, out=None, partitions=partitions,
+                result = run_wcc(spark, graph, epochs=epochs, out=None, partitions=partitions,
                                  backend=None, progress=False)
                 rec["job_s"] = time.perf_counter() - t1
                 rec["reported_s"] = float(result.seconds)
@@ -355,7 +374,7 @@ def run_child(system: str, meta: dict, args) -> dict:
         meta["txt"] if (system == "ours" and args.ours_input == "txt") else meta["parquet"])
     cmd = [sys.executable, "-m", "perf.bench_wcc", "--one", system, "--graph", graph_file,
            "--master", args.master, "--partitions", str(args.partitions),
-           "--driver-memory", args.driver_memory,
+           "--driver-memory", args.driver_memory, "--epochs", str(args.epochs),
            "--checkpoint-interval", str(args.checkpoint_interval)]
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -564,7 +583,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--partitions", type=int, default=None,
                     help="input / shuffle partitions (default: the master's cores)")
-    ap.add_argument("--driver-memory", default="8g")
+    ap.add_argument("--driver-memory", default="8g",
+                    help="spark.driver.memory of both Spark systems; 'auto': sized from the "
+                         "machine like tfront wcc's default (default 8g)")
+    ap.add_argument("--epochs", type=int, default=1,
+                    help="ours: split the graph into this many epochs (default 1)")
     ap.add_argument("--checkpoint-interval", type=int, default=10,
                     help="spark.graphx.pregel.checkpointInterval (iterations)")
     ap.add_argument("--ours-input", choices=("parquet", "txt"), default="parquet",
@@ -583,7 +606,7 @@ def _child_main(args) -> int:
     try:
         rec = run_one(args.one, args.graph, master=args.master, partitions=args.partitions,
                       driver_memory=args.driver_memory,
-                      checkpoint_interval=args.checkpoint_interval)
+                      checkpoint_interval=args.checkpoint_interval, epochs=args.epochs)
     except BaseException as exc:  # noqa: BLE001 -- reported to the parent, not a crash
         import traceback
         rec = {"system": args.one, "error": f"{type(exc).__name__}: {exc}"[:4000],
@@ -624,6 +647,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": _machine(),
         "parameters": {"graphs": args.graphs, "systems": args.systems, "master": args.master,
                        "partitions": args.partitions, "driver_memory": args.driver_memory,
+                       "epochs": args.epochs,
                        "checkpoint_interval": args.checkpoint_interval,
                        "ours_input": args.ours_input, "timeout_s": args.timeout,
                        "spark_settings": spark_settings(args.master, args.partitions,

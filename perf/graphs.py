@@ -157,6 +157,9 @@ GRAPHS: dict[str, GraphSpec] = {
     "tiny": GraphSpec("tiny", "grid", {"n": 5}),
     "rmat1m": GraphSpec("rmat1m", "rmat", {"scale": 16, "m": 1_000_000, "seed": 1}),
     "rmat10m": GraphSpec("rmat10m", "rmat", {"scale": 20, "m": 10_000_000, "seed": 1}),
+    # the large-input runs of ``tfront wcc`` with default (machine-sized) memory
+    "rmat20m": GraphSpec("rmat20m", "rmat", {"scale": 21, "m": 20_000_000, "seed": 1}),
+    "rmat50m": GraphSpec("rmat50m", "rmat", {"scale": 22, "m": 50_000_000, "seed": 1}),
     "grid100": GraphSpec("grid100", "grid", {"n": 100}),
     "grid300": GraphSpec("grid300", "grid", {"n": 300}),
     "grid1000": GraphSpec("grid1000", "grid", {"n": 1000}),

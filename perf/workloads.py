@@ -1,6 +1,6 @@
 """Deterministic synthetic workloads in the progress workload format v1.
 
-See ``shared/formats/progress-workload-v1.md``, section "Synthetic workloads for benchmarks".
+See ``docs/formats.md``, section "Synthetic workloads for benchmarks".
 Everything is drawn from ``np.random.default_rng(seed)``, so a seed names one file, byte for
 byte, that any tracker can replay.
 

@@ -12,7 +12,10 @@
   jar cannot be downloaded here: the caller passes its path.
 
 :func:`preset_settings` lists a preset's :class:`Setting` objects (key, value, why);
-:func:`spark_conf` returns them as a dict; :func:`build_session` starts a ``SparkSession``.
+:func:`spark_conf` returns them as a dict; :func:`build_session` starts a ``SparkSession``
+with :func:`session_conf`'s settings: the preset's, overridden by what ``spark-submit``
+started the JVM with (:func:`submitted_conf`), overridden by the caller's. The ``local``
+preset sizes the driver's memory from the machine (:func:`default_driver_memory`).
 
 >>> conf = spark_conf("local", cores=2)
 >>> conf["spark.master"], conf["spark.sql.shuffle.partitions"]
@@ -36,6 +39,8 @@ from typing import Mapping
 from .errors import ConfigError
 
 __all__ = ["Preset", "Setting", "preset_settings", "spark_conf", "build_session",
+           "session_conf", "submitted_conf", "is_embedded_master", "machine_memory",
+           "default_driver_memory", "parse_memory", "format_memory",
            "GPU_DISCOVERY_SCRIPT", "write_discovery_script", "RAPIDS_PLUGIN"]
 
 #: The RAPIDS Accelerator's Spark plugin class.
@@ -158,23 +163,179 @@ def build_session(preset: "str | Preset" = Preset.LOCAL, *, app_name: str = "tim
 
     Notes
     -----
-    ``local`` runs Python workers with this interpreter (``PYSPARK_PYTHON``, when unset, is
-    set to ``sys.executable``: embedded workers need the same packages) and binds to
-    loopback (``SPARK_LOCAL_IP``, when unset). ``getOrCreate`` returns an already running
-    session unchanged: static settings only apply to a new one.
+    The settings are :func:`session_conf`'s: the preset's defaults, overridden by whatever
+    ``spark-submit`` started the JVM with (its ``--master``, ``--conf``, properties file),
+    overridden by ``conf``. ``local`` runs Python workers with this interpreter
+    (``PYSPARK_PYTHON``, when unset, is set to ``sys.executable``: embedded workers need the
+    same packages) and, for a ``local[...]`` master, binds to loopback (``SPARK_LOCAL_IP``,
+    when unset). ``getOrCreate`` returns an already running session unchanged: static
+    settings only apply to a new one.
     """
     from pyspark.sql import SparkSession
 
     preset = Preset.parse(preset)
-    settings = spark_conf(preset, **options)
-    settings.update({str(k): str(v) for k, v in (conf or {}).items()})
+    settings = session_conf(preset, conf=conf, **options)
     if preset is Preset.LOCAL:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        if is_embedded_master(settings.get("spark.master", "local[*]")):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+#: ``local`` preset keys that only make sense when Spark runs embedded in this process
+#: (``local[...]``): under any other master (``spark-submit --master yarn``, ``--master
+#: local-cluster[...]``, ``spark://...``) they are left to Spark, the cluster manager and the
+#: user, so that executors on other hosts can reach the driver and the cluster's cores set
+#: the parallelism.
+EMBEDDED_ONLY = frozenset({"spark.master", "spark.sql.shuffle.partitions",
+                           "spark.default.parallelism", "spark.driver.bindAddress",
+                           "spark.driver.host"})
+
+
+def is_embedded_master(master: str) -> bool:
+    """Whether ``master`` runs Spark inside the driver JVM: ``local``, ``local[N]``,
+    ``local[*]``, ``local[N,F]`` -- not ``local-cluster[...]`` (separate executor JVMs).
+
+    >>> [is_embedded_master(m) for m in ("local[2,4]", "local", "local-cluster[2,1,1024]", "yarn")]
+    [True, True, False, False]
+    """
+    m = str(master).strip()
+    return m == "local" or m.startswith("local[")
+
+
+def submitted_conf() -> dict[str, str]:
+    """The settings ``spark-submit`` started the driver JVM with before it ran this Python
+    program (its ``--master``, ``--conf``, ``--driver-memory``, ``--properties-file`` and
+    ``spark-defaults.conf``); ``{}`` when this process was not started by ``spark-submit``
+    (PySpark then starts a JVM with :func:`build_session`'s settings). Never starts a JVM."""
+    try:
+        from pyspark import SparkConf, SparkContext
+    except ImportError:  # pragma: no cover - pyspark is an extra
+        return {}
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:   # set by spark-submit for its Python app
+        return {}
+    SparkContext._ensure_initialized()   # connects to spark-submit's JVM; starts nothing new
+    return {str(k): str(v) for k, v in SparkConf().getAll()}
+
+
+def session_conf(preset: "str | Preset" = Preset.LOCAL, *, conf: Mapping[str, str] | None = None,
+                 submitted: Mapping[str, str] | None = None,
+                 defaults: Mapping[str, str] | None = None, **options) -> dict[str, str]:
+    """The settings :func:`build_session` applies, lowest precedence first: the preset's
+    settings and the caller's ``defaults``; then ``submitted`` (default
+    :func:`submitted_conf`: what ``spark-submit`` gave the running JVM); then ``conf`` (the
+    caller's, e.g. ``tfront wcc --conf``). The ``local`` preset's keys in
+    :data:`EMBEDDED_ONLY` are dropped when the resulting master is not ``local[...]``. Under
+    ``spark-submit`` the driver's heap is already fixed: ``spark.driver.memory`` is
+    ``spark-submit``'s (Spark's default ``1g`` when it was not given), and the preset's
+    ``spark.driver.maxResultSize`` is half of it.
+
+    >>> c = session_conf("local", submitted={"spark.master": "yarn", "spark.executor.cores": "4"})
+    >>> c["spark.master"], "spark.driver.host" in c, c["spark.executor.cores"]
+    ('yarn', False, '4')
+    >>> c = session_conf("local", conf={"spark.master": "local[3]", "spark.driver.memory": "2g"},
+    ...                  submitted={})
+    >>> c["spark.driver.host"], c["spark.driver.memory"], c["spark.driver.maxResultSize"]
+    ('127.0.0.1', '2g', '1g')
+    """
+    preset = Preset.parse(preset)
+    settings = spark_conf(preset, **options)
+    settings.update({str(k): str(v) for k, v in (defaults or {}).items()})
+    submitted = submitted_conf() if submitted is None else dict(submitted)
+    given = {str(k): str(v) for k, v in submitted.items()}
+    given.update({str(k): str(v) for k, v in (conf or {}).items()})
+    if submitted:   # the JVM is running: its heap is what spark-submit gave it
+        given["spark.driver.memory"] = submitted.get("spark.driver.memory", "1g")
+    master = given.get("spark.master", settings.get("spark.master"))
+    if preset is Preset.LOCAL and master is not None and not is_embedded_master(master):
+        settings = {k: v for k, v in settings.items() if k not in EMBEDDED_ONLY}
+    if (preset is Preset.LOCAL and "spark.driver.memory" in given
+            and "spark.driver.maxResultSize" not in given):   # keep it half the given heap
+        try:
+            heap = parse_memory(given["spark.driver.memory"])
+        except ConfigError:   # Spark names the bad value when it starts
+            heap = 0
+        if heap:
+            settings["spark.driver.maxResultSize"] = format_memory(heap // 2)
+    settings.update(given)
+    return settings
+
+
+#: Share of this machine's memory (:func:`machine_memory`) that the ``local`` preset gives
+#: the driver JVM; the rest is for the Python driver (the WCC job finishes epochs there), the
+#: Python workers and the OS.
+DRIVER_MEMORY_SHARE = 0.35
+#: Bounds of the default driver memory: Spark's own default, and a heap size beyond which
+#: garbage collection pauses grow long.
+MIN_DRIVER_MEMORY = 1 << 30
+MAX_DRIVER_MEMORY = 64 << 30
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+
+
+def parse_memory(text: str) -> int:
+    """Bytes in a JVM/Spark memory string: a whole number and a unit ``k``, ``m``, ``g``,
+    ``t`` (``512m``, ``8g``; ``1.5g`` is refused, as by the JVM). A bare number is bytes
+    here, but MiB for ``spark.driver.memory``: always write the unit.
+
+    >>> parse_memory("8g"), parse_memory("512M"), parse_memory("100k")
+    (8589934592, 536870912, 102400)
+    >>> parse_memory("lots")
+    Traceback (most recent call last):
+    ...
+    spark_plugin.errors.ConfigError: memory size 'lots' is not a whole number with a unit k, m, g or t (e.g. 512m, 8g)
+    """
+    t = str(text).strip().lower()
+    if t.endswith("b") and len(t) > 1 and t[-2] in "kmgtp":
+        t = t[:-1]
+    digits, unit = (t[:-1], t[-1]) if t and t[-1] in _UNITS else (t, "")
+    if not digits.isdigit():
+        raise ConfigError(f"memory size {text!r} is not a whole number with a unit k, m, g or t "
+                          f"(e.g. 512m, 8g)")
+    return int(digits) * _UNITS[unit]
+
+
+def format_memory(nbytes: int) -> str:
+    """``nbytes`` as a Spark memory string in whole MiB (``8601m``), or GiB when exact.
+
+    >>> format_memory(8 << 30), format_memory(3 << 29)
+    ('8g', '1536m')
+    """
+    mib = max(1, int(nbytes) >> 20)
+    return f"{mib >> 10}g" if mib % 1024 == 0 else f"{mib}m"
+
+
+def machine_memory() -> int:
+    """Bytes of memory this machine gives this process: the physical memory, or the
+    cgroup's limit (``/sys/fs/cgroup/memory.max``, v1 ``memory.limit_in_bytes``) when lower."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        total = 0
+    for f in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            limit = Path(f).read_text().strip()
+        except OSError:
+            continue
+        if limit.isdigit() and 0 < int(limit) < (total or 1 << 62):
+            total = int(limit)
+    return total
+
+
+def default_driver_memory(total: int | None = None) -> int:
+    """The driver JVM's heap the ``local`` preset chooses: :data:`DRIVER_MEMORY_SHARE` of
+    ``total`` (default :func:`machine_memory`), rounded down to 256 MiB, within
+    [:data:`MIN_DRIVER_MEMORY`, :data:`MAX_DRIVER_MEMORY`].
+
+    >>> format_memory(default_driver_memory(24 << 30)), format_memory(default_driver_memory(1 << 30))
+    ('8448m', '1g')
+    """
+    total = machine_memory() if total is None else int(total)
+    share = int(total * DRIVER_MEMORY_SHARE) >> 28 << 28
+    return min(MAX_DRIVER_MEMORY, max(MIN_DRIVER_MEMORY, share))
 
 
 def write_discovery_script(path: str | os.PathLike) -> Path:
@@ -189,6 +350,8 @@ def _local(cores: int | None) -> list[Setting]:
     if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores < 1):
         raise ConfigError(f"cores must be a positive integer, got {cores!r}")
     n = cores if cores is not None else (os.cpu_count() or 1)
+    total = machine_memory()
+    driver = default_driver_memory(total)
     return [
         Setting("spark.master", f"local[{cores if cores is not None else '*'}]",
                 "embedded Spark in this process, one task slot per core"),
@@ -209,6 +372,14 @@ def _local(cores: int | None) -> list[Setting]:
                 "resolves to"),
         Setting("spark.ui.showConsoleProgress", "false",
                 "no progress bars interleaved with the job's own output"),
+        Setting("spark.driver.memory", format_memory(driver),
+                f"{DRIVER_MEMORY_SHARE:.0%} of this machine's {total / (1 << 30):.1f} GiB "
+                f"(at least 1g): embedded, the tasks run in the driver JVM, and Spark's 1g "
+                f"default runs out of heap on a few million collected edges; the rest is left "
+                f"to the Python driver, the Python workers and the OS"),
+        Setting("spark.driver.maxResultSize", format_memory(driver // 2),
+                "half the driver's heap (default 1g): a job whose collected results would "
+                "not fit fails with Spark's named error instead of exhausting the heap"),
     ]
 
 

@@ -21,6 +21,8 @@ __all__ = [
     "SubscriberError",
     "DeviceSelectionError",
     "ConfigError",
+    "SparkJobError",
+    "SparkMemoryError",
 ]
 
 
@@ -107,3 +109,25 @@ class DeviceSelectionError(TimelyFrontierError, ValueError):
 
 class ConfigError(TimelyFrontierError, ValueError):
     """A configuration preset is unknown or was given inconsistent or missing arguments."""
+
+
+class SparkJobError(TimelyFrontierError, RuntimeError):
+    """The Spark driver JVM died under a job (killed, crashed): the job cannot go on.
+
+    Attributes
+    ----------
+    exit_status : int or None
+        The JVM's exit status, when this process started it.
+    """
+
+    def __init__(self, message: str, exit_status: int | None = None):
+        super().__init__(message)
+        self.exit_status = exit_status
+
+
+class SparkMemoryError(SparkJobError):
+    """A Spark JVM (the driver, or executors until the job gave up) ran out of heap.
+
+    The message says which heap size was in force and how to raise it (``--driver-memory``,
+    ``--conf spark.executor.memory=...``) or lower what the driver collects.
+    """

@@ -1,7 +1,7 @@
 """The delta batch schema: column names, Arrow and Spark types, and checks that name the column.
 
 A *delta batch* carries pointstamp count changes from Spark executors to the driver
-(DESIGN.md 4)::
+(docs/spark.md)::
 
     loc       int32                          location id, 0..L-1
     ts        fixed_size_list<int64>[width]  timestamp, width = m + K, unused counters 0
@@ -43,7 +43,7 @@ __all__ = [
     "delta_table", "ts_array", "ts_matrix", "int_column", "text_column",
 ]
 
-#: Column names (DESIGN.md 4).
+#: Column names (docs/spark.md).
 LOC, TS, DIFF, PRODUCER, SEQ = "loc", "ts", "diff", "producer", "seq"
 #: Count column of :func:`counts_schema`.
 CNT = "cnt"

@@ -4,7 +4,7 @@ A :class:`FrontierService` holds one engine tracker for the job's graph. Executo
 delta rows (:mod:`spark_plugin.schema`), each tagged with the *producer* that made it and
 that producer's *sequence number*; :meth:`FrontierService.apply` takes a table of such rows
 (any mix of producers and sequence numbers) and, per producer, applies sequence numbers
-``0, 1, 2, ...`` in order, each exactly once (DESIGN.md 4 and 7). The rules
+``0, 1, 2, ...`` in order, each exactly once (docs/semantics.md 7). The rules
 (``docs/spark.md``, "Exactly once"):
 
 * **Delivery unit.** The rows of one ``(producer, seq)``: one atomic engine batch. A unit may

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -74,12 +75,21 @@ WCC_BACKENDS = (Backend.AUTO, Backend.CPU, Backend.CUDA)
 PRODUCER = "wcc"
 DRIVER = "wcc-driver"
 OUTPUT = "wcc-output"
-#: An epoch whose loop input (new edges plus the previous stars) has at most this many rows is
-#: *finished on the driver*: the contract stage's output (data and deltas) is collected in the
-#: same Spark job that computes it, and the driver runs the small-star stage of iteration 0 as
-#: one global union-find (its deltas reported like a stage's). ``$TFRONT_WCC_DRIVER_ROWS``
-#: overrides it (``0``: every round on Spark).
-DRIVER_FINISH_ROWS = 1 << 24
+#: An epoch whose loop input (new edges plus the previous stars) has at most
+#: :func:`driver_finish_rows` rows is *finished on the driver*: the contract stage's output
+#: (data and deltas) is collected in the same Spark job that computes it, and the driver runs
+#: the small-star stage of iteration 0 as one global union-find (its deltas reported like a
+#: stage's). The limit follows the driver's memory: per loop-input row, the driver JVM holds
+#: about :data:`DRIVER_JVM_BYTES_PER_ROW` (the shipped input and the collected results as
+#: serialized blobs, with the copies made while they move), of which the collected results
+#: are about :data:`DRIVER_RESULT_BYTES_PER_ROW` (bounded by ``spark.driver.maxResultSize``),
+#: and the Python driver about :data:`DRIVER_PYTHON_BYTES_PER_ROW` (the rows, the union-find,
+#: the labels). ``$TFRONT_WCC_DRIVER_ROWS`` overrides it (``0``: every round on Spark).
+DRIVER_JVM_BYTES_PER_ROW = 128
+DRIVER_RESULT_BYTES_PER_ROW = 40
+DRIVER_PYTHON_BYTES_PER_ROW = 256
+#: The limit for a driver with Spark's default 1g heap (about 8.4M rows).
+DRIVER_FINISH_ROWS = (1 << 30) // DRIVER_JVM_BYTES_PER_ROW
 
 
 class WccProtocolError(TimelyFrontierError, RuntimeError):
@@ -739,7 +749,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         Let the contract tasks of epochs finished on the driver read their share of a Parquet
         input themselves (row groups of their rows only, validated there) instead of the
         driver reading it and shipping the rows. The path must then be readable by every
-        executor; default: on for a ``local`` master, off otherwise.
+        executor; default: on for a ``local[...]`` master, off otherwise (``local-cluster`` too).
     progress_log : str or Path, optional
         Write the progress log here (JSON Lines, flushed per event; ``docs/progress.md``):
         every frontier change at every operator input with the wall-clock time, epoch,
@@ -785,9 +795,10 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     tracking = 0.0
     collecting = 0.0
     seq = {"driver": 0, "stage": 0, "output": 0}
-    driver_rows = int(os.environ.get("TFRONT_WCC_DRIVER_ROWS", DRIVER_FINISH_ROWS))
-    if executor_input is None:
-        executor_input = spark.sparkContext.master.startswith("local")
+    driver_rows = driver_finish_rows(spark)[0]
+    if executor_input is None:   # local[...] only: local-cluster executors have other cwds
+        from .config import is_embedded_master
+        executor_input = is_embedded_master(spark.sparkContext.master)
 
     # The driver's own delta batches are applied on a tracking thread, in order, while the
     # driver goes on (reading the epoch, submitting its Spark job); every frontier query and
@@ -1127,6 +1138,54 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     return result
 
 
+def driver_heap_bytes(spark) -> int:
+    """The driver JVM's largest heap (``Runtime.maxMemory``): what ``spark.driver.memory``
+    (or ``spark-submit --driver-memory``) actually gave it."""
+    return int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory())
+
+
+def driver_finish_rows(spark) -> tuple[int, str]:
+    """The largest loop input (rows) of an epoch finished on the driver, and how it was chosen:
+    ``$TFRONT_WCC_DRIVER_ROWS`` when set, else the smallest of the driver JVM's heap over
+    :data:`DRIVER_JVM_BYTES_PER_ROW`, ``spark.driver.maxResultSize`` over
+    :data:`DRIVER_RESULT_BYTES_PER_ROW`, and the memory outside the JVM
+    (:func:`~spark_plugin.config.machine_memory` less the heap) over
+    :data:`DRIVER_PYTHON_BYTES_PER_ROW`.
+
+    Raises
+    ------
+    ConfigError
+        ``$TFRONT_WCC_DRIVER_ROWS`` is not a non-negative integer.
+    """
+    from .config import format_memory, machine_memory, parse_memory
+    from .errors import ConfigError
+
+    env = os.environ.get("TFRONT_WCC_DRIVER_ROWS")
+    if env is not None and env.strip() != "":
+        try:
+            rows = int(env)
+        except ValueError:
+            rows = -1
+        if rows < 0:
+            raise ConfigError(f"$TFRONT_WCC_DRIVER_ROWS must be a non-negative integer, "
+                              f"got {env!r}")
+        return rows, "$TFRONT_WCC_DRIVER_ROWS"
+    heap = driver_heap_bytes(spark)
+    limits = {f"driver heap {format_memory(heap)}": heap // DRIVER_JVM_BYTES_PER_ROW}
+    result_size = spark.sparkContext.getConf().get("spark.driver.maxResultSize", "1g")
+    try:
+        cap = parse_memory(result_size if result_size[-1:].isalpha() else result_size + "b")
+    except Exception:   # an unusual value: Spark checks it; leave this bound out
+        cap = 0
+    if cap > 0:
+        limits[f"spark.driver.maxResultSize {result_size}"] = cap // DRIVER_RESULT_BYTES_PER_ROW
+    outside = machine_memory() - heap
+    if outside > 0:
+        limits[f"{format_memory(outside)} outside the JVM"] = outside // DRIVER_PYTHON_BYTES_PER_ROW
+    why, rows = min(limits.items(), key=lambda kv: kv[1])
+    return int(rows), why
+
+
 def _requested_backend(backend) -> Backend:
     """The job's backend: ``backend`` (auto, cpu or cuda), else ``$TFRONT_BACKEND``, else auto.
 
@@ -1169,8 +1228,20 @@ def main_wcc(args) -> int:
     against it, the first rows of every file -- before a Spark session starts. Each epoch's
     line names the input that became the epoch; an epoch without edges is said on stderr,
     a run without ``--out`` in the total line (labels not saved). Ctrl-C stops the job
-    cleanly (exit 130; the epochs already printed are written)."""
-    from .config import build_session
+    cleanly (exit 130; the epochs already printed are written).
+
+    Spark settings, lowest precedence first: the ``local`` preset (driver memory sized from
+    this machine, loopback networking for a ``local[...]`` master), ``spark.ui.enabled=false``;
+    what ``spark-submit`` started the JVM with (its ``--master``, ``--conf``,
+    ``--driver-memory``, properties file); then ``--master``, ``--driver-memory`` and
+    ``--conf KEY=VALUE``. One line on stderr says what was chosen. A JVM started here exits
+    when it runs out of heap (``-XX:+ExitOnOutOfMemoryError``) instead of hanging, and the
+    job then stops with :class:`~spark_plugin.errors.SparkMemoryError`.
+    """
+    import tempfile
+
+    from .config import (DRIVER_MEMORY_SHARE, build_session, format_memory, machine_memory,
+                         session_conf, submitted_conf)
 
     follow = getattr(args, "follow", None)
     log_path = getattr(args, "progress_log", None)
@@ -1180,14 +1251,57 @@ def main_wcc(args) -> int:
     epochs = args.epochs
     for note in check_input(args.edges, epochs, follow=follow):
         print(f"tfront wcc: warning: {note}", file=sys.stderr, flush=True)
-    conf = {"spark.ui.enabled": "false"}
+    cli_conf = dict(getattr(args, "conf", None) or [])
     if args.master:
-        conf["spark.master"] = args.master
+        cli_conf["spark.master"] = args.master
+    driver_memory = getattr(args, "driver_memory", None)
+    if driver_memory:
+        cli_conf["spark.driver.memory"] = driver_memory
+    submitted = submitted_conf()          # {} unless spark-submit started the JVM
+    jvm_running = bool(submitted)
+    settings = session_conf("local", conf=cli_conf, submitted=submitted,
+                            defaults={"spark.ui.enabled": "false"})
+    oom_marker = None
+    if jvm_running:
+        for key in ("spark.driver.memory", "spark.driver.extraJavaOptions"):
+            if key in cli_conf and cli_conf[key] != submitted.get(key):
+                print(f"tfront wcc: warning: {key}={cli_conf[key]} has no effect: the driver JVM "
+                      f"was already started by spark-submit (pass it to spark-submit)",
+                      file=sys.stderr, flush=True)
+    else:   # this process starts the JVM: make an out-of-memory JVM exit, and say so
+        oom_dir = tempfile.mkdtemp(prefix="tfront-wcc-")
+        oom_marker = Path(oom_dir) / "jvm-out-of-memory"
+        settings["spark.driver.extraJavaOptions"] = " ".join(filter(None, [
+            settings.get("spark.driver.extraJavaOptions", ""), "-XX:+ExitOnOutOfMemoryError",
+            f"-XX:OnOutOfMemoryError='touch {oom_marker}'"]))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = build_session("local", app_name="tfront-wcc", conf=conf)
-    spark.sparkContext.setLogLevel("ERROR")
     done: list[EpochSummary] = []
     try:
+        spark = build_session("local", app_name="tfront-wcc", conf=settings)
+    except BaseException:
+        if oom_marker is not None:
+            shutil.rmtree(oom_marker.parent, ignore_errors=True)
+        raise
+    if not jvm_running:
+        spark.sparkContext.setLogLevel("ERROR")
+    try:
+        rows, why = driver_finish_rows(spark)
+        master = spark.sparkContext.master
+        heap = driver_heap_bytes(spark)
+        total = machine_memory()
+        source = ("--driver-memory" if driver_memory
+                  else "--conf" if "spark.driver.memory" in cli_conf
+                  else "spark-submit" if "spark.driver.memory" in submitted
+                  else "Spark's default" if jvm_running
+                  else f"{DRIVER_MEMORY_SHARE:.0%} of this machine's {total / (1 << 30):.1f} GiB")
+        print(f"tfront wcc: Spark master {master}; driver memory "
+              f"{spark.sparkContext.getConf().get('spark.driver.memory', '1g')} ({source}; "
+              f"heap {format_memory(heap)})"
+              + ("" if master.startswith("local[") or master == "local" else
+                 f"; executor memory {spark.sparkContext.getConf().get('spark.executor.memory', '1g')}")
+              + f"; epochs of up to {rows:,} rows finish on the driver ({why})",
+              file=sys.stderr, flush=True)
+
         def report(s: EpochSummary) -> None:
             done.append(s)
             print(f"{s.line()}; input {s.source}", flush=True)
@@ -1208,6 +1322,13 @@ def main_wcc(args) -> int:
             print(f"tfront wcc: interrupted after {len(done)} epoch"
                   f"{'s' if len(done) != 1 else ''}; {kept}", file=sys.stderr, flush=True)
             return 130
+        except TimelyFrontierError:
+            raise
+        except Exception as e:   # Py4J and Spark errors: a JVM that died or ran out of memory?
+            failure = _jvm_failure(e, oom_marker, heap)
+            if failure is not None:
+                raise failure from e
+            raise
         if not res.epochs:
             where = "nothing written" + (f" to {args.out}" if args.out else "")
             saved = f"; {where}"
@@ -1222,5 +1343,49 @@ def main_wcc(args) -> int:
             print(f"tfront wcc: warning: no epoch file arrived in {args.edges}",
                   file=sys.stderr, flush=True)
     finally:
-        spark.stop()
+        try:
+            spark.stop()
+        except Exception as e:   # a dead JVM: the job's own error says what happened
+            log.debug("stopping the Spark session failed: %s", e)
+        if oom_marker is not None:
+            shutil.rmtree(oom_marker.parent, ignore_errors=True)
     return 0
+
+
+def _jvm_status():
+    """The exit status of the driver JVM this process started, or ``None`` while it runs
+    (or when spark-submit started it)."""
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    return None if proc is None else proc.poll()
+
+
+def _jvm_failure(err: BaseException, oom_marker, heap: int):
+    """The named error for a job that failed because a JVM ran out of memory or died
+    (:class:`SparkMemoryError`, :class:`SparkJobError`), or ``None`` for any other failure."""
+    from .config import format_memory
+    from .errors import SparkJobError, SparkMemoryError
+
+    deadline = time.monotonic() + 3   # a JVM that is exiting takes a moment to be reaped
+    while (_jvm_status() is None and "OutOfMemoryError" not in str(err)
+           and (oom_marker is None or not oom_marker.exists()) and time.monotonic() < deadline):
+        time.sleep(0.1)
+    status = _jvm_status()
+    hint = (f"rerun with a larger --driver-memory (this run's heap: {format_memory(heap)}), or "
+            f"lower TFRONT_WCC_DRIVER_ROWS so that fewer rows are collected on the driver")
+    if oom_marker is not None and oom_marker.exists():
+        return SparkMemoryError(f"the Spark driver JVM ran out of memory and exited "
+                                f"(status {status}): {hint}", status)
+    if "OutOfMemoryError" in str(err):
+        return SparkMemoryError(f"a Spark JVM ran out of memory ({_first_line(err)}): {hint}; "
+                                f"on a cluster, raise --conf spark.executor.memory", status)
+    if status is not None:
+        return SparkJobError(f"the Spark driver JVM exited with status {status} during the job "
+                             f"({_first_line(err)})", status)
+    return None
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}"

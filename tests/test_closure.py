@@ -1,5 +1,5 @@
 """The reference closure ``Psi`` against brute-force path enumeration, and the validity check
-against brute-force cycle enumeration (DESIGN.md 2.4)."""
+against brute-force cycle enumeration (docs/semantics.md 2.4)."""
 
 from itertools import product
 
@@ -93,7 +93,7 @@ def test_closure_equals_brute_force_walks(graph):
 @examples(80)
 @given(small_random)
 def test_simple_paths_suffice_when_every_cycle_strictly_advances(graph):
-    """DESIGN.md 2.4: if every cycle, from each of its locations, maps every t to a
+    """docs/semantics.md 2.4: if every cycle, from each of its locations, maps every t to a
     strictly later time, Psi is the minimum over simple paths."""
     strictly = all(s.strictly_advances()
                    for c in simple_cycles(graph) for r in rotations(c)

@@ -1,4 +1,4 @@
-"""Bad input to the engine API (DESIGN.md section 7): every class of bad input raises its named
+"""Bad input to the engine API (docs/semantics.md 7): every class of bad input raises its named
 exception, the message names the offending operator, port, location, timestamp or row, and a
 rejected call leaves all state exactly as it was (a later valid call behaves as on fresh state).
 """

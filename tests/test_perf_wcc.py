@@ -153,6 +153,30 @@ def test_master_cores():
     assert bw.master_cores("local") == 1
 
 
+def test_large_input_runs_use_the_machine_sized_driver_memory(monkeypatch):
+    """``--driver-memory auto`` leaves spark.driver.memory to the local preset (sized from the
+    machine, as tfront wcc does); ``--epochs`` reaches the child; 20M/50M-edge graphs exist."""
+    assert "spark.driver.memory" not in bw.spark_settings("local[2]", 2, "auto", 10)
+    assert bw.spark_settings("local[2]", 2, "8g", 10)["spark.driver.memory"] == "8g"
+    args = bw.build_parser().parse_args(["--graphs", "rmat20m,rmat50m", "--driver-memory",
+                                         "auto", "--epochs", "4"])
+    assert args.graphs == ["rmat20m", "rmat50m"] and args.epochs == 4
+    args.partitions = 2
+    seen = []
+
+    def popen(cmd, **kw):   # the child's command line, without starting it
+        seen.append(cmd)
+        raise OSError("not started")
+
+    monkeypatch.setattr(bw.subprocess, "Popen", popen)
+    with pytest.raises(OSError, match="not started"):
+        bw.run_child("ours", {"name": "g", "parquet": "g.parquet", "txt": "g.txt"}, args)
+    cmd = seen[0]
+    assert cmd[cmd.index("--epochs") + 1] == "4" and cmd[cmd.index("--driver-memory") + 1] == "auto"
+    assert G.GRAPHS["rmat20m"].params["m"] == 20_000_000
+    assert G.GRAPHS["rmat50m"].params["m"] == 50_000_000
+
+
 def test_table_speedups_and_targets_on_synthetic_runs():
     runs = [
         {"graph": "grid300", "system": "ours", "status": "ok", "whole_s": 10.0, "job_s": 4.0,

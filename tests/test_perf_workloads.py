@@ -1,4 +1,4 @@
-"""perf.workloads: the synthetic workloads of shared/formats/progress-workload-v1.md parse,
+"""perf.workloads: the synthetic workloads of docs/formats.md parse,
 are deterministic in the seed, keep counts non-negative and drain to zero, have the promised
 shape, and replay identically with the reference and propagation trackers."""
 

@@ -1,5 +1,5 @@
 """The array closure ``engine.psi`` (kernel ``gpu_kernels.closure``) against the reference
-closure ``engine.closure`` (DESIGN.md 2.4 and 3, "Storing Psi")."""
+closure ``engine.closure`` (docs/semantics.md 2.4 and docs/batched-engine.md, "Psi")."""
 
 import io
 

@@ -1,4 +1,4 @@
-"""Summary laws (DESIGN.md 2.3): composition, application, and the exact order."""
+"""Summary laws (docs/semantics.md 2.3): composition, application, and the exact order."""
 
 from itertools import product
 

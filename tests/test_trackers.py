@@ -1,4 +1,4 @@
-"""The three trackers agree (DESIGN.md 2.6): implied frontiers from the definition, local
+"""The three trackers agree (docs/semantics.md 2.6): implied frontiers from the definition, local
 propagation (the verified paper's theorem: its converged frontiers are the implied ones) and
 Naiad's occurrence/precursor counts."""
 
@@ -179,7 +179,7 @@ def zero_cycle_graph():
 
 
 def test_zero_advance_cycle_drains_with_psi_but_not_with_local_propagation():
-    """DESIGN.md 2.4: the Psi-based implied frontier drains to empty once the pointstamps
+    """docs/semantics.md 2.4: the Psi-based implied frontier drains to empty once the pointstamps
     are gone, while edge-by-edge propagation keeps the cycle's implications alive."""
     graph, head = zero_cycle_graph()
     entry = graph.target(head, 0)

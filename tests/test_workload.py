@@ -2,7 +2,7 @@
 by hand from the format's definition, the `--time` / `--quiet` / `--strict` /
 `--allow-zero-cycles` options, and malformed workloads (each error names its line).
 
-Hand derivations use the definition of shared/formats/progress-workload-v1.md: the frontier at a
+Hand derivations use the definition of docs/formats.md: the frontier at a
 port is the set of minimal elements of { s(t) : (l', t) has a positive count, s in Psi[l', port] },
 with the identity in Psi[port, port]; channels are the identity; a summary (a, b) maps (e, i) to
 (e + a, i + b). Timestamps are (epoch, iteration) in the product order.

@@ -379,7 +379,7 @@ def _info_strategy(out, path: str, backend: Backend) -> None:
 
 def _rollback(args) -> int:
     """``tfront rollback FILE``: print the answer; ``error: line N: ...`` and status 2 for a
-    malformed file (shared/formats/rollback-v1.md, sections 5 and 6)."""
+    malformed file (the answer format of docs/rollback.md)."""
     from .errors import RollbackFormatError
     from .rollback import format_answer, read_rollback, solve
     try:

@@ -16,9 +16,9 @@ from collections import Counter
 import pytest
 from hypothesis import assume, event, given, strategies as st
 
-from engine.errors import RollbackStateError, TimelyFrontierError
+from engine.errors import RollbackFormatError, RollbackStateError, TimelyFrontierError
 from engine.reference import ImpliedFrontierTracker
-from engine.rollback import Guard, down, parse_rollback, solve
+from engine.rollback import Avail, EdgeDecl, Guard, RollbackProblem, down, parse_rollback, solve
 from engine.rollback_state import (Effects, RunState, count_delta, one_step_pairs, pointstamps,
                                    rebuild, rebuild_counts, state_problem, tracker_graph)
 from tests.strategies import examples
@@ -92,6 +92,46 @@ class Sim:
         self.sync()
 
 
+@st.composite
+def run_problems(draw):
+    """Graphs a run does something on: an input into processor 0, a tree of internal edges
+    from it, extra edges (cycles too), ``shift`` phis, ``need`` overrides and ``step`` subsets
+    (as in ``tests/test_rollback.problems``), sometimes a buffer relaying to an output edge."""
+    ne, ni, k = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(2, 4))
+    times = [(e, i) for e in range(ne) for i in range(ni)]
+    edges = [EdgeDecl("in", None, 0)]
+    edges += [EdgeDecl("edge", draw(st.integers(0, p - 1)), p) for p in range(1, k)]
+    for _ in range(draw(st.integers(0, 3))):
+        a, b = draw(st.integers(0, k - 1)), draw(st.integers(0, k - 1))
+        if a != b:
+            edges.append(EdgeDecl("edge", a, b))
+    buffer = [False] * k
+    if draw(st.booleans()):
+        edges += [EdgeDecl("edge", draw(st.integers(0, k - 1)), k), EdgeDecl("out", k, None)]
+        buffer.append(True)
+    problem = RollbackProblem(ne, ni, buffer, edges)
+    for j, d in enumerate(edges):
+        if d.kind != "edge" or buffer[d.src]:
+            continue
+        problem.shift[j] = draw(st.sampled_from([(0, 0), (0, 0), (0, 1), (1, 0)]))
+        if draw(st.booleans()):
+            over = {}
+            if draw(st.booleans()):
+                over[(0, 0)] = ()
+            if draw(st.booleans()):
+                over[(ne - 1, ni - 1)] = ((ne - 1, ni - 1),)
+            problem.need_over[j] = over
+        if draw(st.booleans()):
+            pairs = sorted(one_step_pairs(problem, j))
+            if pairs:
+                problem.steps[j] = set(draw(st.lists(st.sampled_from(pairs), max_size=4)))
+    try:
+        problem.check()
+    except RollbackFormatError:
+        assume(False)
+    return problem
+
+
 def initial(problem, inputs):
     queues = {k: [] for k in problem.internal()}
     queues.update({k: [] for k, d in enumerate(problem.edges) if d.kind == "in"})
@@ -105,16 +145,18 @@ def canon(state):
             {k: Counter(q) for k, q in state.queues.items()}, state.requests)
 
 
-@given(problems(max_nodes=4, max_times=(3, 2), closed=True), st.sampled_from(list(Guard)),
+@given(st.one_of(run_problems(), problems(max_nodes=4, max_times=(3, 2), closed=True)),
+       st.sampled_from(list(Guard)),
        st.integers(0, 2**32), st.integers(2, 30), st.data())
-@examples(40)
+@examples(150)
 def test_rebuilt_state_replays_to_the_unfailed_run(problem, guard, seed, steps, data):
     rng = random.Random(seed)
+    if not any(d.kind == "in" for d in problem.edges):  # processor 0 is never a buffer
+        problem.edges.append(EdgeDecl("in", None, 0))
     tmap = tracker_graph(problem)
     g = behaviour(problem, [rng.random() < 0.5 for _ in range(problem.n)])
     inputs = [(k, t) for k, d in enumerate(problem.edges) if d.kind == "in"
               for t in problem.times if rng.random() < 0.6]
-    assume(inputs)
     # the run that never fails: its log and the tracker's frontiers after every step
     run = Sim(problem, g, tmap, initial(problem, inputs))
     log, frontiers, states = [], [run.tracker.frontiers()], [run.state.copy()]
@@ -127,9 +169,18 @@ def test_rebuilt_state_replays_to_the_unfailed_run(problem, guard, seed, steps, 
         log.append((p, ev))
         frontiers.append(run.tracker.frontiers())
         states.append(run.state.copy())
-    fail = data.draw(st.integers(0, len(log)), label="failure step")
+    fail = data.draw(st.integers(len(log) // 2, len(log)), label="failure step")
     at_fail = states[fail]
-    answer = solve(state_problem(problem, at_fail), guard)
+    # the failure: a processor that reads no input loses its live history and can only go
+    # back to an epoch checkpoint (or start over)
+    sp = state_problem(problem, at_fail)
+    no_input = [p for p in range(problem.n)
+                if not problem.edges_into(p, ("in",)) and at_fail.histories[p]]
+    if no_input:
+        failed = data.draw(st.sampled_from(no_input), label="failed processor")
+        sp.avail = list(sp.avail)
+        sp.avail[failed] = Avail(every=False, epochs=data.draw(st.integers(-1, problem.ne - 1)))
+    answer = solve(sp, guard)
     event(answer.result)
     assume(answer.result == "ok")
     f = [down(x, problem.ne, problem.ni) for x in answer.choice]

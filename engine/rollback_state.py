@@ -1,4 +1,4 @@
-"""Rebuilding the state after a rollback (Abadi & Isard, *Timely Rollback*, section 5, action
+r"""Rebuilding the state after a rollback (Abadi & Isard, *Timely Rollback*, section 5, action
 *RollbackL2*), and the pointstamp counts the progress tracker must hold afterwards.
 
 A run on a rollback problem's graph is a :class:`RunState`: per processor ``p`` its history
@@ -40,6 +40,26 @@ problem's ``(epoch, iteration)`` in the product order):
 :func:`pointstamps` lists a state's pointstamps as ``(location, timestamp, count)`` rows (the
 tracker's ``update`` vocabulary): each queued message at its edge's input port, each request at
 its processor's clock port. ``docs/rollback.md`` ("Rebuilding the state") explains it.
+
+Processor 0 forwards every message it reads to processor 1 at the same time; processor 1 fails
+and has no checkpoint (``avail 1``: only ``{}``), so it forgets its event at 0 and both messages
+are queued for it again:
+
+>>> from engine.rollback import parse_rollback, solve
+>>> problem = parse_rollback("timely-rollback v1\ntimes 2 1\nnode 0\nnode 1\nin 0 0\n"
+...                          "edge 1 0 1\navail 1\n")
+>>> def g(p, history):
+...     return Effects({1: Counter(t for _k, t in history)} if p == 0 else {}, frozenset())
+>>> state = RunState([[(0, (0, 0)), (0, (1, 0))], [(1, (0, 0))]], {0: [], 1: [(1, 0)]},
+...                  [set(), set()])
+>>> f = [down(x, 2, 1) for x in solve(state_problem(problem, state)).choice]
+>>> [sorted(x) for x in f]
+[[(0, 0), (1, 0)], []]
+>>> new, rows = rebuild_counts(problem, g, state, f)
+>>> new.histories, new.queues
+([[(0, (0, 0)), (0, (1, 0))], []], {0: [], 1: [(0, 0), (1, 0)]})
+>>> rows  # location 3: processor 1's input port for edge 1
+[(3, (0, 0), 1), (3, (1, 0), 1)]
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from collections import Counter
 import pytest
 from hypothesis import assume, event, given, strategies as st
 
+from engine.backend import make_tracker
 from engine.errors import RollbackFormatError, RollbackStateError, TimelyFrontierError
 from engine.reference import ImpliedFrontierTracker
 from engine.rollback import Avail, EdgeDecl, Guard, RollbackProblem, down, parse_rollback, solve
@@ -52,16 +53,23 @@ def behaviour(problem, requesting):
 class Sim:
     """A run: its state, the reference tracker fed with every change of its pointstamps."""
 
-    def __init__(self, problem, g, tmap, state, tracker=None):
+    def __init__(self, problem, g, tmap, state, tracker=None, also=()):
         self.problem, self.g, self.tmap, self.state = problem, g, tmap, state
         self.tracker = tracker or ImpliedFrontierTracker(tmap.graph, strict=True)
+        self.also = list(also)  # more trackers fed the same changes (they must agree)
         self.counts = {(loc, ts): c for (loc, ts), c in self.tracker.counts.items() if c}
+        for tr in self.also:
+            assert {k: c for k, c in tr.counts.items() if c} == self.counts
         self.sync()
 
     def sync(self):
         new = pointstamps(self.tmap, self.state)
-        self.tracker.update(*count_delta(self.counts, new))
+        delta = count_delta(self.counts, new)
+        for tr in [self.tracker] + self.also:
+            tr.update(*delta)
         self.counts = new
+        for tr in self.also:
+            assert tr.frontiers() == self.tracker.frontiers()
 
     def deliverable(self, p, t):
         return not any(all(x <= y for x, y in zip(u, t))
@@ -215,12 +223,15 @@ def test_rebuilt_state_replays_to_the_unfailed_run(problem, guard, seed, steps, 
     assert canon(kept.state) == canon(new)
     assert kept.counts == table
 
-    # (b) a fresh tracker loaded with the rebuilt counts; replay the undone work in the
-    # original order: at the failure point the state and the frontiers are the unfailed run's,
-    # and every later step of the run gives the same frontiers, to the end
-    tracker = ImpliedFrontierTracker(tmap.graph, strict=True)
-    tracker.update([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
-    replay = Sim(problem, g, tmap, new.copy(), tracker)
+    # (b) fresh trackers (the reference and the batched engine, cpu backend) loaded with the
+    # rebuilt counts; replay the undone work in the original order: at the failure point the
+    # state and the frontiers are the unfailed run's, and every later step of the run gives the
+    # same frontiers, to the end
+    trackers = [ImpliedFrontierTracker(tmap.graph, strict=True),
+                make_tracker(tmap.graph, "cpu", strict=True)]
+    for tr in trackers:
+        tr.update([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    replay = Sim(problem, g, tmap, new.copy(), trackers[0], trackers[1:])
     assert replay.counts == table
     for p, ev in log[:fail]:
         if ev[1] not in f[p]:

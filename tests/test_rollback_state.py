@@ -192,7 +192,9 @@ def test_rebuilt_state_replays_to_the_unfailed_run(problem, guard, seed, steps, 
     event(answer.result)
     assume(answer.result == "ok")
     f = [down(x, problem.ne, problem.ni) for x in answer.choice]
+    snapshot = at_fail.copy()
     new, rows = rebuild_counts(problem, g, at_fail, f, tmap)
+    assert canon(at_fail) == canon(snapshot)  # the failed state is not changed
     undone = sum(1 for p, (_k, t) in log[:fail] if t not in f[p])
     event("work undone" if undone else "nothing undone")
 
@@ -216,6 +218,10 @@ def test_rebuilt_state_replays_to_the_unfailed_run(problem, guard, seed, steps, 
     # rolled-back state (counts included) is the one a run that only ever did the kept work,
     # in the original order, reaches
     assert all(t in f[p] for p, h in enumerate(new.histories) for _k, t in h)
+    for k in problem.internal():  # each queued message has a cause in the kept history
+        pairs, src = one_step_pairs(problem, k), problem.edges[k].src
+        assert all(any((a, t) in pairs for _e, a in new.histories[src]) for t in new.queues[k])
+    assert all(r <= f[p] for p, r in enumerate(new.requests))  # g requests at its events' times
     kept = Sim(problem, g, tmap, initial(problem, inputs))
     for p, ev in log[:fail]:
         if ev[1] in f[p]:

@@ -25,6 +25,7 @@ __all__ = [
     "CountOverflowError",
     "WorkloadFormatError",
     "RollbackFormatError",
+    "RollbackStateError",
     "BackendError",
     "ConvergenceError",
     "ProgressLogError",
@@ -125,6 +126,12 @@ class RollbackFormatError(TimelyFrontierError, ValueError):
     def __init__(self, message: str, line: int | None = None):
         super().__init__(message if line is None else f"line {line}: {message}")
         self.line = line
+
+
+class RollbackStateError(TimelyFrontierError, ValueError):
+    """A rollback's state cannot be rebuilt (``engine.rollback_state``): the choice of frontiers
+    is malformed or fails the full guard on the run's state, or the problem's could-result-in
+    cannot be expressed as tracker summaries; the message says which."""
 
 
 class BackendError(TimelyFrontierError, ValueError):

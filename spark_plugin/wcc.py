@@ -176,10 +176,10 @@ class WccResult:
     stage's tasks, and the driver's finishing union-find as one task); ``kernel_fallbacks``
     maps each reason a task ran the CPU kernels although ``cuda`` or ``auto`` was requested
     to its number of tasks; ``service_backend`` is the frontier service's engine backend.
-    ``kernel_seconds`` is the time the driver took, before the first epoch, to load its
-    kernels from Numba's cache -- or to compile them, ``kernels_compiled`` > 0 (the number of
-    compilations: a first run, or an empty cache); it is part of ``seconds`` and not of
-    ``tracking_seconds``. ``checkpoints``: with a checkpoint directory, the checkpoints left
+    ``kernel_seconds`` is the time the driver took to load its kernels from Numba's cache --
+    or to compile them, ``kernels_compiled`` > 0 (the number of compilations: a first run,
+    or an empty cache) -- on the tracking thread while the job read its first epoch and ran
+    its first Spark job; waiting for it is not part of ``tracking_seconds``. ``checkpoints``: with a checkpoint directory, the checkpoints left
     there -- the stars and the labels of the newest final epoch run on Spark, what a restart
     from that epoch needs; everything superseded is deleted as the job goes."""
 
@@ -794,8 +794,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         epochs, with the round and the frontier at ``label.in0``, when stderr is a terminal;
         ``2`` also one line per round (through the bar); ``0`` or ``False`` nothing. Write
         other lines with :func:`write_line` (as ``tfront wcc`` does) so that none is drawn
-        over the bar. Before its first epoch the job loads the driver's kernels; when that
-        compiles them (a first run, an empty Numba cache) it says so once on stderr, and the
+        over the bar. The job first loads the driver's kernels; when that compiles them (a first run, an empty Numba cache) it says so once on stderr, and the
         time is ``result.kernel_seconds``, not tracking time.
     on_epoch : callable, optional
         Called with each :class:`EpochSummary` right after the epoch is written.
@@ -865,8 +864,13 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                               [r[2] for r in rows], producer, s))
         return time.perf_counter() - t0
 
+    loading: list = []   # the driver's kernel loading, first on the tracking thread
+
     def sync():
         nonlocal tracking, background
+        if loading:   # waiting for the kernels to load (or compile) is not tracking
+            watch = loading.pop().result()
+            result.kernel_seconds, result.kernels_compiled = watch.seconds, watch.compiled
         while pending:
             fut = pending.pop(0)
             t0 = time.perf_counter()
@@ -1010,18 +1014,23 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     warm.shutdown(wait=False)
     total, sources = epoch_sources(edges, epochs, follow=follow)
     bar = _Progress(progress, total)
-    # The driver's kernels (the frontier service's and the WCC kernels for the epochs it
-    # finishes) are loaded before any tracking, timed apart: a first run compiles them into
-    # Numba's cache, which is not progress tracking (and says so once).
-    with CompileWatch(lambda: bar.note("compiling the Numba kernels (once: cached for later "
-                                       "runs) ...")) as watch:
-        tracker = getattr(svc, "_tracker", None)
-        if getattr(tracker, "kernels", None) is not None:
-            from engine.batched import warm_up
-            warm_up(wg.graph.m, wg.graph.max_depth, tracker.kernels,
-                    strategies=(tracker.strategy.value,))
-        _WarmKernels(requested)()
-    result.kernel_seconds, result.kernels_compiled = watch.seconds, watch.compiled
+    # The driver's kernels (the WCC kernels for the epochs it finishes, and the frontier
+    # service's) are loaded first on the tracking thread, while this thread reads the input
+    # and starts the first Spark job; they are timed apart: a first run compiles them into
+    # Numba's cache, which is not progress tracking (and says so once). The first sync waits
+    # for them outside the tracking time.
+    def load_kernels():
+        with CompileWatch(lambda: bar.note("compiling the Numba kernels (once: cached for "
+                                           "later runs) ...")) as watch:
+            _WarmKernels(requested)()
+            tracker = getattr(svc, "_tracker", None)
+            if getattr(tracker, "kernels", None) is not None:
+                from engine.batched import warm_up
+                warm_up(wg.graph.m, wg.graph.max_depth, tracker.kernels,
+                        strategies=(tracker.strategy.value,))
+        return watch
+
+    loading.append(pool.submit(load_kernels))
     state = None        # converged stars (a = component, b = vertex), f false
     state_ids: set = set()
     labels = None       # vertex, component of all vertices seen so far

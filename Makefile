@@ -13,7 +13,7 @@ export SPARK_LOCAL_IP
 
 help:
 	@echo "Targets:"
-	@echo "  make venv        create .venv and install the project with the [spark,dev] extras"
+	@echo "  make venv        create .venv, install the project with the [spark,dev] extras, compile the kernels"
 	@echo "  make java-check  check that Java 17 or newer is available (needed by Spark)"
 	@echo "  make run         run the WCC job on the bundled sample graph (tfront wcc, 4 epochs)"
 	@echo "  make progress    the same with --progress-log, drawn by tfront progress (PNG + HTML in build/)"
@@ -28,6 +28,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q -e '.[spark,dev]'
+	$(VENV)/bin/python -m engine.jit
 	touch $@
 
 # Spark uses $JAVA_HOME/bin/java when JAVA_HOME is set, else `java` on PATH: check the same one.

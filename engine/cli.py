@@ -141,6 +141,12 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--checkpoint-dir", default=None,
                    help="checkpoint the Spark loop's stages reliably here (e.g. an HDFS path on a "
                         "cluster) instead of localCheckpoint")
+    talk = w.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_true",
+                      help="print only warnings and errors (no progress bar, epoch lines or totals)")
+    talk.add_argument("-v", "--verbose", action="count", default=0,
+                      help="-v: also a line per round, which task ran which kernels, and Spark's "
+                           "warnings; -vv: also debug output and Spark's INFO log")
     w.add_argument("--follow", type=_positive_seconds, nargs="?", const=float("inf"), default=None,
                    metavar="IDLE",
                    help="consume the directory EDGES as a stream: new files become epochs as they "

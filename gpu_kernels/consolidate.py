@@ -272,7 +272,8 @@ def merge_counts(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
             c = row_cmp(t_loc[i], t_ts[i], b_loc[j], b_ts[j], W)
         if c < 0:           # table row untouched
             o_loc[k] = t_loc[i]
-            o_ts[k] = t_ts[i]
+            for w in range(W):
+                o_ts[k, w] = t_ts[i, w]
             o_cnt[k] = t_cnt[i]
             k += 1
             i += 1
@@ -291,7 +292,8 @@ def merge_counts(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
             flip[b_loc[j]] = True
         if new != 0:
             o_loc[k] = b_loc[j]
-            o_ts[k] = b_ts[j]
+            for w in range(W):
+                o_ts[k, w] = b_ts[j, w]
             o_cnt[k] = new
             k += 1
         j += 1

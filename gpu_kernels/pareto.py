@@ -37,6 +37,17 @@ __all__ = ["segment_frontiers", "antichain_insert", "sort_rows_inplace", "sort_r
            "frontier_update", "frontier_update_cuda"]
 
 
+@njit(cache=True, nogil=True)
+def copy_rows(dst, d0, src, s0, n):
+    """``dst[d0:d0 + n] = src[s0:s0 + n]`` for row arrays ``int64[:, W]``, as a loop. A
+    slice assignment compiles NumPy's shape-mismatch error path (an f-string: Numba's
+    unicode formatting, 1 to 2 s of compile time for each kernel's first one), although
+    here the shapes always match."""
+    for i in range(n):
+        for c in range(src.shape[1]):
+            dst[d0 + i, c] = src[s0 + i, c]
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _counters_lt(a, b, m, W):
     for p in range(m, W):
@@ -99,7 +110,7 @@ def segment_frontiers(t_ts, t_cnt, seg_ptr, locs, m):
             if k == cap:
                 cap *= 2
                 grown = np.empty((cap, W), dtype=np.int64)
-                grown[:k] = out[:k]
+                copy_rows(grown, 0, out, 0, k)
                 out = grown
             for c in range(W):
                 out[k, c] = row[c]
@@ -190,10 +201,10 @@ def replace_segments(ptr, rows, locs, sel_ptr, sel_rows):
     for l in range(L):
         if j < locs.shape[0] and locs[j] == l:
             c, d = sel_ptr[j], sel_ptr[j + 1]
-            new_rows[new_ptr[l]:new_ptr[l + 1]] = sel_rows[c:d]
+            copy_rows(new_rows, new_ptr[l], sel_rows, c, d - c)
             j += 1
         else:
-            new_rows[new_ptr[l]:new_ptr[l + 1]] = rows[ptr[l]:ptr[l + 1]]
+            copy_rows(new_rows, new_ptr[l], rows, ptr[l], ptr[l + 1] - ptr[l])
     return new_ptr, new_rows, changed[:nc]
 
 

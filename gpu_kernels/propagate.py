@@ -47,7 +47,7 @@ import numpy as np
 from numba import njit
 
 from . import _cuda
-from .pareto import antichain_insert, sort_rows_inplace, sort_rows_with
+from .pareto import antichain_insert, copy_rows, sort_rows_inplace, sort_rows_with
 from .summary_rows import apply_into, ts_cmp, ts_le
 
 __all__ = ["edgewise", "gather_closure", "frontier_changes", "walk_changes", "relax_into",
@@ -61,7 +61,7 @@ def _grow(buf, need):
         return buf
     cap = max(need, 2 * buf.shape[0])
     out = np.empty((cap, buf.shape[1]), dtype=buf.dtype)
-    out[:buf.shape[0]] = buf
+    copy_rows(out, 0, buf, 0, buf.shape[0])
     return out
 
 
@@ -156,7 +156,7 @@ def edgewise(m, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank, scc, scc_
     C = scc_ptr.shape[0] - 1
     # current values start as the old ones, in a growable pool
     pool = np.empty((max(16, 2 * I_ts.shape[0]), W), dtype=np.int64)
-    pool[:I_ts.shape[0]] = I_ts
+    copy_rows(pool, 0, I_ts, 0, I_ts.shape[0])
     used = I_ts.shape[0]
     cur_start = I_ptr[:-1].copy()
     cur_len = I_ptr[1:] - I_ptr[:-1]
@@ -217,7 +217,7 @@ def edgewise(m, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank, scc, scc_
                     break
         if not same:
             pool = _grow(pool, used + n)
-            pool[used:used + n] = scratch[:n]
+            copy_rows(pool, used, scratch, 0, n)
             cur_start[l] = used
             cur_len[l] = n
             used += n
@@ -232,7 +232,7 @@ def edgewise(m, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank, scc, scc_
         new_ptr[l + 1] = new_ptr[l] + cur_len[l]
     new_ts = np.empty((new_ptr[L], W), dtype=np.int64)
     for l in range(L):
-        new_ts[new_ptr[l]:new_ptr[l + 1]] = pool[cur_start[l]:cur_start[l] + cur_len[l]]
+        copy_rows(new_ts, new_ptr[l], pool, cur_start[l], cur_len[l])
     return new_ptr, new_ts, np.nonzero(touched)[0], steps
 
 
@@ -306,7 +306,7 @@ def gather_closure(m, pair_ptr, pair_dst, sum_ptr, t_ptr, t_src, t_pair, count, 
                         n = antichain_insert(scratch, n, cand, m, W)
         sort_rows_inplace(scratch, n, W)
         pool = _grow(pool, used + n)
-        pool[used:used + n] = scratch[:n]
+        copy_rows(pool, used, scratch, 0, n)
         start[l2] = used
         new_len[l2] = n
         used += n
@@ -316,9 +316,9 @@ def gather_closure(m, pair_ptr, pair_dst, sum_ptr, t_ptr, t_src, t_pair, count, 
     new_ts = np.empty((new_ptr[L], W), dtype=np.int64)
     for l in range(L):
         if hit[l]:
-            new_ts[new_ptr[l]:new_ptr[l + 1]] = pool[start[l]:start[l] + new_len[l]]
+            copy_rows(new_ts, new_ptr[l], pool, start[l], new_len[l])
         else:
-            new_ts[new_ptr[l]:new_ptr[l + 1]] = I_ts[I_ptr[l]:I_ptr[l + 1]]
+            copy_rows(new_ts, new_ptr[l], I_ts, I_ptr[l], I_ptr[l + 1] - I_ptr[l])
     return new_ptr, new_ts, np.nonzero(hit)[0]
 
 

@@ -149,7 +149,8 @@ def spark_conf(preset: "str | Preset", **options) -> dict[str, str]:
 
 
 def build_session(preset: "str | Preset" = Preset.LOCAL, *, app_name: str = "timely-frontier",
-                  conf: Mapping[str, str] | None = None, **options):
+                  conf: Mapping[str, str] | None = None, log_level: str | None = None,
+                  **options):
     """Start (or get) a ``SparkSession`` configured by ``preset``.
 
     Parameters
@@ -158,6 +159,11 @@ def build_session(preset: "str | Preset" = Preset.LOCAL, *, app_name: str = "tim
     app_name : str
     conf : mapping, optional
         Extra or overriding settings (e.g. ``{"spark.master": "local[2,4]"}``).
+    log_level : str, optional
+        Spark's (log4j's) root log level, e.g. ``"error"``: when this call starts the driver
+        JVM, from its first line on, and the JVM's own start-up notices are left out below
+        ``warn`` (:func:`spark_plugin.console.start_jvm`); otherwise through
+        ``setLogLevel``. Default: Spark's own configuration.
     **options
         Preset arguments (see :func:`preset_settings`).
 
@@ -179,10 +185,16 @@ def build_session(preset: "str | Preset" = Preset.LOCAL, *, app_name: str = "tim
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         if is_embedded_master(settings.get("spark.master", "local[*]")):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if log_level is not None:
+        from .console import start_jvm
+        start_jvm(settings, log_level)   # nothing when a JVM already runs
     builder = SparkSession.builder.appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    if log_level is not None:
+        session.sparkContext.setLogLevel(log_level.upper())
+    return session
 
 
 #: ``local`` preset keys that only make sense when Spark runs embedded in this process

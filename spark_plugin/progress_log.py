@@ -48,12 +48,14 @@ __all__ = ["ProgressRecorder", "job_description", "input_names"]
 def job_description(job: str, step: str, epoch: int, iteration: int) -> str:
     """The Spark job description of a step: ``'wcc epoch 3 round 2: small-star'``.
 
-    ``round`` is the loop iteration, counted from 0 as in the job's progress lines.
+    ``round`` counts the loop's rounds from 1, as the progress bar, the ``-v`` round lines
+    and the epoch line's ``rounds R`` do: the step of loop iteration ``i`` (the timestamp
+    coordinate, from 0) is in round ``i + 1``.
 
-    >>> job_description("wcc", "small-star", 3, 2)
+    >>> job_description("wcc", "small-star", 3, 1)
     'wcc epoch 3 round 2: small-star'
     """
-    return f"{job} epoch {epoch} round {iteration}: {step}"
+    return f"{job} epoch {epoch} round {iteration + 1}: {step}"
 
 
 def input_names(graph: Graph) -> dict[int, str]:

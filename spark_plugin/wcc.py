@@ -50,6 +50,7 @@ import pyarrow.compute as pc
 from engine import Backend, GraphBuilder, Summary
 from engine.backend import ENV_VAR
 from engine.errors import BackendError, TimelyFrontierError
+from engine.jit import CompileWatch
 from gpu_kernels.unionfind import compact_ids
 
 from .device import KernelPlacement, place_kernels
@@ -189,7 +190,13 @@ class WccResult:
     backend; ``kernels`` counts tasks per backend their kernels actually ran on (every
     stage's tasks, and the driver's finishing union-find as one task); ``kernel_fallbacks``
     maps each reason a task ran the CPU kernels although ``cuda`` or ``auto`` was requested
-    to its number of tasks; ``service_backend`` is the frontier service's engine backend."""
+    to its number of tasks; ``service_backend`` is the frontier service's engine backend.
+    ``kernel_seconds`` is the time the driver took to load its kernels from Numba's cache --
+    or to compile them, ``kernels_compiled`` > 0 (the number of compilations: a first run,
+    or an empty cache) -- on the tracking thread while the job read its first epoch and ran
+    its first Spark job; waiting for it is not part of ``tracking_seconds``. ``checkpoints``: with a checkpoint directory, the checkpoints left
+    there -- the stars and the labels of the newest final epoch run on Spark, what a restart
+    from that epoch needs; everything superseded is deleted as the job goes."""
 
     epochs: list[EpochSummary] = field(default_factory=list)
     seconds: float = 0.0
@@ -203,6 +210,30 @@ class WccResult:
     kernels: dict = field(default_factory=dict)
     kernel_fallbacks: dict = field(default_factory=dict)
     service_backend: str = ""
+    kernel_seconds: float = 0.0
+    kernels_compiled: int = 0
+    checkpoints: tuple = ()
+
+    def total_line(self, out: str | None = None) -> str:
+        """The job's summary: epochs, job seconds, and apart from each other the time the
+        driver took to load (or, the first time, compile) its kernels and the progress
+        tracking time.
+
+        >>> WccResult(seconds=4.0, tracking_seconds=0.05, kernel_seconds=0.2).total_line("o")
+        'total: 0 epochs, 4.00 s (kernels loaded 0.20 s, progress tracking 0.05 s), labels in o'
+        """
+        if self.kernels_compiled:
+            kernels = f"kernels compiled {self.kernel_seconds:.2f} s (once: cached for later runs)"
+        else:
+            kernels = f"kernels loaded {self.kernel_seconds:.2f} s"
+        if not self.epochs:
+            saved = "; nothing written" + (f" to {out}" if out else "")
+        elif out:
+            saved = f", labels in {out}"
+        else:
+            saved = ", labels not saved (no --out given)"
+        return (f"total: {len(self.epochs)} epochs, {self.seconds:.2f} s ({kernels}, progress "
+                f"tracking {self.tracking_seconds:.2f} s){saved}")
 
     def kernels_line(self) -> str:
         """One line: the requested backend, tasks per backend, and each CPU fallback's reason.
@@ -597,14 +628,37 @@ def _delta_batch(rows, producer: str, seq: int, large: bool,
 _STEP_NAMES = {"small": "small-star", "large": "large-star"}
 
 
-class _Progress:
-    """tqdm bar on a terminal, plain log lines otherwise, nothing when disabled."""
 
-    def __init__(self, enabled: bool | None, total: int):
-        tty = sys.stderr.isatty()
-        self.enabled = True if enabled is None else bool(enabled)
+def write_line(text: str, file=None) -> None:
+    """Write one line to ``file`` (default stdout) through the progress bar: a tqdm bar on
+    the terminal is cleared first and redrawn after, so the two never share a line."""
+    file = sys.stdout if file is None else file
+    tqdm = sys.modules.get("tqdm")   # a bar exists only if tqdm was imported
+    if tqdm is None:
+        print(text, file=file, flush=True)
+        return
+    with tqdm.tqdm.external_write_mode(file=file):
+        file.write(text + "\n")
+        file.flush()
+
+
+class _Progress:
+    """What the job shows on stderr while it runs, by ``level``:
+
+    * 0: nothing;
+    * 1 (the default): on a terminal a tqdm bar of final epochs, its postfix the current
+      epoch's round and the frontier at ``label.in0``; nothing otherwise;
+    * 2 (``-v``): also one line per round, ``wcc: epoch E round R: frontier label.in0 {..}``
+      (written through the bar on a terminal).
+
+    Rounds are counted from 1: after round ``R`` of an epoch the bar and the round line say
+    ``round R``, and an epoch that ends there says ``rounds R`` (:class:`EpochSummary`).
+    """
+
+    def __init__(self, level: "bool | int | None", total: int | None):
+        self.level = 1 if level is None or level is True else int(level)
         self.bar = None
-        if self.enabled and tty:
+        if self.level >= 1 and sys.stderr.isatty():
             try:
                 from tqdm import tqdm
                 self.bar = tqdm(total=total, unit="epoch", desc="wcc", file=sys.stderr,
@@ -612,20 +666,23 @@ class _Progress:
             except ImportError:  # pragma: no cover
                 self.bar = None
 
-    def round(self, epoch: int, it: int, frontier) -> None:
-        if not self.enabled:
-            return
-        text = f"epoch {epoch} round {it} frontier label.in0 {_fmt_frontier(frontier)}"
+    def note(self, text: str) -> None:
+        """A one-off message (``wcc: text``) on stderr, shown from level 1."""
+        if self.level >= 1:
+            write_line(f"wcc: {text}", sys.stderr)
+
+    def round(self, epoch: int, rounds: int, frontier) -> None:
+        """Round ``rounds`` (1, 2, ...) of ``epoch`` is complete; ``frontier`` at label.in0."""
         if self.bar is not None:
-            self.bar.set_postfix_str(f"round {it}, frontier {_fmt_frontier(frontier)}")
-        else:
-            print(f"wcc: {text}", file=sys.stderr, flush=True)
+            self.bar.set_postfix_str(f"epoch {epoch} round {rounds}, frontier label.in0 "
+                                     f"{_fmt_frontier(frontier)}")
+        if self.level >= 2:
+            write_line(f"wcc: epoch {epoch} round {rounds}: frontier label.in0 "
+                       f"{_fmt_frontier(frontier)}", sys.stderr)
 
     def epoch(self, summary: EpochSummary) -> None:
         if self.bar is not None:
             self.bar.update(1)
-        elif self.enabled:
-            print(f"wcc: {summary.line()} (final)", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -645,16 +702,25 @@ class _Checkpoints:
     """Truncates lineage after every stage. With no directory: ``localCheckpoint`` (executor
     storage, fast), tracking the RDDs it persists to release them when superseded. With a
     checkpoint directory (a reliable file system, e.g. HDFS on a cluster): ``checkpoint``,
-    written there, so an executor lost mid-run costs a recomputation of nothing but its
-    current stage; superseded files are removed by Spark's cleaner when
-    ``spark.cleaner.referenceTracking.cleanCheckpoints`` is true (the ``gpu-cluster``
-    preset sets it)."""
+    written there (under the run's own ``<directory>/<uuid>``, which ``setCheckpointDir``
+    creates), so an executor lost mid-run costs a recomputation of nothing but its current
+    stage. Each checkpoint is then known by the ``rdd-*`` directories it added, and
+    :meth:`release` deletes them once superseded (through Hadoop's ``FileSystem``, so HDFS
+    too) -- Spark's own cleaner would only do so when the JVM collects the RDD, and only with
+    ``spark.cleaner.referenceTracking.cleanCheckpoints``. :meth:`close` deletes everything of
+    the run but what it is told to keep: the newest completed epoch's stars and labels, the
+    state a recovery would restart from."""
 
     def __init__(self, spark, directory: str | None = None):
         self.sc = spark.sparkContext
         self.reliable = directory is not None
+        self.root = None
         if self.reliable:
             self.sc.setCheckpointDir(str(directory))
+            jvm = self.sc._jvm
+            root = self.sc._jsc.sc().getCheckpointDir().get()   # <directory>/<uuid>
+            self.root = jvm.org.apache.hadoop.fs.Path(root)
+            self.fs = self.root.getFileSystem(self.sc._jsc.hadoopConfiguration())
 
     def _ids(self) -> set:
         from py4j.protocol import Py4JError
@@ -665,9 +731,19 @@ class _Checkpoints:
             log.warning("cannot list persisted RDDs (%s); superseded checkpoints stay cached", e)
             return set()
 
+    def _files(self) -> set:
+        """The run's checkpoint directories (``.../<uuid>/rdd-N``, as URI strings)."""
+        if not self.fs.exists(self.root):
+            return set()
+        return {st.getPath().toString() for st in self.fs.listStatus(self.root)}
+
     def checkpoint(self, df):
+        """``(checkpointed df, ids)``: ids name what :meth:`release` frees (persisted RDD ids,
+        or the checkpoint directories written)."""
         if self.reliable:
-            return df.checkpoint(eager=True), set()
+            before = self._files()
+            out = df.checkpoint(eager=True)
+            return out, self._files() - before
         before = self._ids()
         out = df.localCheckpoint(eager=True)
         return out, self._ids() - before
@@ -677,6 +753,13 @@ class _Checkpoints:
             return
         from py4j.protocol import Py4JError
 
+        if self.reliable:
+            for path in ids:
+                try:
+                    self.fs.delete(self.sc._jvm.org.apache.hadoop.fs.Path(path), True)
+                except Py4JError as e:   # the labels are right regardless: say what is left
+                    log.warning("cannot delete the superseded checkpoint %s: %s", path, e)
+            return
         try:
             rdds = self.sc._jsc.getPersistentRDDs()
             for i in ids:
@@ -685,6 +768,24 @@ class _Checkpoints:
                     r.unpersist(False)
         except Py4JError as e:  # only a memory optimisation: keep going, say why
             log.warning("cannot unpersist superseded checkpoints: %s", e)
+
+    def close(self, live, keep=frozenset()) -> tuple:
+        """End of the run: release ``live`` (the ids still held) but ``keep``; with a
+        directory, also delete any other checkpoint of the run (a stage of a failed epoch),
+        and the run's directory when nothing is kept. Returns the kept checkpoint
+        directories, sorted."""
+        if not self.reliable:
+            self.release(set(live) | set(keep))
+            return ()
+        from py4j.protocol import Py4JError
+
+        try:
+            self.release(self._files() - set(keep))
+            if not keep:
+                self.fs.delete(self.root, True)
+        except Py4JError as e:
+            log.warning("cannot clean the checkpoint directory %s: %s", self.root, e)
+        return tuple(sorted(keep))
 
 
 def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
@@ -728,10 +829,13 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         gives the service the ``cpu`` backend (logged) instead of failing: the tasks still
         use their own GPUs. Which backend the tasks actually used is in
         ``result.kernels``, ``result.kernel_fallbacks`` and each epoch's ``kernels``.
-    progress : bool, optional
-        Report progress on stderr: a tqdm bar (epochs, with the round and the frontier at
-        ``label.in0``) when stderr is a terminal, plain log lines otherwise. Default on;
-        ``False`` is silent.
+    progress : bool or int, optional
+        Progress on stderr (:class:`_Progress`): ``1`` (default, or ``True``) a tqdm bar of
+        epochs, with the round and the frontier at ``label.in0``, when stderr is a terminal;
+        ``2`` also one line per round (through the bar); ``0`` or ``False`` nothing. Write
+        other lines with :func:`write_line` (as ``tfront wcc`` does) so that none is drawn
+        over the bar. The job first loads the driver's kernels; when that compiles them (a first run, an empty Numba cache) it says so once on stderr, and the
+        time is ``result.kernel_seconds``, not tracking time.
     on_epoch : callable, optional
         Called with each :class:`EpochSummary` right after the epoch is written.
     task_wrapper : callable, optional
@@ -814,8 +918,13 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                               [r[2] for r in rows], producer, s))
         return time.perf_counter() - t0
 
+    loading: list = []   # the driver's kernel loading, first on the tracking thread
+
     def sync():
         nonlocal tracking, background
+        if loading:   # waiting for the kernels to load (or compile) is not tracking
+            watch = loading.pop().result()
+            result.kernel_seconds, result.kernels_compiled = watch.seconds, watch.compiled
         while pending:
             fut = pending.pop(0)
             t0 = time.perf_counter()
@@ -955,8 +1064,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     # starts the Python workers and loads their kernels meanwhile, so the first stage does
     # not wait for both; when the tasks read Parquet themselves the first stage is submitted
     # at once and starts the workers itself.
-    warm = ThreadPoolExecutor(2, thread_name_prefix="wcc-warm")
-    warming = [warm.submit(_WarmKernels(requested))]
+    warm = ThreadPoolExecutor(1, thread_name_prefix="wcc-warm")
+    warming = []
     if not (executor_input and _tasks_read(edges)):
         warming.append(warm.submit(lambda: spark.sparkContext.parallelize(range(P), P)
                                    .mapPartitions(_WarmKernels(requested)).collect()))
@@ -971,10 +1080,28 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         steps.close(err)   # a reader of the log learns that the job ended, and why
         raise
     bar = _Progress(progress, total)
+    # The driver's kernels (the WCC kernels for the epochs it finishes, and the frontier
+    # service's) are loaded first on the tracking thread, while this thread reads the input
+    # and starts the first Spark job; they are timed apart: a first run compiles them into
+    # Numba's cache, which is not progress tracking (and says so once). The first sync waits
+    # for them outside the tracking time.
+    def load_kernels():
+        with CompileWatch(lambda: bar.note("compiling the Numba kernels (once: cached for "
+                                           "later runs) ...")) as watch:
+            _WarmKernels(requested)()
+            tracker = getattr(svc, "_tracker", None)
+            if getattr(tracker, "kernels", None) is not None:
+                from engine.batched import warm_up
+                warm_up(wg.graph.m, wg.graph.max_depth, tracker.kernels,
+                        strategies=(tracker.strategy.value,))
+        return watch
+
+    loading.append(pool.submit(load_kernels))
     state = None        # converged stars (a = component, b = vertex), f false
     state_ids: set = set()
     labels = None       # vertex, component of all vertices seen so far
     labels_ids: set = set()
+    kept: set = set()   # the checkpoints of the newest final epoch (stars, labels)
     n_edges = 0
     try:
         driver([(wg.a_out, (0, 0), 1)])  # the edge input's capability for epoch 0
@@ -1027,8 +1154,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                         f"epoch {e}: the driver finished the loop, but the frontier at "
                         f"label.in0 {_fmt_frontier(fb)} / star.in0 {_fmt_frontier(fs)} has not "
                         f"passed epoch {e}")
-                bar.round(e, it, fb)
                 rounds = it + 1
+                bar.round(e, rounds, fb)
                 state = (sa, sb)
                 # labels of every vertex seen so far: the star's centre, or the vertex itself.
                 # A vertex of a new edge is a star's centre or leaf unless its component is
@@ -1058,7 +1185,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                             f"epoch {e} iteration {it}: all tasks reported, but the frontier at "
                             f"label.in0 {_fmt_frontier(fb)} / star.in0 {_fmt_frontier(fs)} has "
                             f"not passed ({e}, {it})")
-                    bar.round(e, it, fb)
+                    bar.round(e, it + 1, fb)   # rounds so far: the epoch line's count
                     if not any(t[0] <= e for t in fb):
                         break  # converged: no new edge of epoch e can reach the label operator
                     it += 1
@@ -1069,9 +1196,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                     ids = ids2
                 rounds = it + 1
                 steps.step("labels", e, it)
-                old_state_ids = state_ids
-                state, state_ids = df, ids
-                ck.release(old_state_ids)
+                state, state_ids = df, ids   # the previous stars stay until the epoch is final
                 # labels of every vertex seen so far: the star's centre, or the vertex itself
                 verts = new.select(F.col("a").alias("vertex")).unionByName(
                     new.select(F.col("b").alias("vertex")))
@@ -1082,7 +1207,6 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                     "vertex", "left").select(
                     "vertex", F.coalesce(F.col("component"), F.col("vertex")).alias("component"))
                 lab, lab_ids = ck.checkpoint(lab)
-                ck.release(labels_ids)
                 labels, labels_ids = lab, lab_ids
                 stats = labels.agg(F.count(F.lit(1)).alias("v"),
                                    F.sum((F.col("vertex") == F.col("component")).cast("long"))
@@ -1109,6 +1233,9 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                                    tuple(sorted(epoch_kernels.items())), source.what, n_new)
             result.epochs.append(summary)
             steps.epoch(summary)
+            # final: what a restart needs is this epoch's stars and labels; release the older
+            ck.release(kept - (state_ids | labels_ids))
+            kept = state_ids | labels_ids
             bar.epoch(summary)
             if on_epoch is not None:
                 on_epoch(summary)
@@ -1129,7 +1256,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         for w in warming:   # a warm-up failure is not the job's: the stages say what failed
             if w.exception() is not None:
                 log.warning("warming the WCC kernels failed: %s", w.exception())
-        ck.release(state_ids | labels_ids)
+        result.checkpoints = ck.close(state_ids | labels_ids, kept)
     result.seconds = time.perf_counter() - t_start
     result.tracking_seconds = tracking
     result.tracking_background_seconds = background
@@ -1222,6 +1349,27 @@ def _service_backend(requested: Backend) -> Backend:
     return resolve_backend(requested)[0]
 
 
+#: ``tfront wcc`` verbosity (0 ``--quiet``, 1 default, 2 ``-v``, 3 ``-vv``) -> Spark's log level.
+SPARK_LOG_LEVELS = {0: "error", 1: "error", 2: "warn", 3: "info"}
+
+
+class _BarLogHandler(logging.Handler):
+    """Log records on stderr, written through the progress bar (:func:`write_line`)."""
+
+    def emit(self, record):
+        try:
+            write_line(self.format(record), sys.stderr)
+        except Exception:  # noqa: BLE001 -- logging's own convention
+            self.handleError(record)
+
+
+def verbosity(args) -> int:
+    """``tfront wcc``'s level: 0 with ``--quiet``, else 1 plus the ``-v`` count (at most 3)."""
+    if getattr(args, "quiet", False):
+        return 0
+    return 1 + min(int(getattr(args, "verbose", 0) or 0), 2)
+
+
 def main_wcc(args) -> int:
     """The ``tfront wcc`` command (called by :mod:`engine.cli`, which has checked the options'
     forms). The input is validated -- existence, readability, ``--epochs`` / ``--follow``
@@ -1229,6 +1377,12 @@ def main_wcc(args) -> int:
     line names the input that became the epoch; an epoch without edges is said on stderr,
     a run without ``--out`` in the total line (labels not saved). Ctrl-C stops the job
     cleanly (exit 130; the epochs already printed are written).
+
+    Output by :func:`verbosity`: ``--quiet`` prints only warnings and errors; the default
+    prints each final epoch's line and the totals on stdout and, on a terminal, a progress bar
+    on stderr; ``-v`` adds a line per round and this package's INFO log (which task ran
+    which kernels) and Spark's warnings, ``-vv`` DEBUG and Spark's INFO log. Every line goes
+    through the bar (:func:`write_line`), so none is drawn over it.
 
     Spark settings, lowest precedence first: the ``local`` preset (driver memory sized from
     this machine, loopback networking for a ``local[...]`` master), ``spark.ui.enabled=false``;
@@ -1251,6 +1405,7 @@ def main_wcc(args) -> int:
     epochs = args.epochs
     for note in check_input(args.edges, epochs, follow=follow):
         print(f"tfront wcc: warning: {note}", file=sys.stderr, flush=True)
+    level = verbosity(args)
     cli_conf = dict(getattr(args, "conf", None) or [])
     if args.master:
         cli_conf["spark.master"] = args.master
@@ -1260,7 +1415,8 @@ def main_wcc(args) -> int:
     submitted = submitted_conf()          # {} unless spark-submit started the JVM
     jvm_running = bool(submitted)
     settings = session_conf("local", conf=cli_conf, submitted=submitted,
-                            defaults={"spark.ui.enabled": "false"})
+                            defaults={"spark.ui.enabled": "false",
+                                      "spark.ui.showConsoleProgress": "false"})
     oom_marker = None
     if jvm_running:
         for key in ("spark.driver.memory", "spark.driver.extraJavaOptions"):
@@ -1276,79 +1432,93 @@ def main_wcc(args) -> int:
             f"-XX:OnOutOfMemoryError='touch {oom_marker}'"]))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     done: list[EpochSummary] = []
-    try:
-        spark = build_session("local", app_name="tfront-wcc", conf=settings)
-    except BaseException:
-        if oom_marker is not None:
-            shutil.rmtree(oom_marker.parent, ignore_errors=True)
-        raise
-    if not jvm_running:
-        spark.sparkContext.setLogLevel("ERROR")
-    try:
-        rows, why = driver_finish_rows(spark)
-        master = spark.sparkContext.master
-        heap = driver_heap_bytes(spark)
-        total = machine_memory()
-        source = ("--driver-memory" if driver_memory
-                  else "--conf" if "spark.driver.memory" in cli_conf
-                  else "spark-submit" if "spark.driver.memory" in submitted
-                  else "Spark's default" if jvm_running
-                  else f"{DRIVER_MEMORY_SHARE:.0%} of this machine's {total / (1 << 30):.1f} GiB")
-        print(f"tfront wcc: Spark master {master}; driver memory "
-              f"{spark.sparkContext.getConf().get('spark.driver.memory', '1g')} ({source}; "
-              f"heap {format_memory(heap)})"
-              + ("" if master.startswith("local[") or master == "local" else
-                 f"; executor memory {spark.sparkContext.getConf().get('spark.executor.memory', '1g')}")
-              + f"; epochs of up to {rows:,} rows finish on the driver ({why})",
-              file=sys.stderr, flush=True)
+    handler = _BarLogHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    ours = [logging.getLogger(n) for n in ("engine", "gpu_kernels", "spark_plugin")]
+    saved_levels = (root.level, [lg.level for lg in ours])
+    root.setLevel(logging.WARNING)
+    for lg in ours:
+        lg.setLevel({2: logging.INFO, 3: logging.DEBUG}.get(level, logging.WARNING))
 
-        def report(s: EpochSummary) -> None:
-            done.append(s)
-            print(f"{s.line()}; input {s.source}", flush=True)
-            if s.new_edges == 0:
-                print(f"tfront wcc: warning: epoch {s.epoch}: {s.source} has no edges; its "
-                      f"labels are those of epoch {s.epoch - 1}" if s.epoch else
-                      f"tfront wcc: warning: epoch 0: {s.source} has no edges", file=sys.stderr,
-                      flush=True)
+    def warn(text: str) -> None:
+        write_line(f"tfront wcc: warning: {text}", sys.stderr)
 
+    try:
         try:
-            res = run_wcc(spark, args.edges, epochs=epochs or 1, out=args.out,
-                          partitions=args.partitions, backend=args.backend, on_epoch=report,
-                          follow=follow, checkpoint_dir=getattr(args, "checkpoint_dir", None),
-                          progress_log=log_path)
-        except KeyboardInterrupt:
-            kept = (f"epochs 0-{done[-1].epoch} are written to {args.out}" if done and args.out
-                    else "no epoch was finished" if not done else "labels not saved (no --out)")
-            print(f"tfront wcc: interrupted after {len(done)} epoch"
-                  f"{'s' if len(done) != 1 else ''}; {kept}", file=sys.stderr, flush=True)
-            return 130
-        except TimelyFrontierError:
+            spark = build_session("local", app_name="tfront-wcc", conf=settings,
+                                  log_level=SPARK_LOG_LEVELS[level])
+        except BaseException:
+            if oom_marker is not None:
+                shutil.rmtree(oom_marker.parent, ignore_errors=True)
             raise
-        except Exception as e:   # Py4J and Spark errors: a JVM that died or ran out of memory?
-            failure = _jvm_failure(e, oom_marker, heap)
-            if failure is not None:
-                raise failure from e
-            raise
-        if not res.epochs:
-            where = "nothing written" + (f" to {args.out}" if args.out else "")
-            saved = f"; {where}"
-        elif args.out:
-            saved = f", labels in {args.out}"
-        else:
-            saved = ", labels not saved (no --out given)"
-        print(f"total: {len(res.epochs)} epochs, {res.seconds:.2f} s "
-              f"(progress tracking {res.tracking_seconds:.2f} s){saved}", flush=True)
-        print(res.kernels_line(), flush=True)
-        if not res.epochs:
-            print(f"tfront wcc: warning: no epoch file arrived in {args.edges}",
-                  file=sys.stderr, flush=True)
+        try:
+            rows, why = driver_finish_rows(spark)
+            master = spark.sparkContext.master
+            heap = driver_heap_bytes(spark)
+            total = machine_memory()
+            source = ("--driver-memory" if driver_memory
+                      else "--conf" if "spark.driver.memory" in cli_conf
+                      else "spark-submit" if "spark.driver.memory" in submitted
+                      else "Spark's default" if jvm_running
+                      else f"{DRIVER_MEMORY_SHARE:.0%} of this machine's {total / (1 << 30):.1f} GiB")
+            if level >= 1:
+                sc_conf = spark.sparkContext.getConf()
+                write_line(f"tfront wcc: Spark master {master}; driver memory "
+                           f"{sc_conf.get('spark.driver.memory', '1g')} ({source}; "
+                           f"heap {format_memory(heap)})"
+                           + ("" if master.startswith("local[") or master == "local" else
+                              f"; executor memory {sc_conf.get('spark.executor.memory', '1g')}")
+                           + f"; epochs of up to {rows:,} rows finish on the driver ({why})",
+                           sys.stderr)
+
+            def report(s: EpochSummary) -> None:
+                done.append(s)
+                if level >= 1:
+                    write_line(f"{s.line()}; input {s.source}")
+                if s.new_edges == 0:
+                    warn(f"epoch {s.epoch}: {s.source} has no edges; its labels are those of "
+                         f"epoch {s.epoch - 1}" if s.epoch else
+                         f"epoch 0: {s.source} has no edges")
+
+            try:
+                res = run_wcc(spark, args.edges, epochs=epochs or 1, out=args.out,
+                              partitions=args.partitions, backend=args.backend, progress=level,
+                              on_epoch=report, follow=follow,
+                              checkpoint_dir=getattr(args, "checkpoint_dir", None),
+                              progress_log=log_path)
+            except KeyboardInterrupt:
+                kept = (f"epochs 0-{done[-1].epoch} are written to {args.out}"
+                        if done and args.out else "no epoch was finished" if not done
+                        else "labels not saved (no --out)")
+                write_line(f"tfront wcc: interrupted after {len(done)} epoch"
+                           f"{'s' if len(done) != 1 else ''}; {kept}", sys.stderr)
+                return 130
+            except TimelyFrontierError:
+                raise
+            except Exception as e:   # Py4J and Spark errors: a JVM that died or ran out of memory?
+                failure = _jvm_failure(e, oom_marker, heap)
+                if failure is not None:
+                    raise failure from e
+                raise
+            if level >= 1:
+                write_line(res.total_line(args.out))
+                write_line(res.kernels_line())
+            if not res.epochs:
+                warn(f"no epoch file arrived in {args.edges}")
+        finally:
+            try:
+                spark.stop()
+            except Exception as e:   # a dead JVM: the job's own error says what happened
+                log.debug("stopping the Spark session failed: %s", e)
+            if oom_marker is not None:
+                shutil.rmtree(oom_marker.parent, ignore_errors=True)
     finally:
-        try:
-            spark.stop()
-        except Exception as e:   # a dead JVM: the job's own error says what happened
-            log.debug("stopping the Spark session failed: %s", e)
-        if oom_marker is not None:
-            shutil.rmtree(oom_marker.parent, ignore_errors=True)
+        root.removeHandler(handler)
+        root.setLevel(saved_levels[0])
+        for lg, lv in zip(ours, saved_levels[1]):
+            lg.setLevel(lv)
     return 0
 
 

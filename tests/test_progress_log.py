@@ -92,7 +92,7 @@ def test_each_event_is_on_disk_before_the_next_batch(tmp_path):
     run = read_progress(path)   # the recorder is still open
     assert not run.finished
     assert {ev["input"] for ev in run.of("frontier")} == set(input_names(proto.wg.graph).values())
-    assert run.of("step")[-1]["job"] == "wcc epoch 0 round 0: read"
+    assert run.of("step")[-1]["job"] == "wcc epoch 0 round 1: read"
     proto.rec.close(RuntimeError("disk on fire"))
     end = read_progress(path).end
     assert end["ok"] is False and end["error"] == "RuntimeError: disk on fire"

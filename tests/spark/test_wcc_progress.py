@@ -63,17 +63,17 @@ def test_the_log_follows_every_round_and_spark_jobs_are_named(spark, tmp_path, m
         (s.epoch, s.rounds) for s in res.epochs]
     # frontier events name the round and step the Spark UI shows for that stage's job
     small = [ev for ev in fr if ev["step"] == "small-star"]
-    assert small and all(ev["job"] == f"wcc epoch {ev['epoch']} round {ev['iteration']}: "
+    assert small and all(ev["job"] == f"wcc epoch {ev['epoch']} round {ev['iteration'] + 1}: "
                                       f"small-star" for ev in small)
     # the first messages in flight are epoch 0's edges, sent to label.in1 at (0, 0)
     assert run.of("messages")[0]["in_flight"] == [[0, 0, res.epochs[0].edges]]
     assert run.of("messages")[-1]["in_flight"] == []
     jobs = set(spark_job_descriptions(spark)) - before
     for s in res.epochs:
-        for i in range(s.rounds):
-            assert f"wcc epoch {s.epoch} round {i}: small-star" in jobs, sorted(jobs)
-        assert f"wcc epoch {s.epoch} round 0: contract" in jobs
-        assert f"wcc epoch {s.epoch} round 1: large-star" in jobs
+        for r in range(1, s.rounds + 1):   # rounds counted from 1, as in the epoch line
+            assert f"wcc epoch {s.epoch} round {r}: small-star" in jobs, sorted(jobs)
+        assert f"wcc epoch {s.epoch} round 1: contract" in jobs
+        assert f"wcc epoch {s.epoch} round 2: large-star" in jobs
     assert spark.sparkContext.getLocalProperty("spark.job.description") is None   # cleared
 
 

@@ -220,7 +220,7 @@ class WccResult:
         tracking time.
 
         >>> WccResult(seconds=4.0, tracking_seconds=0.05, kernel_seconds=0.2).total_line("o")
-        'total: 0 epochs, 4.00 s (kernels loaded 0.20 s, progress tracking 0.05 s), labels in o'
+        'total: 0 epochs, 4.00 s (kernels loaded 0.20 s, progress tracking 0.05 s); nothing written to o'
         """
         if self.kernels_compiled:
             kernels = f"kernels compiled {self.kernel_seconds:.2f} s (once: cached for later runs)"

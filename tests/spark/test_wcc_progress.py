@@ -25,21 +25,24 @@ def write_path_graph(path, n=12):
     return path
 
 
-def spark_job_descriptions(spark) -> list:
-    """The descriptions of the session's jobs as the Spark UI shows them (its status store)."""
+def spark_job_descriptions(spark, after: int = -1) -> dict:
+    """The descriptions of the session's jobs with an id above ``after``, by job id, as the
+    Spark UI shows them (its status store). Other tests share the session and run the same
+    job, so jobs are told apart by id, not by description."""
     jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
-    out = []
+    out = {}
     for k in range(jobs.size()):
-        d = jobs.apply(k).description()
-        if d.isDefined():
-            out.append(d.get())
+        job = jobs.apply(k)
+        d = job.description()
+        if job.jobId() > after and d.isDefined():
+            out[job.jobId()] = d.get()
     return out
 
 
 def test_the_log_follows_every_round_and_spark_jobs_are_named(spark, tmp_path, monkeypatch):
     monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")   # every round on Spark
     log = tmp_path / "progress.jsonl"
-    before = set(spark_job_descriptions(spark))
+    before = max(spark_job_descriptions(spark), default=-1)
     res = run_wcc(spark, write_path_graph(tmp_path / "path.txt"), epochs=2, progress=False,
                   progress_log=log)
     run = read_progress(log)
@@ -68,7 +71,7 @@ def test_the_log_follows_every_round_and_spark_jobs_are_named(spark, tmp_path, m
     # the first messages in flight are epoch 0's edges, sent to label.in1 at (0, 0)
     assert run.of("messages")[0]["in_flight"] == [[0, 0, res.epochs[0].edges]]
     assert run.of("messages")[-1]["in_flight"] == []
-    jobs = set(spark_job_descriptions(spark)) - before
+    jobs = set(spark_job_descriptions(spark, after=before).values())
     for s in res.epochs:
         for r in range(1, s.rounds + 1):   # rounds counted from 1, as in the epoch line
             assert f"wcc epoch {s.epoch} round {r}: small-star" in jobs, sorted(jobs)

@@ -89,7 +89,7 @@ def test_cli_in_a_terminal_lines_do_not_interleave_and_rounds_agree(tmp_path):
     assert len(epoch_rows) == 2, screen
     for e, row in enumerate(epoch_rows):   # each epoch line alone on its row
         assert re.fullmatch(rf"epoch {e}: vertices \d+, edges \d+, components 1, rounds \d+, "
-                            r"[\d.]+ s, kernels cpu \d+", row), screen
+                            r"[\d.]+ s, kernels cpu \d+; input \S+ rows \d+-\d+", row), screen
     # the bar's round numbers for each epoch, in the order drawn, end at its epoch line's count
     for e, row in enumerate(epoch_rows):
         rounds = int(re.search(r"rounds (\d+)", row).group(1))
@@ -127,7 +127,7 @@ def test_verbosity_options():
         p.parse_args(["wcc", "g", "-q", "-v"])
     res = WccResult(seconds=4.0, tracking_seconds=0.05, kernel_seconds=0.2)
     assert res.total_line("o") == ("total: 0 epochs, 4.00 s (kernels loaded 0.20 s, progress "
-                                   "tracking 0.05 s), labels in o")
+                                   "tracking 0.05 s); nothing written to o")
     res.kernels_compiled = 12
     assert "kernels compiled 0.20 s (once: cached for later runs)" in res.total_line()
 

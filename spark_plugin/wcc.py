@@ -58,6 +58,7 @@ from .schema import delta_table
 from .service import FrontierService
 from .wcc_io import (EdgeInputError, check_input, edge_files, edge_format, edges_table,
                      epoch_sources, even_cuts, read_edges)
+from .wcc_recovery import OutputLog, crash_point, job_fingerprint
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
            "EdgeInputError", "WccProtocolError", "WccKernels", "wcc_kernels", "WCC_BACKENDS"]
@@ -189,7 +190,9 @@ class WccResult:
     backend; ``kernels`` counts tasks per backend their kernels actually ran on (every
     stage's tasks, and the driver's finishing union-find as one task); ``kernel_fallbacks``
     maps each reason a task ran the CPU kernels although ``cuda`` or ``auto`` was requested
-    to its number of tasks; ``service_backend`` is the frontier service's engine backend."""
+    to its number of tasks; ``service_backend`` is the frontier service's engine backend.
+    ``resumed_at`` is the first epoch this run computed: the epochs before it were already
+    final in ``out`` (crash recovery); ``epochs`` lists only the epochs this run computed."""
 
     epochs: list[EpochSummary] = field(default_factory=list)
     seconds: float = 0.0
@@ -203,6 +206,7 @@ class WccResult:
     kernels: dict = field(default_factory=dict)
     kernel_fallbacks: dict = field(default_factory=dict)
     service_backend: str = ""
+    resumed_at: int = 0
 
     def kernels_line(self) -> str:
         """One line: the requested backend, tasks per backend, and each CPU fallback's reason.
@@ -491,14 +495,17 @@ def _local_path(out) -> bool:
     return "://" not in text or text.startswith("file://")
 
 
-def _append_local(out, epoch: int, labels: pa.Table) -> None:
+def _append_local(out, epoch: int, labels: pa.Table, name: str | None = None) -> list[str]:
     """Append one epoch's labels to the local Parquet dataset ``out`` as one part file,
-    written under a hidden name and renamed when complete (readers -- pyarrow, Spark --
-    skip hidden files, so they never see a partial part). Same columns as Spark's writer:
-    ``epoch, vertex, component`` (int64). No Spark job: the labels are on the driver."""
+    written under a hidden name, fsynced and renamed when complete (readers -- pyarrow,
+    Spark -- skip hidden files, so they never see a partial part). Same columns as Spark's
+    writer: ``epoch, vertex, component`` (int64). No Spark job: the labels are on the
+    driver. Returns the file's name."""
     import uuid
 
     import pyarrow.parquet as pq
+
+    from .wcc_recovery import fsync_file
 
     text = str(out)
     d = Path(text[len("file://"):] if text.startswith("file://") else text)
@@ -506,10 +513,31 @@ def _append_local(out, epoch: int, labels: pa.Table) -> None:
     n = labels.num_rows
     table = pa.table({"epoch": _arrow_fixed(pa.int64(), np.full(n, epoch, np.int64)),
                       "vertex": labels.column("vertex"), "component": labels.column("component")})
-    name = f"part-epoch-{epoch:06d}-{uuid.uuid4().hex}.parquet"
+    name = name or f"part-epoch-{epoch:06d}-{uuid.uuid4().hex}.parquet"
     tmp = d / f".{name}.tmp"
     pq.write_table(table, tmp)
+    fsync_file(tmp)
     os.replace(tmp, d / name)
+    return [name]
+
+
+def _spark_local(out_log, epoch: int, labels, F) -> list[str]:
+    """Write one epoch's labels (a DataFrame) into the local dataset of ``out_log``: Spark
+    writes a hidden directory inside it, whose part files are fsynced and renamed into the
+    dataset. Returns their names (the manifest names them afterwards)."""
+    from .wcc_recovery import fsync_file
+
+    tmp = out_log.out / f".epoch-{epoch:06d}.tmp"
+    labels.select(F.lit(epoch).cast("long").alias("epoch"), "vertex", "component") \
+        .write.mode("overwrite").parquet(str(tmp))
+    files = []
+    for k, part in enumerate(sorted(tmp.glob("part-*.parquet"))):
+        name = out_log.new_name(epoch, k)
+        fsync_file(part)
+        os.replace(part, out_log.out / name)
+        files.append(name)
+    shutil.rmtree(tmp)
+    return files
 
 
 def _is_dataframe(edges) -> bool:
@@ -691,7 +719,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             partitions: int | None = None, backend: str | None = None,
             progress: bool | None = None, on_epoch=None, task_wrapper=None,
             executor_input: bool | None = None, follow: float | None = None,
-            checkpoint_dir: str | None = None, progress_log=None) -> WccResult:
+            checkpoint_dir: str | None = None, progress_log=None,
+            overwrite: bool = False) -> WccResult:
     """Run the incremental WCC job.
 
     Parameters
@@ -711,7 +740,13 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         Number of slices of a single file or table (a directory: must be 1).
     out : str, optional
         Parquet dataset to append ``epoch, vertex, component`` (int64) to, one append per
-        final epoch. Without it the last epoch's labels are in ``result.labels``.
+        final epoch. Without it the last epoch's labels are in ``result.labels``. A local
+        ``out`` is resumable (:mod:`spark_plugin.wcc_recovery`, docs/wcc.md "Crash
+        recovery"): its manifest records each final epoch after its data; a run on an
+        existing ``out`` of the same job skips the epochs already final there (not re-read,
+        not written again) and resumes from the last one's labels.
+    overwrite : bool
+        Remove the content of an existing ``out`` first and start from epoch 0.
     partitions : int, optional
         Spark partitions per stage (fixed: one producer per partition); default the
         session's default parallelism.
@@ -761,6 +796,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     ------
     EdgeInputError
         Malformed input (file and line named); nothing is written for that epoch.
+    OutputStateError
+        ``out`` exists but cannot be resumed (another job's, not resumable, damaged).
     WccProtocolError
         A frontier did not advance as required (lost delta batch).
     engine.errors.BackendError
@@ -970,15 +1007,47 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     except BaseException as err:
         steps.close(err)   # a reader of the log learns that the job ended, and why
         raise
-    bar = _Progress(progress, total)
     state = None        # converged stars (a = component, b = vertex), f false
     state_ids: set = set()
     labels = None       # vertex, component of all vertices seen so far
     labels_ids: set = set()
     n_edges = 0
+    out_log = None      # the manifest of a local out (crash recovery)
+    if out is not None and _local_path(out):
+        try:
+            out_log, resume = OutputLog.open(out, job_fingerprint(edges, epochs, follow),
+                                             overwrite=overwrite)
+        except BaseException as err:
+            steps.close(err)
+            raise
+        result.resumed_at = resume.epoch
+        if resume.labels is not None:   # the loop's state: the last final epoch's stars
+            labels, n_edges = resume.labels, resume.edges
+            vert = labels.column("vertex").to_numpy()
+            comp = labels.column("component").to_numpy()
+            leaf = vert != comp
+            state = (comp[leaf], vert[leaf])
+        if (resume.epoch or resume.removed) and progress is not False:
+            kept = ("epoch 0 is" if resume.epoch == 1 else f"epochs 0-{resume.epoch - 1} are")
+            print(f"wcc: resuming {out}: {kept} final there, not recomputed"
+                  if resume.epoch else f"wcc: resuming {out}: no epoch was final there",
+                  (f"; removed {len(resume.removed)} leftover file"
+                   f"{'s' if len(resume.removed) != 1 else ''} of a killed epoch"
+                   if resume.removed else ""), sep="", file=sys.stderr, flush=True)
+    elif overwrite and out is not None:
+        raise ValueError(f"overwrite needs a local out, got {out!r}")
+    first = result.resumed_at
+    bar = _Progress(progress, None if total is None else total - first)
+    cap = first         # the epoch the edge input holds a capability for (None: dropped)
     try:
-        driver([(wg.a_out, (0, 0), 1)])  # the edge input's capability for epoch 0
+        driver([(wg.a_out, (first, 0), 1)])  # the edge input's capability for its first epoch
         for e, source in enumerate(sources):
+            if e < first:   # final in out: neither re-read nor recomputed nor written again
+                out_log.check_source(e, source)
+                continue
+            if out_log is not None:
+                out_log.record_input(e, source)
+                crash_point("after-input", e)
             t_epoch = time.perf_counter()
             epoch_kernels.clear()
             steps.step("read", e, 0)
@@ -995,6 +1064,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             # a sends the epoch's edges to label.in1 at (e, 0); the star operator takes a
             # capability for the epoch's results; a moves its capability on (or drops it).
             rows = [(wg.b_in1, (e, 0), n_new), (wg.s_out1, (e, 0), 1), (wg.a_out, (e, 0), -1)]
+            cap = e + 1 if more else None
             if more:
                 rows.append((wg.a_out, (e + 1, 0), 1))
             driver([r for r in rows if r[2] != 0])
@@ -1095,8 +1165,12 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                 raise WccProtocolError(f"epoch {e}: the frontier at output.in0 "
                                        f"{_fmt_frontier(fd)} has not passed epoch {e}")
             source.check()   # the tasks read what the driver recorded: else nothing written
-            if out is not None and isinstance(labels, pa.Table) and _local_path(out):
-                _append_local(out, e, labels)   # driver-held labels, local dataset
+            if out_log is not None:   # data renamed into place, then the manifest names it
+                files = (_append_local(out, e, labels, out_log.new_name(e))
+                         if isinstance(labels, pa.Table) else _spark_local(out_log, e, labels, F))
+                crash_point("after-data", e)
+                out_log.record_final(e, files, int(stats["v"] or 0), n_edges)
+                crash_point("after-manifest", e)
             elif out is not None:
                 lab_df = labels
                 if isinstance(labels, pa.Table):
@@ -1112,8 +1186,11 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             bar.epoch(summary)
             if on_epoch is not None:
                 on_epoch(summary)
-        if total is None or total == 0:   # the stream ended (or there was nothing): the edge
-            driver([(wg.a_out, (len(result.epochs), 0), -1)])   # input drops its capability
+        if cap is not None:   # the stream ended (or every epoch was final): the edge input
+            driver([(wg.a_out, (cap, 0), -1)])   # drops its capability
+            cap = None
+        if out_log is not None:
+            out_log.finish(first + len(result.epochs))
         if out is None and isinstance(labels, pa.Table):
             result.labels = labels   # sorted by vertex (np.unique)
         elif out is None and labels is not None:
@@ -1251,6 +1328,16 @@ def main_wcc(args) -> int:
     epochs = args.epochs
     for note in check_input(args.edges, epochs, follow=follow):
         print(f"tfront wcc: warning: {note}", file=sys.stderr, flush=True)
+    overwrite = bool(getattr(args, "overwrite", False))
+    if overwrite and not args.out:
+        raise ValueError("--overwrite needs --out")
+    if not overwrite:
+        from .wcc_recovery import already_final
+
+        final = already_final(args.out, args.edges, epochs or 1, follow)
+        if final is not None:   # a rerun after success: no Spark session at all
+            print(f"tfront wcc: {final}", flush=True)
+            return 0
     cli_conf = dict(getattr(args, "conf", None) or [])
     if args.master:
         cli_conf["spark.master"] = args.master
@@ -1315,7 +1402,7 @@ def main_wcc(args) -> int:
             res = run_wcc(spark, args.edges, epochs=epochs or 1, out=args.out,
                           partitions=args.partitions, backend=args.backend, on_epoch=report,
                           follow=follow, checkpoint_dir=getattr(args, "checkpoint_dir", None),
-                          progress_log=log_path)
+                          progress_log=log_path, overwrite=overwrite)
         except KeyboardInterrupt:
             kept = (f"epochs 0-{done[-1].epoch} are written to {args.out}" if done and args.out
                     else "no epoch was finished" if not done else "labels not saved (no --out)")
@@ -1334,12 +1421,15 @@ def main_wcc(args) -> int:
             saved = f"; {where}"
         elif args.out:
             saved = f", labels in {args.out}"
+        if res.resumed_at:
+            kept = ("epoch 0 was" if res.resumed_at == 1 else f"epochs 0-{res.resumed_at - 1} were")
+            saved += f" (resumed: {kept} already final there)"
         else:
             saved = ", labels not saved (no --out given)"
         print(f"total: {len(res.epochs)} epochs, {res.seconds:.2f} s "
               f"(progress tracking {res.tracking_seconds:.2f} s){saved}", flush=True)
         print(res.kernels_line(), flush=True)
-        if not res.epochs:
+        if not res.epochs and not res.resumed_at:
             print(f"tfront wcc: warning: no epoch file arrived in {args.edges}",
                   file=sys.stderr, flush=True)
     finally:

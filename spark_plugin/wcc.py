@@ -1421,11 +1421,11 @@ def main_wcc(args) -> int:
             saved = f"; {where}"
         elif args.out:
             saved = f", labels in {args.out}"
+        else:
+            saved = ", labels not saved (no --out given)"
         if res.resumed_at:
             kept = ("epoch 0 was" if res.resumed_at == 1 else f"epochs 0-{res.resumed_at - 1} were")
             saved += f" (resumed: {kept} already final there)"
-        else:
-            saved = ", labels not saved (no --out given)"
         print(f"total: {len(res.epochs)} epochs, {res.seconds:.2f} s "
               f"(progress tracking {res.tracking_seconds:.2f} s){saved}", flush=True)
         print(res.kernels_line(), flush=True)

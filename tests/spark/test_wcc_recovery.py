@@ -112,6 +112,10 @@ def _tfront(edges, out, *extra, env=None, kill_after=None, seed=0):
                             cwd=ROOT, env={**os.environ, **(env or {})}, start_new_session=True)
     if kill_after is None:
         out_text, err = proc.communicate(timeout=300)
+        try:            # a JVM left by a killed driver (it exits when its stdin closes)
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         return proc.returncode, out_text, err
     lines, deadline = [], time.monotonic() + 300
     while sum(x.startswith("epoch") for x in lines) < kill_after and time.monotonic() < deadline:
@@ -153,7 +157,7 @@ def test_killed_runs_resume_every_epoch_once_with_scipys_labels(tmp_path):
     assert rc == 0, err
     m = json.loads((out / MANIFEST).read_text())
     first = int(stdout.split(":")[0].split()[1])
-    assert first >= 1 and "(resumed: epoch" in stdout, stdout
+    assert first >= 1 and "(resumed: epoch" in stdout and f"labels in {out}" in stdout, stdout
     assert [int(x.split(":")[0].split()[1]) for x in stdout.splitlines()
             if x.startswith("epoch ")] == list(range(first, 5))
     _check_out(out, src, dst, cuts)

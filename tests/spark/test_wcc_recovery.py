@@ -173,9 +173,8 @@ def test_killed_runs_resume_every_epoch_once_with_scipys_labels(tmp_path):
 def test_resume_in_process_overwrite_and_another_jobs_out(spark, tmp_path, monkeypatch):
     """A run killed before epoch 2's manifest write (the records cut back to epochs 0-1, epoch
     2's data file and a temporary file left over) resumes at epoch 2 from epoch 1's labels,
-    without re-reading epochs 0-1, its epochs on Spark (the stars go back to a DataFrame,
-    Spark's part files are renamed into --out); another job's
-    --out is refused naming what differs, changing nothing; overwrite starts over."""
+    without re-reading epochs 0-1; another job's --out is refused naming what differs,
+    changing nothing; overwrite starts over."""
     src, dst = _edges(seed=5, n=600, m=900)
     d = tmp_path / "in"
     cuts = _write_epochs(d, src, dst, 3)
@@ -195,8 +194,7 @@ def test_resume_in_process_overwrite_and_another_jobs_out(spark, tmp_path, monke
         read.append(Path(path).name)
         return read_edges(path)
     monkeypatch.setattr(wcc_io, "read_edges", reading)
-    monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")   # the resumed epochs run on Spark:
-    res = run_wcc(spark, d, out=str(out), partitions=2, progress=False)  # Spark writes labels
+    res = run_wcc(spark, d, out=str(out), partitions=2, progress=False)
     monkeypatch.undo()
     assert read == ["e2.txt"]          # the kept epochs' input is not read again
     assert res.resumed_at == 2 and [s.epoch for s in res.epochs] == [2]
@@ -228,3 +226,27 @@ def test_an_out_that_is_not_a_resumable_job_is_refused(tmp_path):
     assert os.listdir(out) == ["part-0.parquet"]
     log, resume = OutputLog.open(out, job, overwrite=True)
     assert resume.epoch == 0 and os.listdir(out) == [MANIFEST]
+
+
+@pytest.mark.spark
+def test_labels_spark_writes_are_renamed_into_out_and_read_back_on_resume(spark, tmp_path):
+    """An epoch whose labels are a DataFrame (large epochs): Spark writes a hidden directory,
+    its part files are renamed into --out and named by the manifest; a restart reads them
+    back (sorted by vertex) as the loop's state, and removes a half-written Spark directory."""
+    from pyspark.sql import functions as F
+
+    from spark_plugin.wcc import _spark_local
+
+    job = {"input": "x", "epochs": 1}
+    log, resume = OutputLog.open(tmp_path / "out", job)
+    assert resume.labels is None
+    df = spark.createDataFrame([(9, 1), (1, 1), (5, 5), (3, 1)], "vertex bigint, component bigint")
+    files = _spark_local(log, 0, df.repartition(2), F)
+    assert files and all(f.startswith("part-epoch-000000-") for f in files)
+    log.record_final(0, files, 4, 7)
+    (tmp_path / "out" / ".epoch-000001.tmp").mkdir()        # killed while Spark wrote epoch 1
+    (tmp_path / "out" / ".epoch-000001.tmp" / "part-0.parquet").write_bytes(b"x")
+    log, resume = OutputLog.open(tmp_path / "out", job)
+    assert (resume.epoch, resume.edges, resume.removed) == (1, 7, (".epoch-000001.tmp",))
+    assert resume.labels.to_pydict() == {"vertex": [1, 3, 5, 9], "component": [1, 1, 5, 1]}
+    assert sorted(os.listdir(tmp_path / "out")) == sorted([MANIFEST, *files])

@@ -68,14 +68,15 @@ def crash_point(point: str, epoch: int) -> None:
 
 
 def job_fingerprint(edges, epochs: int, follow) -> dict:
-    """What makes two runs the same job: the input (absolute path; a single file's stamp),
-    how it is split into epochs, and whether it is followed. Partitions and backend do not
+    """What makes two runs the same job: the input (absolute path; a single file's stamp) and
+    how it is split into epochs. Partitions, backend and ``follow`` (a directory's files
+    become the same epochs either way; each kept epoch's file is checked on resume) do not
     change the labels and are not part of it."""
     if isinstance(edges, pa.Table):
         return {"input": "edge table", "rows": edges.num_rows, "epochs": int(epochs)}
     path = Path(edges).absolute()
     job = {"input": str(path), "kind": "directory" if path.is_dir() else "file",
-           "epochs": int(epochs), "follow": follow is not None}
+           "epochs": int(epochs)}
     if path.is_file():
         st = FileStamp.of(path)
         job["stamp"] = [st.size, st.mtime_ns, st.ino]
@@ -299,11 +300,13 @@ class OutputLog:
                                    f"since the job recorded it; pass --overwrite to start over")
 
     def record_input(self, e: int, source) -> None:
-        """Epoch ``e`` starts: record which source it is (kept when the job resumes)."""
-        if self.kept_input(e) is None:
-            self.manifest["input"].append({"epoch": e, "source": source.what,
-                                           "stamp": _stamp_of(source)})
-            self.save()
+        """Epoch ``e`` starts: record which source it is. A record of ``e`` kept from a
+        killed run (the epoch then in flight) is replaced: nothing of that epoch left the
+        job, and its file may have been fixed since."""
+        self.manifest["input"] = [r for r in self.manifest["input"] if r["epoch"] != e]
+        self.manifest["input"].append({"epoch": e, "source": source.what,
+                                       "stamp": _stamp_of(source)})
+        self.save()
 
     # -- the output --
     def new_name(self, e: int, k: int = 0) -> str:

@@ -200,8 +200,11 @@ def test_resume_in_process_overwrite_and_another_jobs_out(spark, tmp_path, monke
     assert res.resumed_at == 2 and [s.epoch for s in res.epochs] == [2]
     assert res.epochs[0].edges == cuts[3]          # counts the kept epochs' edges
     _check_out(out, src, dst, cuts)
-
     snapshot = {f: (out / f).read_bytes() for f in os.listdir(out)}
+    res = run_wcc(spark, d, out=str(out), partitions=2, progress=False)   # all final
+    assert res.resumed_at == 3 and res.epochs == [] and res.service.counts().num_rows == 0
+    assert {f: (out / f).read_bytes() for f in os.listdir(out)} == snapshot
+
     with pytest.raises(OutputStateError, match=r"another job \(epochs: 1 there, 2 now; input: "):
         run_wcc(spark, d / "e0.txt", epochs=2, out=str(out), partitions=2, progress=False)
     with pytest.raises(OutputStateError, match=r"input: '.*in' there, '.*e0\.txt' now"):

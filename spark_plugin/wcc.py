@@ -1035,7 +1035,10 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                    f"{'s' if len(resume.removed) != 1 else ''} of a killed epoch"
                    if resume.removed else ""), sep="", file=sys.stderr, flush=True)
     elif overwrite and out is not None:
-        raise ValueError(f"overwrite needs a local out, got {out!r}")
+        from .errors import OutputStateError
+
+        raise OutputStateError(f"overwrite needs a local out (crash recovery keeps its manifest "
+                               f"there), got {out!r}")
     first = result.resumed_at
     bar = _Progress(progress, None if total is None else total - first)
     cap = first         # the epoch the edge input holds a capability for (None: dropped)
@@ -1305,7 +1308,10 @@ def main_wcc(args) -> int:
     against it, the first rows of every file -- before a Spark session starts. Each epoch's
     line names the input that became the epoch; an epoch without edges is said on stderr,
     a run without ``--out`` in the total line (labels not saved). Ctrl-C stops the job
-    cleanly (exit 130; the epochs already printed are written).
+    cleanly (exit 130; the epochs already printed are written). An existing local ``--out``
+    of the same job is resumed (docs/wcc.md, "Crash recovery"); when every epoch is already
+    final there, this says so and returns 0 without starting Spark; ``--overwrite`` starts
+    over.
 
     Spark settings, lowest precedence first: the ``local`` preset (driver memory sized from
     this machine, loopback networking for a ``local[...]`` master), ``spark.ui.enabled=false``;
@@ -1330,7 +1336,9 @@ def main_wcc(args) -> int:
         print(f"tfront wcc: warning: {note}", file=sys.stderr, flush=True)
     overwrite = bool(getattr(args, "overwrite", False))
     if overwrite and not args.out:
-        raise ValueError("--overwrite needs --out")
+        from .errors import OutputStateError
+
+        raise OutputStateError("--overwrite needs --out")
     if not overwrite:
         from .wcc_recovery import already_final
 

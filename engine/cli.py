@@ -127,7 +127,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="split a single edge file into K epochs (default 1; not for a directory)")
     w.add_argument("--out", default=None,
                    help="Parquet dataset to append epoch,vertex,component to (without it the "
-                        "labels are not saved)")
+                        "labels are not saved). A run on an existing OUT of the same job "
+                        "resumes it: epochs already final there are skipped (docs/wcc.md)")
+    w.add_argument("--overwrite", action="store_true",
+                   help="remove the content of an existing --out and start from epoch 0")
     w.add_argument("--master", type=_master_url, default=None, metavar="URL",
                    help=f"Spark master URL (default local[*]): {_MASTER_FORMS}")
     w.add_argument("--partitions", type=_positive_int, default=None, metavar="P",
@@ -403,6 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "progress" and args.watch and args.html is None and args.png is None:
         parser.error("progress --watch needs --html and/or --png to redraw")
+    if args.command == "wcc" and args.overwrite and args.out is None:
+        parser.error("wcc --overwrite needs --out")
     try:
         if args.command == "info":
             status = _info(args)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from engine.errors import BatchError, NegativeCountError, TimelyFrontierError
 
 __all__ = [
+    "OutputStateError",
     "SchemaError",
     "MissingBatchError",
     "DeliveryConflictError",
@@ -109,6 +110,12 @@ class DeviceSelectionError(TimelyFrontierError, ValueError):
 
 class ConfigError(TimelyFrontierError, ValueError):
     """A configuration preset is unknown or was given inconsistent or missing arguments."""
+
+
+class OutputStateError(TimelyFrontierError, ValueError):
+    """An existing ``--out`` of the WCC job cannot be resumed: not written by a resumable run,
+    written by another job (the differing settings named), or its manifest or data damaged.
+    Nothing in it was changed."""
 
 
 class SparkJobError(TimelyFrontierError, RuntimeError):

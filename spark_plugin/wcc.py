@@ -59,6 +59,7 @@ from .schema import delta_table
 from .service import FrontierService
 from .wcc_io import (EdgeInputError, check_input, edge_files, edge_format, edges_table,
                      epoch_sources, even_cuts, read_edges)
+from .wcc_recovery import OutputLog, crash_point, job_fingerprint
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
            "EdgeInputError", "WccProtocolError", "WccKernels", "wcc_kernels", "WCC_BACKENDS"]
@@ -194,9 +195,12 @@ class WccResult:
     ``kernel_seconds`` is the time the driver took to load its kernels from Numba's cache --
     or to compile them, ``kernels_compiled`` > 0 (the number of compilations: a first run,
     or an empty cache) -- on the tracking thread while the job read its first epoch and ran
-    its first Spark job; waiting for it is not part of ``tracking_seconds``. ``checkpoints``: with a checkpoint directory, the checkpoints left
+    its first Spark job; waiting for it is not part of ``tracking_seconds``. ``checkpoints``:
+    with a checkpoint directory, the checkpoints left
     there -- the stars and the labels of the newest final epoch run on Spark, what a restart
-    from that epoch needs; everything superseded is deleted as the job goes."""
+    from that epoch needs; everything superseded is deleted as the job goes.
+    ``resumed_at`` is the first epoch this run computed: the epochs before it were already
+    final in ``out`` (crash recovery); ``epochs`` lists only the epochs this run computed."""
 
     epochs: list[EpochSummary] = field(default_factory=list)
     seconds: float = 0.0
@@ -213,6 +217,7 @@ class WccResult:
     kernel_seconds: float = 0.0
     kernels_compiled: int = 0
     checkpoints: tuple = ()
+    resumed_at: int = 0
 
     def total_line(self, out: str | None = None) -> str:
         """The job's summary: epochs, job seconds, and apart from each other the time the
@@ -232,6 +237,10 @@ class WccResult:
             saved = f", labels in {out}"
         else:
             saved = ", labels not saved (no --out given)"
+        if self.resumed_at:
+            kept = ("epoch 0 was" if self.resumed_at == 1
+                    else f"epochs 0-{self.resumed_at - 1} were")
+            saved += f" (resumed: {kept} already final there)"
         return (f"total: {len(self.epochs)} epochs, {self.seconds:.2f} s ({kernels}, progress "
                 f"tracking {self.tracking_seconds:.2f} s){saved}")
 
@@ -522,14 +531,17 @@ def _local_path(out) -> bool:
     return "://" not in text or text.startswith("file://")
 
 
-def _append_local(out, epoch: int, labels: pa.Table) -> None:
+def _append_local(out, epoch: int, labels: pa.Table, name: str | None = None) -> list[str]:
     """Append one epoch's labels to the local Parquet dataset ``out`` as one part file,
-    written under a hidden name and renamed when complete (readers -- pyarrow, Spark --
-    skip hidden files, so they never see a partial part). Same columns as Spark's writer:
-    ``epoch, vertex, component`` (int64). No Spark job: the labels are on the driver."""
+    written under a hidden name, fsynced and renamed when complete (readers -- pyarrow,
+    Spark -- skip hidden files, so they never see a partial part). Same columns as Spark's
+    writer: ``epoch, vertex, component`` (int64). No Spark job: the labels are on the
+    driver. Returns the file's name."""
     import uuid
 
     import pyarrow.parquet as pq
+
+    from .wcc_recovery import fsync_file
 
     text = str(out)
     d = Path(text[len("file://"):] if text.startswith("file://") else text)
@@ -537,10 +549,31 @@ def _append_local(out, epoch: int, labels: pa.Table) -> None:
     n = labels.num_rows
     table = pa.table({"epoch": _arrow_fixed(pa.int64(), np.full(n, epoch, np.int64)),
                       "vertex": labels.column("vertex"), "component": labels.column("component")})
-    name = f"part-epoch-{epoch:06d}-{uuid.uuid4().hex}.parquet"
+    name = name or f"part-epoch-{epoch:06d}-{uuid.uuid4().hex}.parquet"
     tmp = d / f".{name}.tmp"
     pq.write_table(table, tmp)
+    fsync_file(tmp)
     os.replace(tmp, d / name)
+    return [name]
+
+
+def _spark_local(out_log, epoch: int, labels, F) -> list[str]:
+    """Write one epoch's labels (a DataFrame) into the local dataset of ``out_log``: Spark
+    writes a hidden directory inside it, whose part files are fsynced and renamed into the
+    dataset. Returns their names (the manifest names them afterwards)."""
+    from .wcc_recovery import fsync_file
+
+    tmp = out_log.out / f".epoch-{epoch:06d}.tmp"
+    labels.select(F.lit(epoch).cast("long").alias("epoch"), "vertex", "component") \
+        .write.mode("overwrite").parquet(str(tmp))
+    files = []
+    for k, part in enumerate(sorted(tmp.glob("part-*.parquet"))):
+        name = out_log.new_name(epoch, k)
+        fsync_file(part)
+        os.replace(part, out_log.out / name)
+        files.append(name)
+    shutil.rmtree(tmp)
+    return files
 
 
 def _is_dataframe(edges) -> bool:
@@ -792,7 +825,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             partitions: int | None = None, backend: str | None = None,
             progress: bool | None = None, on_epoch=None, task_wrapper=None,
             executor_input: bool | None = None, follow: float | None = None,
-            checkpoint_dir: str | None = None, progress_log=None) -> WccResult:
+            checkpoint_dir: str | None = None, progress_log=None,
+            overwrite: bool = False) -> WccResult:
     """Run the incremental WCC job.
 
     Parameters
@@ -812,7 +846,13 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         Number of slices of a single file or table (a directory: must be 1).
     out : str, optional
         Parquet dataset to append ``epoch, vertex, component`` (int64) to, one append per
-        final epoch. Without it the last epoch's labels are in ``result.labels``.
+        final epoch. Without it the last epoch's labels are in ``result.labels``. A local
+        ``out`` is resumable (:mod:`spark_plugin.wcc_recovery`, docs/wcc.md "Crash
+        recovery"): its manifest records each final epoch after its data; a run on an
+        existing ``out`` of the same job skips the epochs already final there (not re-read,
+        not written again) and resumes from the last one's labels.
+    overwrite : bool
+        Remove the content of an existing ``out`` first and start from epoch 0.
     partitions : int, optional
         Spark partitions per stage (fixed: one producer per partition); default the
         session's default parallelism.
@@ -865,6 +905,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     ------
     EdgeInputError
         Malformed input (file and line named); nothing is written for that epoch.
+    OutputStateError
+        ``out`` exists but cannot be resumed (another job's, not resumable, damaged).
     WccProtocolError
         A frontier did not advance as required (lost delta batch).
     engine.errors.BackendError
@@ -1079,7 +1121,43 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     except BaseException as err:
         steps.close(err)   # a reader of the log learns that the job ended, and why
         raise
-    bar = _Progress(progress, total)
+    state = None        # converged stars (a = component, b = vertex), f false
+    state_ids: set = set()
+    labels = None       # vertex, component of all vertices seen so far
+    labels_ids: set = set()
+    kept: set = set()   # the checkpoints of the newest final epoch (stars, labels)
+    n_edges = 0
+    out_log = None      # the manifest of a local out (crash recovery)
+    if out is not None and _local_path(out):
+        try:
+            out_log, resume = OutputLog.open(out, job_fingerprint(edges, epochs, follow),
+                                             overwrite=overwrite)
+        except BaseException as err:
+            steps.close(err)
+            raise
+        result.resumed_at = resume.epoch
+        if resume.labels is not None:   # the loop's state: the last final epoch's stars
+            labels, n_edges = resume.labels, resume.edges
+            vert = labels.column("vertex").to_numpy()
+            comp = labels.column("component").to_numpy()
+            leaf = vert != comp
+            state = (comp[leaf], vert[leaf])
+        talk = 1 if progress is None or progress is True else int(progress)
+        if (resume.epoch or resume.removed) and talk >= 1:
+            were = ("epoch 0 is" if resume.epoch == 1 else f"epochs 0-{resume.epoch - 1} are")
+            write_line((f"wcc: resuming {out}: {were} final there, not recomputed"
+                        if resume.epoch else f"wcc: resuming {out}: no epoch was final there")
+                       + (f"; removed {len(resume.removed)} leftover file"
+                          f"{'s' if len(resume.removed) != 1 else ''} of a killed epoch"
+                          if resume.removed else ""), sys.stderr)
+    elif overwrite and out is not None:
+        from .errors import OutputStateError
+
+        raise OutputStateError(f"overwrite needs a local out (crash recovery keeps its manifest "
+                               f"there), got {out!r}")
+    first = result.resumed_at
+    bar = _Progress(progress, None if total is None else total - first)
+    cap = first         # the epoch the edge input holds a capability for (None: dropped)
     # The driver's kernels (the WCC kernels for the epochs it finishes, and the frontier
     # service's) are loaded first on the tracking thread, while this thread reads the input
     # and starts the first Spark job; they are timed apart: a first run compiles them into
@@ -1097,15 +1175,15 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         return watch
 
     loading.append(pool.submit(load_kernels))
-    state = None        # converged stars (a = component, b = vertex), f false
-    state_ids: set = set()
-    labels = None       # vertex, component of all vertices seen so far
-    labels_ids: set = set()
-    kept: set = set()   # the checkpoints of the newest final epoch (stars, labels)
-    n_edges = 0
     try:
-        driver([(wg.a_out, (0, 0), 1)])  # the edge input's capability for epoch 0
+        driver([(wg.a_out, (first, 0), 1)])  # the edge input's capability for its first epoch
         for e, source in enumerate(sources):
+            if e < first:   # final in out: neither re-read nor recomputed nor written again
+                out_log.check_source(e, source)
+                continue
+            if out_log is not None:
+                out_log.record_input(e, source)
+                crash_point("after-input", e)
             t_epoch = time.perf_counter()
             epoch_kernels.clear()
             steps.step("read", e, 0)
@@ -1122,6 +1200,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             # a sends the epoch's edges to label.in1 at (e, 0); the star operator takes a
             # capability for the epoch's results; a moves its capability on (or drops it).
             rows = [(wg.b_in1, (e, 0), n_new), (wg.s_out1, (e, 0), 1), (wg.a_out, (e, 0), -1)]
+            cap = e + 1 if more else None
             if more:
                 rows.append((wg.a_out, (e + 1, 0), 1))
             driver([r for r in rows if r[2] != 0])
@@ -1219,8 +1298,12 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                 raise WccProtocolError(f"epoch {e}: the frontier at output.in0 "
                                        f"{_fmt_frontier(fd)} has not passed epoch {e}")
             source.check()   # the tasks read what the driver recorded: else nothing written
-            if out is not None and isinstance(labels, pa.Table) and _local_path(out):
-                _append_local(out, e, labels)   # driver-held labels, local dataset
+            if out_log is not None:   # data renamed into place, then the manifest names it
+                files = (_append_local(out, e, labels, out_log.new_name(e))
+                         if isinstance(labels, pa.Table) else _spark_local(out_log, e, labels, F))
+                crash_point("after-data", e)
+                out_log.record_final(e, files, int(stats["v"] or 0), n_edges)
+                crash_point("after-manifest", e)
             elif out is not None:
                 lab_df = labels
                 if isinstance(labels, pa.Table):
@@ -1239,8 +1322,11 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             bar.epoch(summary)
             if on_epoch is not None:
                 on_epoch(summary)
-        if total is None or total == 0:   # the stream ended (or there was nothing): the edge
-            driver([(wg.a_out, (len(result.epochs), 0), -1)])   # input drops its capability
+        if cap is not None:   # the stream ended (or every epoch was final): the edge input
+            driver([(wg.a_out, (cap, 0), -1)])   # drops its capability
+            cap = None
+        if out_log is not None:
+            out_log.finish(first + len(result.epochs))
         if out is None and isinstance(labels, pa.Table):
             result.labels = labels   # sorted by vertex (np.unique)
         elif out is None and labels is not None:
@@ -1376,7 +1462,10 @@ def main_wcc(args) -> int:
     against it, the first rows of every file -- before a Spark session starts. Each epoch's
     line names the input that became the epoch; an epoch without edges is said on stderr,
     a run without ``--out`` in the total line (labels not saved). Ctrl-C stops the job
-    cleanly (exit 130; the epochs already printed are written).
+    cleanly (exit 130; the epochs already printed are written). An existing local ``--out``
+    of the same job is resumed (docs/wcc.md, "Crash recovery"); when every epoch is already
+    final there, this says so and returns 0 without starting Spark; ``--overwrite`` starts
+    over.
 
     Output by :func:`verbosity`: ``--quiet`` prints only warnings and errors; the default
     prints each final epoch's line and the totals on stdout and, on a terminal, a progress bar
@@ -1406,6 +1495,18 @@ def main_wcc(args) -> int:
     for note in check_input(args.edges, epochs, follow=follow):
         print(f"tfront wcc: warning: {note}", file=sys.stderr, flush=True)
     level = verbosity(args)
+    overwrite = bool(getattr(args, "overwrite", False))
+    if overwrite and not args.out:
+        from .errors import OutputStateError
+
+        raise OutputStateError("--overwrite needs --out")
+    if not overwrite:
+        from .wcc_recovery import already_final
+
+        final = already_final(args.out, args.edges, epochs or 1, follow)
+        if final is not None:   # a rerun after success: no Spark session at all
+            print(f"tfront wcc: {final}", flush=True)
+            return 0
     cli_conf = dict(getattr(args, "conf", None) or [])
     if args.master:
         cli_conf["spark.master"] = args.master
@@ -1487,7 +1588,7 @@ def main_wcc(args) -> int:
                               partitions=args.partitions, backend=args.backend, progress=level,
                               on_epoch=report, follow=follow,
                               checkpoint_dir=getattr(args, "checkpoint_dir", None),
-                              progress_log=log_path)
+                              progress_log=log_path, overwrite=overwrite)
             except KeyboardInterrupt:
                 kept = (f"epochs 0-{done[-1].epoch} are written to {args.out}"
                         if done and args.out else "no epoch was finished" if not done
@@ -1505,7 +1606,7 @@ def main_wcc(args) -> int:
             if level >= 1:
                 write_line(res.total_line(args.out))
                 write_line(res.kernels_line())
-            if not res.epochs:
+            if not res.epochs and not res.resumed_at:
                 warn(f"no epoch file arrived in {args.edges}")
         finally:
             try:

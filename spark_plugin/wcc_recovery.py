@@ -1,0 +1,371 @@
+"""Crash recovery of the WCC job: what its operators have made final, kept durably in ``--out``,
+and the rollback (:mod:`engine.rollback`) it resumes from.
+
+The job (:func:`spark_plugin.wcc.run_wcc`) has three operators whose work survives a crash:
+
+* the **input** records which source became which epoch (the file, or rows of a file, with its
+  size, modification time and inode) when the epoch starts;
+* the **loop** records the epochs whose converged state (the stars: component, vertex) is
+  durable. The state after epoch ``e`` is exactly what epoch ``e``'s labels say (every vertex
+  whose component is not itself is a leaf of its component's star), so it is read back from
+  the labels in ``--out``: the output's records make the loop's state available too;
+* the **output** records the epochs whose labels are in ``--out`` and the data files of each.
+
+All three live in one manifest, ``OUT/_tfront_manifest.json`` (readers of the dataset --
+pyarrow, Spark -- skip ``_``-prefixed names), rewritten atomically: a temporary file, fsync,
+rename over the old one, fsync of the directory. An epoch's data files are written under
+hidden names, fsynced and renamed into place *before* the manifest names them, so a crash
+leaves at worst files the manifest does not name; they are removed on the next start.
+
+On a start with an existing manifest, :func:`recovery_problem` turns the records into a
+rollback problem (processors input -> loop -> output, times = epochs) and
+:func:`engine.rollback.solve` chooses the frontiers to keep: the output keeps exactly the
+epochs it made final (condition C2), the loop the same (C3), the input its records. The job
+then starts at the first epoch the output has not made final, with the loop's state rebuilt
+from the last final epoch's labels, re-reading no input of a kept epoch. ``docs/wcc.md``
+("Crash recovery") states the rules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from engine.rollback import Avail, EdgeDecl, RollbackProblem, in_down, solve
+
+from .errors import OutputStateError
+from .wcc_io import FileStamp, edge_files
+
+__all__ = ["MANIFEST", "FORMAT", "CRASH_ENV", "job_fingerprint", "OutputLog",
+           "recovery_problem", "kept_epochs", "crash_point", "already_final"]
+
+#: The manifest's name inside ``--out``.
+MANIFEST = "_tfront_manifest.json"
+FORMAT = "tfront-wcc-manifest v1"
+#: Testing hook: ``epoch:E:POINT`` kills the job (``SIGKILL``) at ``POINT`` of epoch ``E``,
+#: one of ``after-input`` (input recorded), ``after-data`` (labels renamed into place, not yet
+#: in the manifest), ``after-manifest`` (the epoch is final).
+CRASH_ENV = "TFRONT_WCC_CRASH_AT"
+CRASH_POINTS = ("after-input", "after-data", "after-manifest")
+
+#: The processors of the recovery problem.
+INPUT, LOOP, OUTPUT = 0, 1, 2
+
+
+def crash_point(point: str, epoch: int) -> None:
+    """Kill this process with ``SIGKILL`` if ``$TFRONT_WCC_CRASH_AT`` names this point."""
+    want = os.environ.get(CRASH_ENV)
+    if want and want == f"epoch:{epoch}:{point}":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def job_fingerprint(edges, epochs: int, follow) -> dict:
+    """What makes two runs the same job: the input (absolute path; a single file's stamp) and
+    how it is split into epochs. Partitions, backend and ``follow`` (a directory's files
+    become the same epochs either way; each kept epoch's file is checked on resume) do not
+    change the labels and are not part of it."""
+    if isinstance(edges, pa.Table):
+        return {"input": "edge table", "rows": edges.num_rows, "epochs": int(epochs)}
+    path = Path(edges).absolute()
+    job = {"input": str(path), "kind": "directory" if path.is_dir() else "file",
+           "epochs": int(epochs)}
+    if path.is_file():
+        st = FileStamp.of(path)
+        job["stamp"] = [st.size, st.mtime_ns, st.ino]
+    return job
+
+
+def _stamp_of(source) -> list | None:
+    """The recorded stamp of an epoch's file (a directory's epoch), or ``None``."""
+    p = Path(source.what)
+    if p.is_file():
+        st = FileStamp.of(p)
+        return [st.size, st.mtime_ns, st.ino]
+    return None
+
+
+def _fsync_dir(d: Path) -> None:
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    with open(path, "rb") as h:
+        os.fsync(h.fileno())
+
+
+def recovery_problem(manifest: dict) -> RollbackProblem:
+    """The rollback problem of a manifest's records (times ``(epoch, 0)``).
+
+    Processors: input (0), loop (1), output (2, a buffer whose output edge leaves the job).
+    Edges: outside -> input, input -> loop, loop -> output, output -> outside, each epoch's
+    messages determined by the sender's history up to that epoch. ``consumed``: the input and
+    the loop consumed every recorded input epoch (the one in flight too), the output every
+    epoch it made final. Available frontiers (chains ``down{(k, 0)}``): the input up to its
+    last record, the output up to its last final epoch, the loop up to its last durable state
+    -- its own records or the output's final labels, which rebuild it.
+    """
+    inputs = _chain(r["epoch"] for r in manifest.get("input", []))
+    outputs = _chain(r["epoch"] for r in manifest.get("output", []))
+    loop = max(_chain(manifest.get("loop", [])), outputs)
+    ne = max(inputs, outputs, loop) + 2
+    edges = [EdgeDecl("in", None, INPUT), EdgeDecl("edge", INPUT, LOOP),
+             EdgeDecl("edge", LOOP, OUTPUT), EdgeDecl("out", OUTPUT, None)]
+    consumed = {0: {(e, 0) for e in range(inputs + 1)},
+                1: {(e, 0) for e in range(inputs + 1)},
+                2: {(e, 0) for e in range(outputs + 1)}}
+    problem = RollbackProblem(
+        ne=ne, ni=1, buffer=[False, False, True], edges=edges,
+        avail=[Avail(every=False, epochs=inputs), Avail(every=False, epochs=loop),
+               Avail(every=False, epochs=outputs)],
+        consumed=consumed)
+    problem.check()
+    return problem
+
+
+def _chain(epochs) -> int:
+    """The last epoch ``k`` such that ``0..k`` are all recorded (``-1``: not even epoch 0)."""
+    have = set(epochs)
+    k = -1
+    while k + 1 in have:
+        k += 1
+    return k
+
+
+def kept_epochs(manifest: dict) -> dict:
+    """Solve the manifest's recovery problem: ``{"input": n, "loop": n, "output": n}``, the
+    number of epochs each operator keeps (epochs ``0..n-1``).
+
+    Raises
+    ------
+    OutputStateError
+        The records admit no single largest consistent rollback.
+    """
+    problem = recovery_problem(manifest)
+    answer = solve(problem)
+    if answer.result != "ok":
+        raise OutputStateError(f"the records of {MANIFEST} admit no consistent rollback "
+                               f"(solver: {answer.result})")
+    kept = {}
+    for name, p in (("input", INPUT), ("loop", LOOP), ("output", OUTPUT)):
+        kept[name] = sum(1 for e in range(problem.ne) if in_down((e, 0), answer.choice[p]))
+    return kept
+
+
+@dataclass
+class Resume:
+    """Where a job resumes: ``epoch`` (the first not final), the cumulative edge count
+    before it, and the last final epoch's labels (``None`` when starting from epoch 0)."""
+
+    epoch: int = 0
+    edges: int = 0
+    labels: pa.Table | None = None
+    removed: tuple = ()
+
+
+class OutputLog:
+    """The manifest of a local ``--out``: open (resume or start), record, and finish."""
+
+    def __init__(self, out: Path, job: dict, manifest: dict):
+        self.out, self.job, self.manifest = out, job, manifest
+
+    # -- opening --
+    @classmethod
+    def open(cls, out, job: dict, *, overwrite: bool = False) -> tuple["OutputLog", Resume]:
+        """Open ``out`` for the job ``job`` (:func:`job_fingerprint`).
+
+        A missing or empty directory, or any directory with ``overwrite`` (its content is
+        removed), starts at epoch 0. A directory with this job's manifest resumes: leftovers
+        of a killed epoch (files the manifest does not name) are removed, the rollback is
+        solved, the records past it dropped, and the last final epoch's labels read back.
+
+        Raises
+        ------
+        OutputStateError
+            ``out`` is a file, holds files but no manifest, was written by another job
+            (the differing settings named), or its manifest or data files are damaged.
+        """
+        text = str(out)
+        d = Path(text[len("file://"):] if text.startswith("file://") else text)
+        if d.exists() and not d.is_dir():
+            raise OutputStateError(f"--out {d}: exists and is not a directory")
+        fresh = {"format": FORMAT, "job": job, "complete": False, "total": None,
+                 "input": [], "loop": [], "output": []}
+        if d.is_dir() and overwrite:
+            for p in d.iterdir():
+                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        if not d.is_dir() or not any(d.iterdir()):
+            d.mkdir(parents=True, exist_ok=True)
+            log = cls(d, job, fresh)
+            log.save()
+            return log, Resume()
+        m = d / MANIFEST
+        if not m.is_file():
+            raise OutputStateError(
+                f"--out {d}: the directory has files but no {MANIFEST}: not written by a "
+                f"resumable tfront wcc; pass --overwrite (run_wcc: overwrite=True) to replace it")
+        try:
+            manifest = json.loads(m.read_text())
+        except (OSError, ValueError) as e:
+            raise OutputStateError(f"--out {d}: {MANIFEST} is unreadable ({e}); pass "
+                                   f"--overwrite to start over") from None
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise OutputStateError(f"--out {d}: {MANIFEST} is not a {FORMAT!r} manifest; pass "
+                                   f"--overwrite to start over")
+        differ = [f"{k}: {manifest['job'].get(k)!r} there, {job.get(k)!r} now"
+                  for k in sorted(set(job) | set(manifest["job"]))
+                  if manifest["job"].get(k) != job.get(k)]
+        if differ:
+            raise OutputStateError(f"--out {d} holds the output of another job ("
+                                   + "; ".join(differ) + "); pass --overwrite to replace it")
+        log = cls(d, job, manifest)
+        return log, log._resume()
+
+    def _resume(self) -> Resume:
+        m = self.manifest
+        kept = kept_epochs(m)
+        n_out = kept["output"]
+        final = [r for r in m["output"] if r["epoch"] < n_out]
+        if len(final) != n_out or [r["epoch"] for r in final] != list(range(n_out)):
+            raise OutputStateError(f"--out {self.out}: {MANIFEST} lists epochs "
+                                   f"{[r['epoch'] for r in m['output']]}, not 0..{n_out - 1}")
+        m["output"] = final
+        m["loop"] = [e for e in m.get("loop", []) if e < kept["loop"]]
+        m["input"] = [r for r in m["input"] if r["epoch"] < kept["input"]]
+        if n_out < (m.get("total") or 0) or m.get("total") is None:
+            m["complete"] = False
+        for r in final:
+            for f in r["files"]:
+                if not (self.out / f).is_file():
+                    raise OutputStateError(f"--out {self.out}: epoch {r['epoch']}'s data file "
+                                           f"{f} named by {MANIFEST} is missing; pass "
+                                           f"--overwrite to start over")
+        labels = self._read(final[-1]) if final else None   # checked before anything changes
+        named = {MANIFEST} | {f for r in final for f in r["files"]}
+        removed = []
+        for p in sorted(self.out.iterdir()):
+            if p.name not in named:
+                removed.append(p.name)
+                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        self.save()
+        if not final:
+            return Resume(removed=tuple(removed))
+        return Resume(n_out, int(final[-1]["edges"]), labels, tuple(removed))
+
+    def _read(self, rec: dict) -> pa.Table:
+        """Epoch ``rec``'s labels (``vertex, component``, sorted by vertex), checked against
+        the row count the manifest recorded."""
+        import pyarrow.parquet as pq
+
+        parts = [pq.read_table(self.out / f, columns=["epoch", "vertex", "component"])
+                 for f in rec["files"]]
+        t = pa.concat_tables(parts) if parts else None
+        if t is None or t.num_rows != rec["rows"] or (
+                t.num_rows and set(t.column("epoch").unique().to_pylist()) != {rec["epoch"]}):
+            raise OutputStateError(f"--out {self.out}: epoch {rec['epoch']}'s data files do not "
+                                   f"hold the {rec['rows']} rows {MANIFEST} recorded; pass "
+                                   f"--overwrite to start over")
+        t = t.select(["vertex", "component"])
+        return t.take(pa.array(np.argsort(t.column("vertex").to_numpy(), kind="stable")))
+
+    # -- the input --
+    def kept_input(self, e: int) -> dict | None:
+        """The input record of epoch ``e``, if kept."""
+        for r in self.manifest["input"]:
+            if r["epoch"] == e:
+                return r
+        return None
+
+    def check_source(self, e: int, source) -> None:
+        """A kept epoch's source must be the one recorded (same file or rows, unchanged)."""
+        r = self.kept_input(e)
+        if r is None:
+            return
+        if r["source"] != source.what:
+            raise OutputStateError(f"--out {self.out}: epoch {e} was {r['source']}, the input "
+                                   f"now gives {source.what}; pass --overwrite to start over")
+        if r.get("stamp") is not None and _stamp_of(source) != r["stamp"]:
+            raise OutputStateError(f"--out {self.out}: epoch {e}'s input {source.what} changed "
+                                   f"since the job recorded it; pass --overwrite to start over")
+
+    def record_input(self, e: int, source) -> None:
+        """Epoch ``e`` starts: record which source it is. A record of ``e`` kept from a
+        killed run (the epoch then in flight) is replaced: nothing of that epoch left the
+        job, and its file may have been fixed since."""
+        self.manifest["input"] = [r for r in self.manifest["input"] if r["epoch"] != e]
+        self.manifest["input"].append({"epoch": e, "source": source.what,
+                                       "stamp": _stamp_of(source)})
+        self.save()
+
+    # -- the output --
+    def new_name(self, e: int, k: int = 0) -> str:
+        return f"part-epoch-{e:06d}-{k:05d}-{uuid.uuid4().hex[:12]}.parquet"
+
+    def record_final(self, e: int, files: list[str], rows: int, edges: int) -> None:
+        """Epoch ``e``'s data ``files`` (already renamed into place and fsynced) are final:
+        the output and the loop record it, in one atomic manifest write."""
+        _fsync_dir(self.out)
+        self.manifest["output"].append({"epoch": e, "files": list(files), "rows": int(rows),
+                                        "edges": int(edges)})
+        self.manifest["loop"].append(e)
+        self.save()
+
+    def finish(self, total: int) -> None:
+        """The input is exhausted after ``total`` epochs, all final."""
+        self.manifest["complete"], self.manifest["total"] = True, int(total)
+        self.save()
+
+    def save(self) -> None:
+        """Write the manifest atomically and durably."""
+        tmp = self.out / f".{MANIFEST}.{uuid.uuid4().hex[:8]}.tmp"
+        with open(tmp, "w") as h:
+            json.dump(self.manifest, h, indent=1)
+            h.flush()
+            os.fsync(h.fileno())
+        os.replace(tmp, self.out / MANIFEST)
+        _fsync_dir(self.out)
+
+
+def already_final(out, edges, epochs: int, follow) -> str | None:
+    """Without starting Spark: the message for a rerun whose every epoch is final in ``out``
+    (same job, the input as recorded, every epoch written), else ``None`` (the job runs, and
+    :meth:`OutputLog.open` explains any problem)."""
+    if out is None or follow is not None or "://" in str(out) and not str(out).startswith("file://"):
+        return None
+    text = str(out)
+    m = Path(text[len("file://"):] if text.startswith("file://") else text) / MANIFEST
+    try:
+        manifest = json.loads(m.read_text())
+        if (manifest.get("format") != FORMAT or not manifest.get("complete")
+                or manifest.get("job") != job_fingerprint(edges, epochs, follow)):
+            return None
+        total = manifest["total"]
+        if [r["epoch"] for r in manifest["output"]] != list(range(total)):
+            return None
+        if Path(edges).is_dir():
+            files = [str(f) for f in edge_files(edges)]
+            recs = sorted(manifest["input"], key=lambda r: r["epoch"])
+            if files != [r["source"] for r in recs]:
+                return None     # files were added (or renamed): the job has more to do
+            for f, r in zip(files, recs):
+                st = FileStamp.of(f)
+                if [st.size, st.mtime_ns, st.ino] != r["stamp"]:
+                    return None
+        for r in manifest["output"]:
+            if not all((m.parent / f).is_file() for f in r["files"]):
+                return None
+    except Exception:   # unreadable, damaged or another job's: the run explains it
+        return None
+    return (f"all {total} epoch{'s' if total != 1 else ''} of {edges} are final in {m.parent} "
+            f"(its {MANIFEST}); nothing to do (--overwrite recomputes them)")

@@ -1,0 +1,255 @@
+"""Issue 12 item 6: crash recovery of the WCC job.
+
+The recovery records (``OUT/_tfront_manifest.json``) become a rollback problem that
+:func:`engine.rollback.solve` answers; ``tfront wcc`` killed with ``SIGKILL`` at named points
+and at a random time resumes from the output's final epochs: every epoch once in ``--out``,
+each with scipy's components.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from spark_plugin import wcc_io
+from spark_plugin.errors import OutputStateError
+from spark_plugin.wcc import run_wcc
+from spark_plugin.wcc_io import read_edges
+from spark_plugin.wcc_recovery import (CRASH_ENV, MANIFEST, OutputLog, job_fingerprint,
+                                       kept_epochs, recovery_problem)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _manifest(inputs, loop, outputs):
+    return {"input": [{"epoch": e, "source": f"e{e}", "stamp": None} for e in inputs],
+            "loop": list(loop),
+            "output": [{"epoch": e, "files": [], "rows": 0, "edges": 0} for e in outputs]}
+
+
+@pytest.mark.parametrize("inputs, loop, outputs, expect", [
+    # killed after epoch 2 started: the input keeps its record of the epoch in flight
+    (range(4), range(3), range(3), {"input": 4, "loop": 3, "output": 3}),
+    # the loop's record of the last final epoch is missing: the output's epoch 2 is final
+    # (C2 keeps it) and its labels rebuild the loop's state, so the loop keeps 2 as well
+    (range(3), range(2), range(3), {"input": 3, "loop": 3, "output": 3}),
+    # killed after the data of epoch 1 was renamed, before the manifest named it
+    (range(2), range(1), range(1), {"input": 2, "loop": 1, "output": 1}),
+    # killed during epoch 0: nothing is kept but the input's record
+    (range(1), [], [], {"input": 1, "loop": 0, "output": 0}),
+    ([], [], [], {"input": 0, "loop": 0, "output": 0}),
+])
+def test_the_solver_keeps_exactly_the_epochs_the_output_made_final(inputs, loop, outputs,
+                                                                   expect):
+    m = _manifest(inputs, loop, outputs)
+    assert kept_epochs(m) == expect
+    problem = recovery_problem(m)
+    assert problem.buffer == [False, False, True]   # the output: a buffer to the outside
+
+
+def _edges(seed=3, n=2000, m=2400):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, n, m), rng.integers(0, n, m)
+
+
+def _write_epochs(d: Path, src, dst, k: int) -> list[int]:
+    d.mkdir()
+    cuts = [len(src) * e // k for e in range(k + 1)]
+    for e in range(k):
+        with open(d / f"e{e}.txt", "w") as h:
+            h.writelines(f"{a} {b}\n" for a, b in zip(src[cuts[e]:cuts[e + 1]],
+                                                     dst[cuts[e]:cuts[e + 1]]))
+    return cuts
+
+
+def _components(src, dst) -> dict:
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    verts = np.unique(np.concatenate([src, dst]))
+    ia, ib = np.searchsorted(verts, src), np.searchsorted(verts, dst)
+    g = coo_matrix((np.ones(len(ia)), (ia, ib)), shape=(len(verts), len(verts)))
+    _, lab = connected_components(g, directed=False)
+    smallest = {}
+    for v, c in zip(verts.tolist(), lab.tolist()):
+        smallest.setdefault(c, v)        # verts sorted: the first is the smallest id
+    return {v: smallest[c] for v, c in zip(verts.tolist(), lab.tolist())}
+
+
+def _check_out(out: Path, src, dst, cuts) -> None:
+    """Every epoch exactly once, with scipy's components; nothing but the named files."""
+    t = pq.read_table(out)
+    rows: dict = {}
+    for e, v, c in zip(*(t.column(n).to_pylist() for n in ("epoch", "vertex", "component"))):
+        assert v not in rows.setdefault(e, {}), f"vertex {v} written twice for epoch {e}"
+        rows[e][v] = c
+    assert sorted(rows) == list(range(len(cuts) - 1))
+    for e in rows:
+        assert rows[e] == _components(src[:cuts[e + 1]], dst[:cuts[e + 1]]), f"epoch {e}"
+    m = json.loads((out / MANIFEST).read_text())
+    named = {f for r in m["output"] for f in r["files"]}
+    assert set(os.listdir(out)) == named | {MANIFEST}
+    assert m["complete"] and [r["epoch"] for r in m["output"]] == sorted(rows)
+
+
+def _tfront(edges, out, *extra, env=None, kill_after=None, seed=0):
+    """Run ``tfront wcc`` in a subprocess (its own process group: a kill takes the JVM too).
+    ``kill_after``: SIGKILL the group at a random time after that many epoch lines."""
+    cmd = [sys.executable, "-m", "engine.cli", "wcc", str(edges), "--out", str(out),
+           "--master", "local[1]", "--partitions", "2", "--backend", "cpu", *extra]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT, env={**os.environ, **(env or {})}, start_new_session=True)
+    if kill_after is None:
+        out_text, err = proc.communicate(timeout=300)
+        try:            # a JVM left by a killed driver (it exits when its stdin closes)
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return proc.returncode, out_text, err
+    lines, deadline = [], time.monotonic() + 300
+    while sum(x.startswith("epoch") for x in lines) < kill_after and time.monotonic() < deadline:
+        if select.select([proc.stdout], [], [], 5)[0]:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+    time.sleep(random.Random(seed).uniform(0.0, 1.5))   # somewhere in the next epoch(s)
+    os.killpg(proc.pid, signal.SIGKILL)
+    out_text, err = proc.communicate(timeout=60)
+    return proc.returncode, "".join(lines) + out_text, err
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_killed_runs_resume_every_epoch_once_with_scipys_labels(tmp_path):
+    """SIGKILL after epoch 1's data was renamed into place (before the manifest named it),
+    then at a random time of the resumed run, then a run to the end, then a rerun that does
+    nothing: each epoch exactly once in --out, every one with scipy's components."""
+    src, dst = _edges()
+    d = tmp_path / "in"
+    cuts = _write_epochs(d, src, dst, 5)
+    out = tmp_path / "out"
+    rc, stdout, err = _tfront(d, out, env={CRASH_ENV: "epoch:1:after-data"})
+    assert rc == -signal.SIGKILL, (stdout, err)
+    m = json.loads((out / MANIFEST).read_text())
+    assert [r["epoch"] for r in m["output"]] == [0] and not m["complete"]
+    assert [r["epoch"] for r in m["input"]] == [0, 1]
+    leftovers = set(os.listdir(out)) - {MANIFEST} - set(m["output"][0]["files"])
+    assert leftovers and all(f.startswith("part-epoch-000001") for f in leftovers)
+
+    rc, stdout, err = _tfront(d, out, kill_after=1, seed=12)
+    assert rc == -signal.SIGKILL, (stdout, err)
+    assert "resuming" in err and "epoch 0 is final" in err and "removed 1 leftover" in err
+    assert stdout.startswith("epoch 1: "), stdout     # epoch 0 neither recomputed nor printed
+
+    rc, stdout, err = _tfront(d, out)
+    assert rc == 0, err
+    m = json.loads((out / MANIFEST).read_text())
+    first = int(stdout.split(":")[0].split()[1])
+    assert first >= 1 and "(resumed: epoch" in stdout and f"labels in {out}" in stdout, stdout
+    assert [int(x.split(":")[0].split()[1]) for x in stdout.splitlines()
+            if x.startswith("epoch ")] == list(range(first, 5))
+    _check_out(out, src, dst, cuts)
+
+    before = {f: (out / f).stat().st_mtime_ns for f in os.listdir(out)}
+    rc, stdout, err = _tfront(d, out)
+    assert rc == 0 and "all 5 epochs" in stdout and "nothing to do" in stdout, (stdout, err)
+    assert "Spark master" not in err          # no Spark session was started
+    assert {f: (out / f).stat().st_mtime_ns for f in os.listdir(out)} == before
+
+
+@pytest.mark.spark
+def test_resume_in_process_overwrite_and_another_jobs_out(spark, tmp_path, monkeypatch):
+    """A run killed before epoch 2's manifest write (the records cut back to epochs 0-1, epoch
+    2's data file and a temporary file left over) resumes at epoch 2 from epoch 1's labels,
+    without re-reading epochs 0-1; another job's --out is refused naming what differs,
+    changing nothing; overwrite starts over."""
+    src, dst = _edges(seed=5, n=600, m=900)
+    d = tmp_path / "in"
+    cuts = _write_epochs(d, src, dst, 3)
+    out = tmp_path / "out"
+    res = run_wcc(spark, d, out=str(out), partitions=2, progress=False)
+    assert res.resumed_at == 0 and len(res.epochs) == 3
+    _check_out(out, src, dst, cuts)
+    # roll the records back to epochs 0-1, as a kill before epoch 2's manifest would leave them
+    m = json.loads((out / MANIFEST).read_text())
+    m["output"], m["loop"], m["input"] = m["output"][:2], [0], m["input"][:3]
+    m["complete"], m["total"] = False, None
+    (out / MANIFEST).write_text(json.dumps(m))
+    (out / ".part-epoch-000002-x.parquet.tmp").write_bytes(b"partial")
+    read = []
+
+    def reading(path):          # records which files the job reads, then reads them
+        read.append(Path(path).name)
+        return read_edges(path)
+    monkeypatch.setattr(wcc_io, "read_edges", reading)
+    res = run_wcc(spark, d, out=str(out), partitions=2, progress=False)
+    monkeypatch.undo()
+    assert read == ["e2.txt"]          # the kept epochs' input is not read again
+    assert res.resumed_at == 2 and [s.epoch for s in res.epochs] == [2]
+    assert res.epochs[0].edges == cuts[3]          # counts the kept epochs' edges
+    _check_out(out, src, dst, cuts)
+    snapshot = {f: (out / f).read_bytes() for f in os.listdir(out)}
+    res = run_wcc(spark, d, out=str(out), partitions=2, progress=False)   # all final
+    assert res.resumed_at == 3 and res.epochs == [] and res.service.counts().num_rows == 0
+    assert {f: (out / f).read_bytes() for f in os.listdir(out)} == snapshot
+
+    with pytest.raises(OutputStateError, match=r"another job \(epochs: 1 there, 2 now; input: "):
+        run_wcc(spark, d / "e0.txt", epochs=2, out=str(out), partitions=2, progress=False)
+    with pytest.raises(OutputStateError, match=r"input: '.*in' there, '.*e0\.txt' now"):
+        run_wcc(spark, d / "e0.txt", out=str(out), partitions=2, progress=False)
+    assert {f: (out / f).read_bytes() for f in os.listdir(out)} == snapshot
+
+    res = run_wcc(spark, d / "e0.txt", epochs=2, out=str(out), partitions=2, progress=False,
+                  overwrite=True)
+    assert res.resumed_at == 0 and len(res.epochs) == 2
+    assert json.loads((out / MANIFEST).read_text())["job"] == job_fingerprint(
+        d / "e0.txt", 2, None)
+    assert sorted(set(pq.read_table(out).column("epoch").to_pylist())) == [0, 1]
+
+
+def test_an_out_that_is_not_a_resumable_job_is_refused(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "part-0.parquet").write_bytes(b"x")
+    job = {"input": "x", "epochs": 1}
+    with pytest.raises(OutputStateError, match=f"no {MANIFEST}.*--overwrite"):
+        OutputLog.open(out, job)
+    assert os.listdir(out) == ["part-0.parquet"]
+    log, resume = OutputLog.open(out, job, overwrite=True)
+    assert resume.epoch == 0 and os.listdir(out) == [MANIFEST]
+
+
+@pytest.mark.spark
+def test_labels_spark_writes_are_renamed_into_out_and_read_back_on_resume(spark, tmp_path):
+    """An epoch whose labels are a DataFrame (large epochs): Spark writes a hidden directory,
+    its part files are renamed into --out and named by the manifest; a restart reads them
+    back (sorted by vertex) as the loop's state, and removes a half-written Spark directory."""
+    from pyspark.sql import functions as F
+
+    from spark_plugin.wcc import _spark_local
+
+    job = {"input": "x", "epochs": 1}
+    log, resume = OutputLog.open(tmp_path / "out", job)
+    assert resume.labels is None
+    df = spark.createDataFrame([(9, 1), (1, 1), (5, 5), (3, 1)], "vertex bigint, component bigint")
+    files = _spark_local(log, 0, df.repartition(2), F)
+    assert files and all(f.startswith("part-epoch-000000-") for f in files)
+    log.record_final(0, files, 4, 7)
+    (tmp_path / "out" / ".epoch-000001.tmp").mkdir()        # killed while Spark wrote epoch 1
+    (tmp_path / "out" / ".epoch-000001.tmp" / "part-0.parquet").write_bytes(b"x")
+    log, resume = OutputLog.open(tmp_path / "out", job)
+    assert (resume.epoch, resume.edges, resume.removed) == (1, 7, (".epoch-000001.tmp",))
+    assert resume.labels.to_pydict() == {"vertex": [1, 3, 5, 9], "component": [1, 1, 5, 1]}
+    assert sorted(os.listdir(tmp_path / "out")) == sorted([MANIFEST, *files])

@@ -531,6 +531,26 @@ def _local_path(out) -> bool:
     return "://" not in text or text.startswith("file://")
 
 
+def _fresh_remote_out(spark, out, overwrite: bool) -> None:
+    """A non-local ``out`` (HDFS, S3, ...) keeps no manifest, so the job cannot resume it:
+    it must not exist yet -- appending to it again would write its epochs twice -- unless
+    ``overwrite``, which deletes it first (through Hadoop's ``FileSystem``)."""
+    from .errors import OutputStateError
+
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(str(out))
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(path):
+        return
+    if not overwrite:
+        raise OutputStateError(
+            f"{out} exists: crash recovery keeps its records only in a local --out, so "
+            f"appending to this one again would write its epochs twice; pass --overwrite "
+            f"(overwrite=True) to start over, or choose a new path")
+    if not fs.delete(path, True):
+        raise OutputStateError(f"{out}: could not delete it to start over")
+
+
 def _append_local(out, epoch: int, labels: pa.Table, name: str | None = None) -> list[str]:
     """Append one epoch's labels to the local Parquet dataset ``out`` as one part file,
     written under a hidden name, fsynced and renamed when complete (readers -- pyarrow,
@@ -1150,11 +1170,12 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                        + (f"; removed {len(resume.removed)} leftover file"
                           f"{'s' if len(resume.removed) != 1 else ''} of a killed epoch"
                           if resume.removed else ""), sys.stderr)
-    elif overwrite and out is not None:
-        from .errors import OutputStateError
-
-        raise OutputStateError(f"overwrite needs a local out (crash recovery keeps its manifest "
-                               f"there), got {out!r}")
+    elif out is not None:
+        try:
+            _fresh_remote_out(spark, out, overwrite)
+        except BaseException as err:
+            steps.close(err)
+            raise
     first = result.resumed_at
     bar = _Progress(progress, None if total is None else total - first)
     cap = first         # the epoch the edge input holds a capability for (None: dropped)

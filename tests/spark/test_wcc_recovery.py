@@ -253,3 +253,24 @@ def test_labels_spark_writes_are_renamed_into_out_and_read_back_on_resume(spark,
     assert (resume.epoch, resume.edges, resume.removed) == (1, 7, (".epoch-000001.tmp",))
     assert resume.labels.to_pydict() == {"vertex": [1, 3, 5, 9], "component": [1, 1, 5, 1]}
     assert sorted(os.listdir(tmp_path / "out")) == sorted([MANIFEST, *files])
+
+
+def test_an_out_without_a_manifest_is_never_appended_to_twice(spark, tmp_path, monkeypatch):
+    """A non-local --out (HDFS, S3: no manifest there, so no resume) that exists is refused,
+    not appended to -- a rerun used to write every epoch again -- and --overwrite replaces
+    it. Spark's local file system stands in for a remote one: the job is told the path is
+    not local, so it takes the non-local path through Hadoop's FileSystem."""
+    import spark_plugin.wcc as wcc
+
+    monkeypatch.setattr(wcc, "_local_path", lambda out: False)
+    edges = tmp_path / "g.txt"
+    edges.write_text("0 1\n1 2\n3 4\n")
+    out = tmp_path / "remote-out"
+    run_wcc(spark, str(edges), epochs=1, out=str(out), progress=False)
+    before = sorted(p.name for p in out.iterdir())
+    with pytest.raises(OutputStateError, match="exists.*twice.*--overwrite"):
+        run_wcc(spark, str(edges), epochs=1, out=str(out), progress=False)
+    assert sorted(p.name for p in out.iterdir()) == before   # nothing changed
+    run_wcc(spark, str(edges), epochs=1, out=str(out), progress=False, overwrite=True)
+    t = pq.read_table(out)
+    assert sorted(t.column("epoch").to_pylist()) == [0] * 5   # one epoch, once

@@ -44,13 +44,16 @@ in its result at no extra cost.
 
 Memory
 ~~~~~~
-``driver_maxrss_kib``: the child Python process's ``ru_maxrss``; ``jvm_hwm_kib``: the Spark
+``driver_maxrss_kib``: the child Python process's own peak (``VmHWM``; ``ru_maxrss`` is
+inherited across ``exec`` from the parent, which generated the graph); ``jvm_hwm_kib``: the Spark
 JVM's ``VmHWM`` from ``/proc/<pid>/status`` read just before stopping Spark (the JVM is never
 reaped by the child, so ``RUSAGE_CHILDREN`` cannot see it); ``workers_hwm_kib``: the sum of
 ``VmHWM`` over the Python workers alive under the JVM at that point; ``peak_total_kib`` = the
 sum of the three (an upper bound on the peak footprint of the process tree).
 ``tree_maxrss_kib`` is the ``ru_maxrss`` the parent gets from ``wait4``: the largest process
-the child reaped, in practice the child itself (the JVM outlives it and is not counted there).
+the child reaped, in practice the child itself (the JVM outlives it and is not counted there)
+-- but at least the parent's own peak at the fork, which ``ru_maxrss`` carries across
+``exec``: read ``peak_total_kib``.
 
 A system that fails, or runs past ``--timeout`` (its process group is then killed), is
 recorded with ``status`` ``"failed"`` / ``"timeout"`` and its error; the benchmark goes on.
@@ -162,6 +165,12 @@ def master_cores(master: str) -> int:
 # --- memory readings -----------------------------------------------------------------------
 
 def _maxrss_kib() -> int:
+    """This process's peak resident memory. On Linux its ``VmHWM``: ``ru_maxrss`` survives
+    ``exec`` and so starts at the benchmark parent's peak (which generated the graph) --
+    every child reported the same figure as the largest one before."""
+    own = _vm_hwm_kib(os.getpid())
+    if own is not None:
+        return own
     scale = 1 if sys.platform.startswith("linux") else 1 / 1024
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
 

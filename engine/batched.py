@@ -146,16 +146,14 @@ class BatchedTracker:
         xp = self.kernels.xp
         # resident state: on the backend's device, the count table (sorted by (loc, ts), no
         # zero counts) and F (frontier of positive counts, CSR by location; a device backend
-        # may keep spare rows past F_ptr[L]); I (implied frontier, CSR) where propagation runs,
-        # with a host copy of F (_hF_*) when that is the host
+        # may keep spare rows past F_ptr[L]); I (implied frontier, CSR) where propagation runs
+        # (a host-side propagation gets its copy of F per batch: frontiers_to_host)
         self._loc = xp.zeros(0, xp.int32)
         self._ts = xp.zeros((0, W), xp.int64)
         self._cnt = xp.zeros(0, xp.int64)
         self._F_ptr = xp.zeros(L + 1, xp.int64)
         self._F_ts = xp.zeros((0, W), xp.int64)
         xp = self._pk.xp
-        self._hF_ptr = xp.zeros(L + 1, xp.int64)
-        self._hF_ts = xp.zeros((0, W), xp.int64)
         self._I_ptr = xp.zeros(L + 1, xp.int64)
         self._I_ts = xp.zeros((0, W), xp.int64)
         self.counts = TableCounts(self)
@@ -253,8 +251,6 @@ class BatchedTracker:
             n_loc, n_ts, n_cnt = n_loc[:r], n_ts[:r], n_cnt[:r]
         self._loc, self._ts, self._cnt = n_loc, n_ts, n_cnt
         self._F_ptr, self._F_ts = dF_ptr, dF_ts
-        if pk is not k:
-            self._hF_ptr, self._hF_ts = F_ptr, F_ts
         self._I_ptr, self._I_ts = I_ptr, I_ts
         return out, applied
     def _reject_overflow(self, l, row, d):

@@ -261,7 +261,7 @@ class RollbackProblem:
         return list(maximal_min(b for b in self.times if in_down(a, self.need(k, b))))
 
     # -- checks --
-    def check(self, end_line: int | None = None) -> None:
+    def check(self) -> None:
         """The checks made after a whole file is read (format section 4): buffer nodes,
         monotone ``need``, ``step`` pairs within ``need``, Condition 4. Raises
         :class:`RollbackFormatError` naming the line."""

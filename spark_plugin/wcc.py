@@ -708,8 +708,13 @@ class _Progress:
     ``round R``, and an epoch that ends there says ``rounds R`` (:class:`EpochSummary`).
     """
 
+    @staticmethod
+    def level_of(progress: "bool | int | None") -> int:
+        """``run_wcc``'s ``progress`` as a level: ``None``/``True`` 1, ``False`` 0."""
+        return 1 if progress is None or progress is True else int(progress)
+
     def __init__(self, level: "bool | int | None", total: int | None):
-        self.level = 1 if level is None or level is True else int(level)
+        self.level = self.level_of(level)
         self.bar = None
         if self.level >= 1 and sys.stderr.isatty():
             try:
@@ -1162,8 +1167,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             comp = labels.column("component").to_numpy()
             leaf = vert != comp
             state = (comp[leaf], vert[leaf])
-        talk = 1 if progress is None or progress is True else int(progress)
-        if (resume.epoch or resume.removed) and talk >= 1:
+        if (resume.epoch or resume.removed) and _Progress.level_of(progress) >= 1:
             were = ("epoch 0 is" if resume.epoch == 1 else f"epochs 0-{resume.epoch - 1} are")
             write_line((f"wcc: resuming {out}: {were} final there, not recomputed"
                         if resume.epoch else f"wcc: resuming {out}: no epoch was final there")

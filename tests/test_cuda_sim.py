@@ -22,15 +22,38 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def simulator_run(tmp_path_factory):
-    sigs = tmp_path_factory.mktemp("cuda_sim") / "kernels.json"
+SIM_CMD = [sys.executable, "-m", "pytest", "tests/cuda_sim", "-q", "-p", "no:cacheprovider",
+           "--no-header", "-rfEs"]
+SIM_TIMEOUT_S = 900
+
+
+def start_simulator_run(workdir: Path) -> tuple:
+    """Start the simulator run in the background (``tests/conftest.py`` calls this as soon as
+    collection has selected a test of this module, so that the single-threaded simulator runs
+    on the second core while the rest of the suite runs here). Returns ``(popen, log, sigs)``."""
+    sigs = workdir / "kernels.json"
+    log = workdir / "simulator.log"
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TFRONT_RECORD_KERNELS=str(sigs))
     env.pop("PYTEST_ADDOPTS", None)
-    cmd = [sys.executable, "-m", "pytest", "tests/cuda_sim", "-q", "-p", "no:cacheprovider",
-           "--no-header", "-rfEs"]
-    r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    return cmd, r, sigs
+    with open(log, "w") as out:
+        proc = subprocess.Popen(SIM_CMD, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                text=True)
+    return proc, log, sigs
+
+
+@pytest.fixture(scope="module")
+def simulator_run(request, tmp_path_factory):
+    started = getattr(request.config, "_tfront_simulator", None)
+    if started is None:  # not started at collection (e.g. the module run on its own by path)
+        started = start_simulator_run(tmp_path_factory.mktemp("cuda_sim"))
+    proc, log, sigs = started[:3]
+    try:
+        proc.wait(timeout=SIM_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    out = log.read_text()
+    return SIM_CMD, subprocess.CompletedProcess(SIM_CMD, proc.returncode, out, ""), sigs
 
 
 def test_cuda_kernels_and_simulated_backend_on_the_simulator(simulator_run):

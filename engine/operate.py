@@ -898,21 +898,23 @@ class Ports:
             ts = np.concatenate([ts, np.zeros((n, self.W - w), np.int64)], axis=1)
         elif w > self.W:
             ts = ts[:, :self.W]  # columns past every row's width: zero padding by construction
-        if n:
+        if n and (int(ts.min()) < 0 or int(ts.max()) >= MAX_COORD):
             bad = (ts < 0) | (ts >= MAX_COORD)
             if bad.any():
                 i = _first(bad.any(axis=1))
                 raise TimestampRangeError(
                     f"report row {i}: {self._where(kind[i], op[i], port[i])}: timestamp "
                     f"{self._ts(ts[i], op[i])} has a coordinate outside [0, 2**62)")
-            if self.K:
-                unused = (np.arange(self.W)[None, :] >= expect[:, None]) & (ts != 0)
-                if unused.any():
-                    i = _first(unused.any(axis=1))
-                    raise TimestampWidthError(
-                        f"report row {i}: {self._where(kind[i], op[i], port[i])}: padded "
-                        f"timestamp {tuple(int(x) for x in ts[i])} has non-zero counters beyond "
-                        f"depth {int(self.depth[op[i]])}")
+        if n and self.K and int(expect.min()) < self.W:
+            unused = np.zeros(n, bool)
+            for col in range(self.m, self.W):
+                unused |= (expect <= col) & (ts[:, col] != 0)
+            if unused.any():
+                i = _first(unused)
+                raise TimestampWidthError(
+                    f"report row {i}: {self._where(kind[i], op[i], port[i])}: padded "
+                    f"timestamp {tuple(int(x) for x in ts[i])} has non-zero counters beyond "
+                    f"depth {int(self.depth[op[i]])}")
         bad = (kind != ReportKind.CAPABILITY) & (count < 0)
         if bad.any():
             i = _first(bad)
@@ -938,7 +940,10 @@ class Ports:
         route = first + np.arange(len(rows))
         p_ts = r.ts[rows]
         keep = self.route_keep[route]
-        p_ts[np.arange(self.W)[None, :] >= keep[:, None]] = 0
+        for c in range(self.m, self.W):  # egress on the way: those counters are dropped
+            drop = keep <= c
+            if drop.any():
+                p_ts[drop, c] = 0
         loc = np.concatenate([r.loc[direct], self.route_dst[route]])
         ts = np.concatenate([r.ts[direct], p_ts])
         diff = np.concatenate([sign * r.count[direct], r.count[rows]])
@@ -1079,49 +1084,90 @@ def _apply(s: Summary, ts: np.ndarray, m: int, W: int) -> np.ndarray:
     return out
 
 
-def _order(loc: np.ndarray, ts: np.ndarray) -> np.ndarray:
-    """A stable permutation sorting rows by ``(loc, ts)``: one packed int64 key when the
-    columns' ranges fit in 63 bits (values are non-negative), else a lexicographic sort."""
-    n = len(loc)
-    if n == 0:
-        return np.zeros(0, np.int64)
+def _packing(loc: np.ndarray, ts: np.ndarray) -> list[int] | None:
+    """Bits per column ``(loc, ts[:, 0], ...)`` when the rows pack into one non-negative
+    int64 key, else None."""
     cols = [loc] + [ts[:, c] for c in range(ts.shape[1])]
+    if min(int(c.min()) for c in cols) < 0:
+        return None
     bits = [max(1, int(c.max()).bit_length()) for c in cols]
-    if sum(bits) <= 63 and min(int(c.min()) for c in cols) >= 0:
-        key = np.zeros(n, np.int64)
-        for c, b in zip(cols, bits):
-            key = (key << b) | c.astype(np.int64)
-        return np.argsort(key, kind="stable")
-    return np.lexsort(tuple(reversed(cols)))
+    return bits if sum(bits) <= 62 else None
+
+
+def _pack(loc: np.ndarray, ts: np.ndarray, bits: list[int]) -> np.ndarray:
+    key = loc.astype(np.int64)
+    for c, b in enumerate(bits[1:]):
+        key <<= b
+        key |= ts[:, c]
+    return key
+
+
+def _unpack(key: np.ndarray, bits: list[int], W: int):
+    key = key.copy()
+    ts = np.zeros((len(key), W), np.int64)
+    for c in range(len(bits) - 1, 0, -1):
+        ts[:, c - 1] = key & ((1 << bits[c]) - 1)
+        key >>= bits[c]
+    return key, ts
+
+
+def _order(loc: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """A permutation sorting rows by ``(loc, ts)``, and the sorted packed keys (``None``
+    when the rows do not pack into one int64 and a lexicographic sort was used)."""
+    if len(loc) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    bits = _packing(loc, ts)
+    if bits is not None:
+        key = _pack(loc, ts, bits)
+        order = np.argsort(key)
+        return order, key[order]
+    return np.lexsort(tuple(reversed([loc] + [ts[:, c] for c in range(ts.shape[1])]))), None
 
 
 def _consolidate(loc, ts, diff):
-    """Sum the diffs of equal ``(loc, ts)``, drop zeros, sort: ``(loc int32, ts, diff)``."""
+    """Sum the diffs of equal ``(loc, ts)``, drop zeros, sort: ``(loc int32, ts, diff)``.
+
+    Rows that pack into a small key range are summed into a dense table (``np.add.at``,
+    no sort); others are sorted. Sums that could leave 64 bits are added exactly."""
     loc = np.asarray(loc, np.int64)
     n = len(loc)
+    W = ts.shape[1]
     if n == 0:
-        return np.zeros(0, np.int32), np.zeros((0, ts.shape[1]), np.int64), np.zeros(0, np.int64)
+        return np.zeros(0, np.int32), np.zeros((0, W), np.int64), np.zeros(0, np.int64)
     big = int(np.abs(diff).max())
-    if big and big > INT64_MAX // n:  # sums could wrap: add them exactly
-        order = _order(loc, ts)
-        loc, ts, diff = loc[order], ts[order], diff[order]
+    exact = big and big > INT64_MAX // n
+    bits = _packing(loc, ts)
+    if bits is not None and not exact and (1 << sum(bits)) <= min(max(1 << 20, 2 * n), 1 << 23):
+        key = _pack(loc, ts, bits)
+        sums = np.zeros(1 << sum(bits), np.int64)
+        np.add.at(sums, key, diff)
+        keys = np.flatnonzero(sums)
+        loc_out, ts_out = _unpack(keys, bits, W)
+        return loc_out.astype(np.int32), ts_out, sums[keys]
+    if bits is not None:
+        key = _pack(loc, ts, bits)
+        order = np.argsort(key)
+        key = key[order]
         new = np.ones(n, bool)
-        new[1:] = (loc[1:] != loc[:-1]) | (ts[1:] != ts[:-1]).any(axis=1)
-        starts = np.flatnonzero(new)
+        np.not_equal(key[1:], key[:-1], out=new[1:])
+    else:
+        order = np.lexsort(tuple(reversed([loc] + [ts[:, c] for c in range(W)])))
+        l, t = loc[order], ts[order]
+        new = np.ones(n, bool)
+        new[1:] = (l[1:] != l[:-1]) | (t[1:] != t[:-1]).any(axis=1)
+    starts = np.flatnonzero(new)
+    diff = diff[order]
+    if exact:
         sums = [sum(int(x) for x in part) for part in np.split(diff, starts[1:])]
-        if any(abs(s) > INT64_MAX for s in sums):
+        if any(abs(x) > INT64_MAX for x in sums):
             raise ReportCountError("report: a pointstamp's summed count leaves the signed "
                                    "64-bit range")
         d = np.array(sums, np.int64)
     else:
-        order = _order(loc, ts)
-        loc, ts, diff = loc[order], ts[order], diff[order]
-        new = np.ones(n, bool)
-        new[1:] = (loc[1:] != loc[:-1]) | (ts[1:] != ts[:-1]).any(axis=1)
-        starts = np.flatnonzero(new)
         d = np.add.reduceat(diff, starts)
     keep = d != 0
-    return loc[starts][keep].astype(np.int32), ts[starts][keep], d[keep]
+    first = order[starts[keep]]
+    return loc[first].astype(np.int32), ts[first], d[keep]
 
 
 def _lookup(q_loc, q_ts, h_loc, h_ts, h_cnt) -> np.ndarray:
@@ -1134,7 +1180,7 @@ def _lookup(q_loc, q_ts, h_loc, h_ts, h_cnt) -> np.ndarray:
     loc = np.concatenate([h_loc, q_loc]).astype(np.int64)
     tag = np.concatenate([np.zeros(nh, np.int64), np.ones(nq, np.int64)])
     ts = np.concatenate([np.concatenate([h_ts, q_ts]), tag[:, None]], axis=1)
-    order = _order(loc, ts)
+    order, _ = _order(loc, ts)
     loc, ts, tag = loc[order], ts[order], tag[order]
     same = np.zeros(len(loc), bool)
     same[1:] = (loc[1:] == loc[:-1]) & (ts[1:, :-1] == ts[:-1, :-1]).all(axis=1) & (tag[:-1] == 0)

@@ -599,6 +599,18 @@ class Dataflow:
         """The operators' initial capabilities as pointstamps (:meth:`Ports.initial`)."""
         return self.ports.initial()
 
+    def initial_capabilities(self) -> list[tuple[str, int, Timestamp]]:
+        """The operators' initial capabilities in their words: ``(path, output, ts)``, one
+        row per capability held, in the order the operators were flattened.
+
+        >>> root = Scope("root")
+        >>> _ = root.add(Operate("a", 0, 2, capabilities={1: [(0,), (3,)]}))
+        >>> root.build().initial_capabilities()
+        [('a', 1, (0,)), ('a', 1, (3,))]
+        """
+        return [(path, o, tuple(t)) for path, d, _ in self._flat.leaves
+                for o, times in sorted(d.capabilities.items()) for t in times]
+
     def pointstamps(self, report: Report):
         """:meth:`Ports.pointstamps`."""
         return self.ports.pointstamps(report)

@@ -56,7 +56,7 @@ class Report:
     dataflow's padded ``m + K`` with zero padding) or one timestamp broadcast to every
     count; ``counts`` is ``int64[n]`` or one integer broadcast to every timestamp. Each call
     returns the report, so calls chain. Nothing is checked against a dataflow until the
-    report is translated (:meth:`Ports.pointstamps`) or guarded (:meth:`Dataflow.check`).
+    report is translated (:meth:`Ports.pointstamps`) or guarded (:meth:`engine.operate.Dataflow.check`).
 
     :meth:`to_arrays` and :meth:`from_arrays` turn a report into plain columns and back
     (an operator column coded against a list of paths: an Arrow dictionary column).
@@ -261,15 +261,29 @@ class _Rows(NamedTuple):
 
 class Ports:
     """The pure translation of reports into pointstamp changes, small and picklable (ship it
-    to Spark tasks). Build it with :class:`Dataflow`; :attr:`Dataflow.ports`.
+    to Spark tasks). Build it with :class:`engine.operate.Dataflow`: :attr:`~engine.operate.Dataflow.ports`.
 
     Attributes
     ----------
-    m, K : int
-        Outer width and the dataflow's largest loop depth; pointstamps are ``int64[n, m+K]``.
+    m, K, W, L : int
+        Outer width, the dataflow's largest loop depth, ``W = m + K`` (pointstamps are
+        ``int64[n, W]``) and the number of locations of the flat graph.
     names : tuple[str, ...]
         The operators' paths (leaves only: scopes report nothing of their own), indexed by
         leaf number.
+    depth, inputs, outputs : int64[leaves]
+        Each operator's loop depth and port counts.
+    in_ptr, in_loc, out_ptr, out_loc : int64 arrays
+        The location of input ``i`` of leaf ``f`` is ``in_loc[in_ptr[f] + i]``; of output
+        ``o``, ``out_loc[out_ptr[f] + o]``.
+    loc_leaf, loc_port : int64[L]
+        The leaf and port owning each location (``-1`` at scope boundaries).
+    initial_loc, initial_ts : int64[c], int64[c, W]
+        The initial capabilities, one row per capability held (see :meth:`initial`).
+    route_ptr, route_dst, route_keep : int64 arrays
+        Where messages produced at source location ``s`` land:
+        ``route_dst[route_ptr[s]:route_ptr[s + 1]]``, keeping the first ``route_keep``
+        timestamp columns (egress on the way zeroes the rest).
     """
 
     def __init__(self, flat: _Flat):

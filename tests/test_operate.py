@@ -740,3 +740,16 @@ def test_nested_scopes_equal_the_flat_graph(data):
                     loc.append(where[key]); ts.append(u); diff.append(n)
         ref.update(loc, ts, diff)
         same()
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+def test_a_strict_tracker_rejects_consuming_what_is_not_in_flight(backend):
+    df = loop_dataflow()
+    rt = df.tracker(backend, strict=True)
+    rt.apply(Report().produced("input", 0, (0,), 2))
+    before = rt.tracker.frontiers(), sorted(rt.tracker.counts.active())
+    with pytest.raises(engine.NegativeCountError):
+        rt.apply(Report().consumed("loop/body", 0, (0, 0), 3))
+    assert (rt.tracker.frontiers(), sorted(rt.tracker.counts.active())) == before
+    rt.apply(Report().consumed("loop/body", 0, (0, 0), 2))
+    assert rt.frontier("loop/body", 0) == [(0, 0)]  # the input still holds its capability

@@ -408,7 +408,7 @@ class Ports:
         ReportCountError
             A negative consumed or produced count, or a sum leaving 64 bits.
         """
-        return self._translate(self._rows(report))
+        return self._translate(self._compact(self._rows(report)))
 
     def _rows(self, report: Report) -> _Rows:
         if not isinstance(report, Report):
@@ -526,18 +526,32 @@ class Ports:
             Anything :meth:`pointstamps` rejects.
         """
         rows = self._rows(report)
-        out = self._translate(rows)
-        self._guard(rows, counts)
+        compact = self._compact(rows)
+        out = self._translate(compact)
+        self._guard(compact, rows, counts)
         return out
 
-    def _guard(self, r: _Rows, counts) -> None:
+    def _compact(self, r: _Rows) -> _Rows:
+        """The rows summed per (kind, location, time), zeros dropped: what the report says,
+        in as many rows as it has distinct times per port (one pass over the columns)."""
+        slot, ts, count = _consolidate(r.loc * 3 + r.kind, r.ts, r.count)
+        slot = slot.astype(np.int64)
+        loc = slot // 3
+        return _Rows((slot % 3).astype(np.int8), self.loc_leaf[loc], self.loc_port[loc], ts,
+                     count, loc)
+
+    def _guard(self, c: _Rows, r: _Rows, counts) -> None:
+        """The guards on the compacted rows ``c``; an error names the first row of the
+        report's own rows ``r`` that breaks one."""
         m, W = self.m, self.W
-        cap = np.flatnonzero(r.kind == ReportKind.CAPABILITY)
-        prod = np.flatnonzero((r.kind == ReportKind.PRODUCED) & (r.count > 0))
+        cap = np.flatnonzero(c.kind == ReportKind.CAPABILITY)
+        prod = np.flatnonzero((c.kind == ReportKind.PRODUCED) & (c.count > 0))
         if not len(cap) and not len(prod):
             return
-        c_loc, c_ts, c_diff = _consolidate(r.loc[cap], r.ts[cap], r.count[cap])
-        touched = np.unique(np.concatenate([r.loc[cap], r.loc[prod]]))
+        r_cap = np.flatnonzero(r.kind == ReportKind.CAPABILITY)
+        r_prod = np.flatnonzero((r.kind == ReportKind.PRODUCED) & (r.count > 0))
+        c_loc, c_ts, c_diff = c.loc[cap], c.ts[cap], c.count[cap]  # net, non-zero
+        touched = np.unique(np.concatenate([c.loc[cap], c.loc[prod]]))
         h_loc, h_ts, h_cnt = _held(counts, touched, W)
         # 1. drops
         neg = c_diff < 0
@@ -547,13 +561,13 @@ class Ports:
             if bad.any():
                 j = _first(bad)
                 l, t, d = int(c_loc[neg][j]), c_ts[neg][j], int(c_diff[neg][j])
-                i = self._first_row(r, cap, l, t)
+                i = self._first_row(r, r_cap, l, t)
                 raise UnheldCapabilityError(
                     f"report row {i}: {self._where(r.kind[i], r.op[i], r.port[i])} drops "
                     f"{-d} capabilities at {self._ts(t, r.op[i])} but holds {int(have[j])} "
                     f"there; report rejected, nothing applied")
         # what consumed messages justify: s(t_c) at the outputs their inputs connect to
-        j_loc, j_ts = self._consumed_reach(r)
+        j_loc, j_ts = self._consumed_reach(c)
         # 2. acquisitions
         pos = c_diff > 0
         if pos.any():
@@ -562,7 +576,7 @@ class Ports:
             if not ok.all():
                 j = _first(~ok)
                 l, t = int(c_loc[pos][j]), c_ts[pos][j]
-                i = self._first_row(r, cap, l, t)
+                i = self._first_row(r, r_cap, l, t)
                 raise CapabilityRegressionError(
                     f"report row {i}: {self._where(r.kind[i], r.op[i], r.port[i])} acquires a "
                     f"capability at {self._ts(t, r.op[i])}, which is not at or after a "
@@ -571,13 +585,13 @@ class Ports:
                     f"move forward: report rejected, nothing applied")
         # 3. production
         if len(prod):
-            q_loc, q_ts, _ = _consolidate(r.loc[prod], r.ts[prod], np.ones(len(prod), np.int64))
+            q_loc, q_ts = c.loc[prod], c.ts[prod]  # distinct
             ok = _dominated(q_loc, q_ts, np.concatenate([h_loc, c_loc[pos], j_loc]),
                             np.concatenate([h_ts, c_ts[pos], j_ts]), m)
             if not ok.all():
                 j = _first(~ok)
                 l, t = int(q_loc[j]), q_ts[j]
-                i = self._first_row(r, prod, l, t)
+                i = self._first_row(r, r_prod, l, t)
                 raise NoCapabilityError(
                     f"report row {i}: {self._where(r.kind[i], r.op[i], r.port[i])} produces "
                     f"at {self._ts(t, r.op[i])} without a capability at or before that time "

@@ -626,7 +626,7 @@ def oracle_guard(report_rows, leaves, held, m):
     return None
 
 
-@examples(60)
+@examples(100)
 @given(st.data())
 def test_nested_scopes_equal_the_flat_graph(data):
     m = data.draw(st.sampled_from([1, 2]), label="m")

@@ -56,7 +56,8 @@ class Report:
     dataflow's padded ``m + K`` with zero padding) or one timestamp broadcast to every
     count; ``counts`` is ``int64[n]`` or one integer broadcast to every timestamp. Each call
     returns the report, so calls chain. Nothing is checked against a dataflow until the
-    report is translated (:meth:`Ports.pointstamps`) or guarded (:meth:`engine.operate.Dataflow.check`).
+    report is translated (:meth:`Ports.pointstamps`) or guarded
+    (:meth:`engine.operate.Dataflow.check`).
 
     :meth:`to_arrays` and :meth:`from_arrays` turn a report into plain columns and back
     (an operator column coded against a list of paths: an Arrow dictionary column).
@@ -104,7 +105,8 @@ class Report:
             single = False
         else:
             raise TimestampWidthError(f"report: timestamps of operator {op!r} {what} {port} must "
-                                      f"be one timestamp or an (n, width) array, got shape {t.shape}")
+                                      f"be one timestamp or an (n, width) array, got shape "
+                                      f"{t.shape}")
         if c.ndim == 0:
             c = np.full(1 if single else len(t), int(c), np.int64)
         elif c.ndim != 1:
@@ -154,12 +156,15 @@ class Report:
         t = _int_array(ts, "report column ts")
         c = _int_array(count, "report column count")
         if t.ndim != 2:
-            raise TimestampWidthError(f"report column ts must be an (n, width) array, got shape {t.shape}")
+            raise TimestampWidthError(f"report column ts must be an (n, width) array, got "
+                                      f"shape {t.shape}")
         n = len(t)
-        w = np.full(n, t.shape[1], np.int16) if width is None else _int_array(width, "report column width")
+        w = (np.full(n, t.shape[1], np.int16) if width is None
+             else _int_array(width, "report column width"))
         for name, col in (("kind", k), ("op", o), ("port", p), ("count", c), ("width", w)):
             if col.ndim != 1 or len(col) != n:
-                raise ReportCountError(f"report column {name} has shape {col.shape}, expected ({n},)")
+                raise ReportCountError(f"report column {name} has shape {col.shape}, "
+                                       f"expected ({n},)")
         bad = (k < 0) | (k > 2)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -172,7 +177,8 @@ class Report:
         bad = (p < 0)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ReportPortError(f"report row {i}: operator {ops[int(o[i])]!r} has no port {int(p[i])}")
+            raise ReportPortError(f"report row {i}: operator {ops[int(o[i])]!r} has no port "
+                                  f"{int(p[i])}")
         bad = (w < 0) | (w > t.shape[1])
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -261,7 +267,7 @@ class _Rows(NamedTuple):
 
 class Ports:
     """The pure translation of reports into pointstamp changes, small and picklable (ship it
-    to Spark tasks). Build it with :class:`engine.operate.Dataflow`: :attr:`~engine.operate.Dataflow.ports`.
+    to Spark tasks): :attr:`engine.operate.Dataflow.ports`.
 
     Attributes
     ----------
@@ -464,10 +470,12 @@ class Ports:
             raise ReportCountError(f"report row {i}: {self._where(kind[i], op[i], port[i])}: "
                                    f"count {int(count[i])} at {self._ts(ts[i], op[i])} is "
                                    f"negative; consumed and produced counts are >= 0")
-        loc = np.where(consumed, self.in_loc[np.minimum(self.in_ptr[op] + port, len(self.in_loc) - 1)]
-                       if len(self.in_loc) else 0,
-                       self.out_loc[np.minimum(self.out_ptr[op] + port, len(self.out_loc) - 1)]
-                       if len(self.out_loc) else 0)
+        # the port's location (indices clamped: the other kind's value is not used)
+        at_in = (self.in_loc[np.minimum(self.in_ptr[op] + port, len(self.in_loc) - 1)]
+                 if len(self.in_loc) else 0)
+        at_out = (self.out_loc[np.minimum(self.out_ptr[op] + port, len(self.out_loc) - 1)]
+                  if len(self.out_loc) else 0)
+        loc = np.where(consumed, at_in, at_out)
         return _Rows(kind, op, port, np.ascontiguousarray(ts), count, loc.astype(np.int64))
 
     def _translate(self, r: _Rows):
@@ -611,7 +619,8 @@ class Ports:
                 rows = u_ts[u_loc == l]
                 for si, o, s in self.summaries[leaf]:
                     if si == i:
-                        locs.append(np.full(len(rows), self.out_loc[self.out_ptr[leaf] + o], np.int64))
+                        out = self.out_loc[self.out_ptr[leaf] + o]
+                        locs.append(np.full(len(rows), out, np.int64))
                         tss.append(_apply(s, rows, self.m, self.W))
         return np.concatenate(locs), np.concatenate(tss)
 

@@ -945,14 +945,32 @@ class Exchange:
                 f"the system is quiescent")
         self._counts = _zsum(self._counts, b)
         for op in initial:
-            for w in self.workers:
-                w.admit(op.loc, op.ts, op.diff, owner=op.worker)
-            self._rec_changed(op.loc, op.ts, op.diff)
-        if initial:
-            self._prev_globs = None   # Init again: Mono is a property of steps, not of Init
+            self.admit(op.loc, op.ts, op.diff, owner=op.worker)
         for op in ops:
             if not op.initial:
                 self.pending[op.worker].append(op)
+
+    def admit(self, loc, ts, diff, *, owner: int) -> None:
+        """Initial capabilities of worker ``owner``, admitted into the quiescent system: the
+        owner holds them and every worker's ``glob`` (and tracker) has them, as in ``Init``.
+
+        Raises
+        ------
+        ExchangeStateError
+            The system is not quiescent (nothing changes), or a count is not positive.
+        """
+        if not self.quiescent():
+            raise ExchangeStateError("initial capabilities can be admitted only into a quiescent "
+                                     "system (nothing pending, in flight or unsent)")
+        if not (isinstance(owner, (int, np.integer)) and 0 <= owner < self.K):
+            raise ExchangeError(f"owner {owner!r} is not a worker 0..{self.K - 1}")
+        rows = _zsum(_rows(self.graph, self.order, (loc, ts, diff)))
+        self.workers[owner].admit(*rows, owner=owner)   # checks the counts first
+        for w in self.workers:
+            if w.index != owner:
+                w.admit(*rows, owner=owner)
+        _feed(self.truth, self.graph, rows)
+        self._prev_globs = None   # Init again: Mono is a property of steps, not of Init
 
     def events(self) -> list[_Event]:
         """The transitions enabled now (sends only where the policy releases something)."""

@@ -322,7 +322,7 @@ class ExchangeMachine(RuleBasedStateMachine):
 
 def test_exchange_state_machine():
     run_state_machine_as_test(ExchangeMachine, settings=settings(
-        max_examples=30, stateful_step_count=20, deadline=None))
+        max_examples=60, stateful_step_count=30, deadline=None))
 
 
 # --------------------------------------------------------------------------------------------
@@ -672,7 +672,7 @@ def workload_texts(draw):
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(text=workload_texts(), k=st.integers(1, 6), seed=st.integers(0, 9),
        policy=st.sampled_from(sorted(POLICIES)))
 def test_replay_workers_matches_single_worker_on_random_workloads(tmp_path_factory, text, k,

@@ -322,7 +322,7 @@ class ExchangeMachine(RuleBasedStateMachine):
 
 def test_exchange_state_machine():
     run_state_machine_as_test(ExchangeMachine, settings=settings(
-        max_examples=60, stateful_step_count=30, deadline=None))
+        max_examples=40, stateful_step_count=25, deadline=None))
 
 
 # --------------------------------------------------------------------------------------------

@@ -919,8 +919,10 @@ class Exchange:
         new = old + b[2]
         if self.strict and (new < 0).any():
             i = int(np.flatnonzero(new < 0)[0])
-            raise NegativeCountError(
-                f"strict mode: pointstamp {self.order.name(b[0][i], b[1][i])} would have count "
+            l = int(b[0][i])
+            t = tuple(int(x) for x in b[1][i][:self.graph.width(l)])
+            raise NegativeCountError(    # worded as the trackers word it
+                f"strict mode: pointstamp ({l}, {t}) at {self.graph.describe(l)} would have count "
                 f"{int(new[i])} (now {int(old[i])}, batch changes it by {int(b[2][i])}); batch "
                 f"rejected, nothing applied")
         dpos = np.maximum(new, 0) - np.maximum(old, 0)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -710,3 +711,39 @@ def test_replay_workers_time_reports_traffic(capsys):
     rows_ = [json.loads(line) for line in err.splitlines()]
     assert [r["batch"] for r in rows_] == list(range(len(rows_)))
     assert sum(r["updates_received"] for r in rows_) == 3 * sum(r["updates_sent"] for r in rows_)
+
+
+@pytest.mark.parametrize("backend", ["reference", "timely"])
+def test_replay_workers_on_other_backends(backend):
+    path = EXAMPLES[0]
+    assert _replay(path, "--workers", 3, "--backend", backend) == _replay(path)
+
+
+def test_replay_workers_strict_refuses_a_negative_count_like_the_single_worker():
+    """The bundled example takes a count to -1 in batch 3: --strict stops there, either way,
+    with the same message."""
+    runs = []
+    for extra in ((), ("--workers", "3")):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(["replay", str(EXAMPLES[0]), "--strict", *extra])
+        runs.append((status, out.getvalue(), err.getvalue()))
+    assert runs[0] == runs[1]
+    status, out, err = runs[0]
+    assert status == 2 and out.count("\nB ") == 3      # batches 0-2 were printed
+    assert err.startswith("tfront replay: error: batch 3 (line 41): strict mode: pointstamp "
+                          "(3, (7, 0)) at target node2[2].in1 (depth 1) would have count -1"), err
+
+
+def test_replay_workers_names_the_first_safety_violation(monkeypatch):
+    """With send's guard switched off and a policy that sends drops first, the replay stops at
+    the first step where a worker's view is wrong, and says where."""
+    monkeypatch.setattr(exchange, "justified", lambda *a: -1)
+    monkeypatch.setitem(POLICIES, "all", DropsFirst)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["replay", str(EXAMPLES[0]), "--workers", "2"])
+    assert status == 2
+    assert re.match(r"tfront replay: error: batch 1 \(line 28\): step \d+: Safe fails: worker \d's "
+                    r"view is vacant up to \(source node1\[1\]\.out0 \(depth 1\), \(1, 0\)\), "
+                    r"which the system holds 1 of\n\Z", err.getvalue()), err.getvalue()

@@ -69,7 +69,8 @@ from .timestamp import le
 
 __all__ = ["Update", "DataMessage", "Operation", "PointstampOrder", "Policy", "SendAll",
            "SendBatched", "HoldBack", "SendPolicy", "POLICIES", "make_policy", "justified",
-           "split_batch", "Worker", "Exchange", "OWN", "INITIAL", "HEADER_BYTES", "warm_up"]
+           "split_batch", "owner_of", "Worker", "Exchange", "OWN", "INITIAL", "HEADER_BYTES",
+           "warm_up"]
 
 #: ``to`` of a row that stays with (or is dropped by) the performing worker.
 OWN = -1

@@ -594,12 +594,13 @@ class Worker:
         rest = _take(self._temp, ~mask)
         bad = justified(self.order, self._caps, rest)
         if bad >= 0:
+            p_loc, p_ts, kept = rest[0][bad:bad + 1], rest[1][bad:bad + 1], int(rest[2][bad])
+            held = int(_lookup(self._caps, p_loc, p_ts)[0])
             raise UnjustifiedSendError(
-                f"worker {self.index}: this send would leave {int(rest[2][bad])} of "
-                f"{self.order.name(rest[0][bad], rest[1][bad])} in temp unjustified: no "
-                f"negative change strictly before it stays, the worker holds no capability "
-                f"strictly before it, and holds {int(_lookup(self._caps, rest[0][bad:bad + 1], rest[1][bad:bad + 1])[0])} "
-                f"at it (needs more than the {int(rest[2][bad])} kept)")
+                f"worker {self.index}: this send would leave {kept} of "
+                f"{self.order.name(p_loc[0], p_ts[0])} in temp unjustified: no negative change "
+                f"strictly before it stays, the worker holds no capability strictly before it, "
+                f"and it holds {held} at it (needs more than the {kept} kept)")
         gamma = _take(self._temp, mask)
         update = Update(self.index, self._seq, *gamma)
         self._temp = rest

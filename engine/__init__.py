@@ -22,6 +22,7 @@ from .backend import Backend, make_tracker, resolve_backend
 from .batched import BatchedTracker, Strategy
 from .closure import closure, closure_row, could_result_in
 from .counts import FrontierChange, PointstampCounts
+from .exchange import Exchange
 from .errors import *  # noqa: F401,F403 -- the named exceptions are part of the public API
 from .errors import __all__ as _errors_all
 from .graph import Edge, Graph, GraphBuilder, Location, PortKind
@@ -39,7 +40,7 @@ from .workload import Workload, parse_workload, read_workload
 __version__ = "0.1.0"
 
 __all__ = [
-    "BOUNDARY", "Backend", "BatchedTracker", "Dataflow", "DataflowTracker", "Edge",
+    "BOUNDARY", "Backend", "BatchedTracker", "Dataflow", "DataflowTracker", "Edge", "Exchange",
     "FrontierChange", "FrontierTracker", "Graph", "GraphBuilder", "ImpliedFrontierTracker",
     "Location", "MAX_COORD", "NaiadTracker", "Operate", "PointstampCounts", "PortKind", "Ports",
     "PropagationTracker", "PsiArrays", "Report", "ReportKind", "Scope", "Strategy", "Summary",

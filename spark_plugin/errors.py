@@ -24,6 +24,10 @@ __all__ = [
     "ConfigError",
     "SparkJobError",
     "SparkMemoryError",
+    "WorkerProcessError",
+    "WorkerTimeoutError",
+    "FrontierMismatchError",
+    "ExchangeStateError",
 ]
 
 
@@ -138,3 +142,46 @@ class SparkMemoryError(SparkJobError):
     The message says which heap size was in force and how to raise it (``--driver-memory``,
     ``--conf spark.executor.memory=...``) or lower what the driver collects.
     """
+
+
+class WorkerProcessError(TimelyFrontierError, RuntimeError):
+    """A worker process of a :class:`~spark_plugin.exchange_procs.ProcessExchange` died, broke
+    its protocol with the coordinator, or failed with an error that is not one of the
+    project's. The exchange has stopped every worker.
+
+    Attributes
+    ----------
+    worker : int
+        The worker's index.
+    exit_status : int or None
+        Its exit status (negative: killed by that signal), None while it was still running.
+    """
+
+    def __init__(self, message: str, worker: int, exit_status: int | None = None):
+        super().__init__(message)
+        self.worker = worker
+        self.exit_status = exit_status
+
+
+class WorkerTimeoutError(WorkerProcessError):
+    """A worker process did not answer within the exchange's timeout (hung, stopped, or far
+    too slow). The exchange has stopped every worker."""
+
+
+class FrontierMismatchError(TimelyFrontierError, RuntimeError):
+    """After a batch, quiescent workers of a process exchange disagree with the single
+    tracker: a violation of the protocol's combined result. The exchange has stopped.
+
+    Attributes
+    ----------
+    worker, location : int
+    """
+
+    def __init__(self, message: str, worker: int, location: int):
+        super().__init__(message)
+        self.worker = worker
+        self.location = location
+
+
+class ExchangeStateError(TimelyFrontierError, RuntimeError):
+    """A call on a process exchange that is closed (by :meth:`close`, or after a failure)."""

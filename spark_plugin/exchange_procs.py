@@ -1,0 +1,802 @@
+"""The progress exchange protocol on real processes: ``K`` worker processes on this machine,
+each holding one :class:`engine.exchange.Worker`, send each other their progress updates as
+Arrow IPC streams over loopback TCP sockets; a coordinator feeds them a workload's batches.
+
+Topology (``docs/exchange-processes.md``)::
+
+    coordinator (this process)                       worker i (python -m spark_plugin.exchange_procs)
+    --------------------------                       -------------------------------------------------
+    read_workload, split_batch  -- private pipe -->  perform its operations, send under its policy
+    single tracker (the oracle) <-- private pipe --  flushed / final frontiers, statistics
+                                                     worker i --TCP, one Arrow IPC stream--> worker j
+                                                     (a full mesh: one connection per ordered pair)
+
+One TCP connection per ordered pair of workers is exactly the protocol's FIFO queue
+``msg w w'``: TCP delivers the updates of one sender to one receiver in the order they were
+sent, and each carries its ``seq``, which the receiving :class:`~engine.exchange.Worker`
+checks. A worker's update to itself (the model broadcasts to every worker, itself included)
+is delivered in-process, in order with its sends.
+
+The wire format of an update is the delta batch of the Spark side
+(:func:`spark_plugin.schema.delta_schema`): ``loc int32, ts fixed_size_list<int64>[m+K],
+diff int64, producer string, seq int64`` with ``producer = "worker-<i>"``; each connection
+carries one Arrow IPC stream -- the schema once, then one record batch per update -- so a
+:class:`~spark_plugin.service.FrontierService` could read it as it is.
+
+At the end of each batch the system is run to quiescence: every worker flushes (sends all its
+pending changes), reports how many updates it has sent, and then waits until it has received
+that many from every worker; its frontiers are then final and are compared with a single
+tracker's. A worker process that dies or stops answering is named in a
+:class:`~spark_plugin.errors.WorkerProcessError` (or :class:`~spark_plugin.errors.WorkerTimeoutError`)
+within the exchange's ``timeout``; the exchange then stops every worker and refuses further
+calls.
+
+>>> from engine.workload import EXAMPLE_PATH
+>>> report = replay_processes(EXAMPLE_PATH, 2, backend="reference")
+>>> len(report), all(r.equal for r in report)
+(5, True)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import queue
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+import engine.errors as _engine_errors
+from engine.backend import make_tracker
+from engine.errors import TimelyFrontierError
+
+from . import errors as _plugin_errors
+from .errors import ExchangeStateError, FrontierMismatchError, WorkerProcessError, WorkerTimeoutError
+from .schema import (DIFF, LOC, PRODUCER, SEQ, TS, check_delta_schema, delta_schema, int_column,
+                     text_column, ts_array, ts_matrix)
+
+__all__ = ["ProcessExchange", "BatchReport", "replay_processes", "update_batch",
+           "update_from_batch", "producer_name", "HOST"]
+
+#: Every socket of the exchange is on the loopback interface, on a port the OS assigns.
+HOST = "127.0.0.1"
+#: The first bytes on a worker-to-worker connection: a magic word and the sender's index.
+_HELLO = struct.Struct("<4sI")
+_MAGIC = b"TFX1"
+#: The Arrow IPC end-of-stream marker (continuation token, zero metadata length).
+_EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+
+
+def producer_name(index: int) -> str:
+    """The ``producer`` column of worker ``index``'s updates: ``"worker-<index>"``."""
+    return f"worker-{index}"
+
+
+# --- the wire format: an Update as a delta batch ------------------------------------------------
+
+def update_batch(update, width: int) -> pa.RecordBatch:
+    """An :class:`~engine.exchange.Update` as one record batch of :func:`delta_schema(width)
+    <spark_plugin.schema.delta_schema>`: its rows, ``producer = "worker-<sender>"`` and
+    ``seq`` on every row.
+
+    >>> import numpy as np
+    >>> from engine.exchange import Update
+    >>> u = Update(1, 7, np.array([3], np.int32), np.array([[0, 2]]), np.array([-1]))
+    >>> b = update_batch(u, 2)
+    >>> b.num_rows, b.column("producer")[0].as_py(), b.column("seq")[0].as_py()
+    (1, 'worker-1', 7)
+    """
+    loc = np.ascontiguousarray(update.loc, dtype=np.int32)
+    n = len(loc)
+    ts = np.asarray(update.ts, dtype=np.int64).reshape(n, width)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(loc, pa.int32()), ts_array(ts), pa.array(np.asarray(update.diff, np.int64)),
+         pa.repeat(pa.scalar(producer_name(update.sender), pa.string()), n),
+         pa.array(np.full(n, update.seq, np.int64))],
+        schema=delta_schema(width))
+
+
+def update_from_batch(batch: pa.RecordBatch, sender: int, width: int, next_seq: int):
+    """The :class:`~engine.exchange.Update` a record batch from ``sender``'s connection carries.
+
+    ``next_seq`` is the sequence number the connection's next update has (the count received
+    so far): a batch without rows has no ``seq`` column to read, and TCP delivers in order.
+    The receiving :class:`~engine.exchange.Worker` checks ``seq`` against its FIFO queue.
+
+    Raises
+    ------
+    SchemaError, BatchError
+        The batch is not a delta batch, names another producer than the connection's sender,
+        or carries more than one sequence number.
+    """
+    from engine.exchange import Update
+
+    check_delta_schema(batch.schema, width)
+    loc = int_column(batch.column(LOC), LOC)
+    ts = ts_matrix(batch.column(TS), width)
+    diff = int_column(batch.column(DIFF), DIFF)
+    seq = next_seq
+    if batch.num_rows:
+        codes, names = text_column(batch.column(PRODUCER), PRODUCER)
+        seqs = int_column(batch.column(SEQ), SEQ)
+        if names != [producer_name(sender)]:
+            raise _engine_errors.BatchError(
+                f"an update on worker {sender}'s connection names producer(s) {names}, expected "
+                f"[{producer_name(sender)!r}]")
+        if (seqs != seqs[0]).any():
+            raise _engine_errors.BatchError(
+                f"an update from worker {sender} carries several sequence numbers "
+                f"{sorted(set(seqs.tolist()))[:5]}; one update has one")
+        seq = int(seqs[0])
+    return Update(sender, seq, loc.astype(np.int32), ts, diff)
+
+
+# --- the coordinator ----------------------------------------------------------------------------
+
+@dataclass
+class BatchReport:
+    """What one batch did across the workers, once they were quiescent.
+
+    Attributes
+    ----------
+    batch : int
+        Index of the batch.
+    changes : int
+        Rows of the batch (data changes).
+    operations : int
+        Worker operations :func:`~engine.exchange.split_batch` made of it.
+    equal : bool
+        Every worker's frontiers equal the single tracker's (a difference raises
+        :class:`~spark_plugin.errors.FrontierMismatchError`, so a returned report says True).
+    updates, pointstamps, nbytes : int
+        Progress updates sent in this batch (broadcasts, all workers), the rows they carried,
+        and their size by :attr:`~engine.exchange.Update.nbytes` -- the workers' ``stats``.
+    messages : int
+        Update messages that crossed a socket (each broadcast goes to the ``K - 1`` others).
+    wire_bytes : int
+        Bytes written to the sockets for them (Arrow IPC: metadata, padding, the ``producer``
+        and ``seq`` columns included).
+    latency_s : float
+        From the dispatch of the batch until the last worker's frontiers took their final
+        value (the time of the last update, in any worker, that changed its frontiers; the
+        dispatch itself when none did) -- on the one clock of this machine.
+    round_s : float
+        From the dispatch until every worker had reported quiescence (the coordinator's
+        round trips included).
+    """
+
+    batch: int
+    changes: int
+    operations: int
+    equal: bool
+    updates: int
+    pointstamps: int
+    nbytes: int
+    messages: int
+    wire_bytes: int
+    latency_s: float
+    round_s: float
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+_STAT_KEYS = ("updates_sent", "pointstamps_sent", "bytes_sent")
+
+
+class ProcessExchange:
+    """``workers`` worker processes running the exchange protocol, and their coordinator.
+
+    Parameters
+    ----------
+    graph : engine.Graph
+    workers : int
+        Number of worker processes ``K`` (at least 1).
+    policy : str
+        The workers' sending policy (a name of :data:`engine.exchange.POLICIES`).
+    backend : str
+        Each worker's local tracker (:func:`engine.make_tracker`).
+    oracle : str
+        Backend of the coordinator's single tracker the workers' frontiers are checked
+        against (default ``reference``, :class:`engine.ImpliedFrontierTracker`).
+    initial : list of (loc, ts, diff) or None
+        Per worker, the positive capabilities it starts with (passed to its ``Worker``);
+        the single tracker starts with their sum.
+    timeout : float
+        Seconds a worker may take to answer (to start, to finish a batch) before it is
+        declared hung.
+
+    Use it as a context manager (or call :meth:`close`): the processes are stopped at exit.
+    """
+
+    def __init__(self, graph, workers: int, *, policy: str = "all", backend: str = "cpu",
+                 oracle: str = "reference", initial=None, timeout: float = 60.0):
+        if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+            raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        from engine.exchange import POLICIES
+        if isinstance(policy, str) and policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r}; expected one of {sorted(POLICIES)}")
+        if initial is not None and len(initial) != workers:
+            raise ValueError(f"initial has {len(initial)} entries, expected one per worker "
+                             f"({workers})")
+        self.graph, self.workers, self.policy, self.backend = graph, int(workers), policy, backend
+        self.timeout = float(timeout)
+        self.width = graph.m + graph.max_depth
+        self._oracle = make_tracker(graph, oracle)
+        self._procs: list[subprocess.Popen] = []
+        self._send: list[Connection] = []
+        self._recv: list[Connection] = []
+        self._logs: list = []
+        self._closed = False
+        self._broken: str | None = None
+        self._hung: set[int] = set()
+        self._batches = 0
+        self._stats = [dict.fromkeys(_STAT_KEYS + ("wire_bytes", "messages"), 0)
+                       for _ in range(self.workers)]
+        self.startup_s = None
+        #: Every worker's frontiers (indexed by location) after the last batch.
+        self.last_frontiers: list[list[list[tuple]]] = []
+        start = time.perf_counter()
+        try:
+            self._start(initial)
+        except BaseException:
+            self.close()
+            raise
+        if initial is not None:
+            rows = [tuple(np.asarray(a) for a in caps) for caps in initial if caps is not None]
+            if rows:
+                self._oracle.update(*(np.concatenate([r[k] for r in rows]) for k in range(3)))
+        self.startup_s = time.perf_counter() - start
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    @property
+    def pids(self) -> list[int]:
+        """Process ids of the workers, by index."""
+        return [p.pid for p in self._procs]
+
+    def _start(self, initial) -> None:
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        for i in range(self.workers):
+            down_r, down_w = os.pipe()     # coordinator -> worker
+            up_r, up_w = os.pipe()         # worker -> coordinator
+            log = tempfile.TemporaryFile(prefix=f"tfront-worker-{i}-")
+            try:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "spark_plugin.exchange_procs", "--control",
+                     f"{down_r},{up_w}"], pass_fds=(down_r, up_w), stdin=subprocess.DEVNULL,
+                    stdout=log, stderr=log, env=env, close_fds=True)
+            finally:
+                os.close(down_r)
+                os.close(up_w)
+            self._procs.append(proc)
+            self._logs.append(log)
+            self._send.append(Connection(down_w, readable=False))
+            self._recv.append(Connection(up_r, writable=False))
+        caps = initial if initial is not None else [None] * self.workers
+        for i in range(self.workers):
+            self._post(i, ("init", i, self.workers, self.graph, self.policy, self.backend,
+                           caps[i], self.timeout))
+        ports = [msg[1] for msg in self._gather("listening", "start")]
+        for i in range(self.workers):
+            self._post(i, ("peers", ports))
+        self._gather("ready", "connect to its peers")
+
+    def close(self) -> None:
+        """Stop every worker (politely, then by force) and release the pipes. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for i, proc in enumerate(self._procs):
+            if proc.poll() is None:
+                try:
+                    self._send[i].send(("stop",))
+                except OSError:
+                    pass
+        # A worker that failed or hung gets no grace: the others stop at once (they only
+        # close their sockets), and a hung one is killed.
+        for i in self._hung:
+            if self._procs[i].poll() is None:
+                self._procs[i].kill()
+        deadline = time.monotonic() + (1.0 if self._broken else 5.0)
+        for proc in self._procs:
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for c in self._send + self._recv:
+            c.close()
+        for log in self._logs:
+            log.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_procs", None) is not None and not getattr(self, "_closed", True):
+            self.close()
+
+    # -- batches ---------------------------------------------------------------------------------
+
+    def run_batch(self, loc, ts, diff) -> BatchReport:
+        """Perform one workload batch across the workers and run them to quiescence.
+
+        The batch is split by :func:`engine.exchange.split_batch`; each worker performs its
+        operations in order, sending under its policy after each, then flushes; once every
+        update has been received everywhere, every worker's frontiers are compared with the
+        single tracker's (which applies the whole batch at once).
+
+        Raises
+        ------
+        FrontierMismatchError
+            A worker's frontier differs from the single tracker's (location and both named).
+        WorkerProcessError, WorkerTimeoutError
+            A worker died, hung or failed (its index named); the exchange is then closed.
+        TimelyFrontierError
+            A worker rejected an operation (the engine's named error, re-raised with the
+            worker's index); the exchange is then closed: the workers' states have diverged.
+        """
+        self._check_usable()
+        from engine.exchange import split_batch
+        k = self._batches
+        loc = np.asarray(loc)
+        n = len(loc)
+        ops = split_batch(self.graph, loc, ts, diff, self.workers)
+        self._oracle.update(loc, ts, diff)      # validates the batch before any worker sees it
+        per_worker: list[list] = [[] for _ in range(self.workers)]
+        for op in ops:
+            per_worker[int(op[0])].append(tuple(np.asarray(a) for a in op[1:]))
+        try:
+            t0 = time.monotonic()
+            for i in range(self.workers):
+                self._post(i, ("batch", k, per_worker[i], t0))
+            flushed = self._gather("flushed", f"finish batch {k}")
+            counts = [msg[2] for msg in flushed]
+            for i in range(self.workers):
+                self._post(i, ("await", k, counts))
+            finals = self._gather("final", f"reach quiescence after batch {k}")
+            t_end = time.monotonic()
+        except BaseException:
+            self._broken = self._broken or f"batch {k} failed"
+            self.close()
+            raise
+        self._batches += 1
+        self.last_frontiers = [msg[2] for msg in finals]
+        expected = self._oracle.frontiers()
+        for i, msg in enumerate(finals):
+            _, _, frontiers, _stats, _changed_at, _wire = msg
+            for l, (got, want) in enumerate(zip(frontiers, expected)):
+                if sorted(got) != sorted(want):
+                    self._broken = f"worker {i}'s frontiers differed after batch {k}"
+                    self.close()
+                    raise FrontierMismatchError(
+                        f"after batch {k}, worker {i}'s frontier at location {l} "
+                        f"({self.graph.describe(l)}) is {sorted(got)}, the single tracker's "
+                        f"is {sorted(want)}", worker=i, location=l)
+        delta = dict.fromkeys(_STAT_KEYS + ("wire_bytes", "messages"), 0)
+        for i, msg in enumerate(finals):
+            stats, wire = msg[3], msg[5]
+            now = {**{key: int(stats.get(key, 0)) for key in _STAT_KEYS}, **wire}
+            for key in delta:
+                delta[key] += now[key] - self._stats[i][key]
+            self._stats[i] = now
+        changed = [msg[4] for msg in finals if msg[4] is not None]
+        return BatchReport(batch=k, changes=n, operations=len(ops), equal=True,
+                           updates=delta["updates_sent"], pointstamps=delta["pointstamps_sent"],
+                           nbytes=delta["bytes_sent"], messages=delta["messages"],
+                           wire_bytes=delta["wire_bytes"],
+                           latency_s=max([t0] + changed) - t0, round_s=t_end - t0)
+
+    def frontier(self, loc: int) -> list[tuple]:
+        """The single tracker's frontier at ``loc`` (every worker's, once a batch returned)."""
+        return self._oracle.frontier(loc)
+
+    # -- the control channel ---------------------------------------------------------------------
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise ExchangeStateError("the process exchange is closed" + (
+                f" ({self._broken})" if self._broken else "") + "; start a new one")
+
+    def _post(self, i: int, msg) -> None:
+        try:
+            self._send[i].send(msg)
+        except OSError as e:           # the pipe is gone: the worker has exited
+            raise self._failure(i, f"its control pipe is closed ({e})") from None
+
+    def _gather(self, kind: str, doing: str) -> list:
+        """One ``kind`` reply from every worker, in worker order, within ``timeout`` each."""
+        replies: list = [None] * self.workers
+        pending = {self._recv[i]: i for i in range(self.workers)}
+        deadline = time.monotonic() + self.timeout
+        while pending:
+            ready = wait(list(pending), timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                late = sorted(pending.values())
+                raise self._failure(late[0], None, hung=True, doing=doing, others=late[1:])
+            for conn in ready:
+                i = pending[conn]
+                try:
+                    msg = conn.recv()
+                except (EOFError, OSError):
+                    raise self._failure(i, "its control pipe closed", doing=doing) from None
+                if msg[0] == "error":
+                    raise self._worker_error(i, msg)
+                if msg[0] != kind:
+                    raise self._failure(i, f"it answered {msg[0]!r}, expected {kind!r}",
+                                        doing=doing)
+                replies[i] = msg
+                del pending[conn]
+        return replies
+
+    def _worker_error(self, i: int, msg) -> Exception:
+        """A worker's report of an exception: the same named class where it is one of the
+        project's (raised again with the worker's index), else a WorkerProcessError."""
+        _, name, text, tb, peer = msg
+        if peer is not None:
+            # A worker that lost a peer: name the peer if it is the one that died.
+            dead = self._dead(grace=2.0, prefer=peer)
+            if dead is not None:
+                return self._failure(dead, None)
+        cls = getattr(_engine_errors, name, None) or getattr(_plugin_errors, name, None)
+        if isinstance(cls, type) and issubclass(cls, TimelyFrontierError):
+            try:
+                err = cls(f"worker {i}: {text}")
+            except TypeError:       # a class whose constructor wants more than a message
+                err = None
+            if err is not None:
+                self._broken = f"worker {i} raised {name}"
+                return err
+        return WorkerProcessError(f"worker {i} failed: {name}: {text}\n{tb}", worker=i)
+
+    def _dead(self, grace: float = 0.0, prefer: int | None = None) -> int | None:
+        """Index of a worker process that has exited (``prefer`` first, waited for up to
+        ``grace`` seconds), or None."""
+        if prefer is not None:
+            try:
+                self._procs[prefer].wait(timeout=grace)
+                return prefer
+            except subprocess.TimeoutExpired:
+                pass
+        for i, proc in enumerate(self._procs):
+            if proc.poll() is not None:
+                return i
+        return None
+
+    def _failure(self, i: int, what: str | None, *, hung: bool = False, doing: str = "answer",
+                 others: Sequence[int] = ()) -> WorkerProcessError:
+        """The error naming worker ``i`` (or the worker that really died), with its exit
+        status and the end of its log."""
+        if not hung:
+            dead = self._dead(grace=2.0, prefer=i)
+            i = dead if dead is not None else i
+        proc = self._procs[i]
+        status = proc.poll()
+        self._broken = f"worker {i} failed"
+        log = _tail(self._logs[i])
+        if hung:
+            self._hung.update([i, *others])
+            more = f" (also late: workers {', '.join(map(str, others))})" if others else ""
+            return WorkerTimeoutError(
+                f"worker {i} (pid {proc.pid}) did not {doing} within {self.timeout:g} s{more}"
+                + (f"; its output ends:\n{log}" if log else ""), worker=i)
+        if status is None:
+            why = f"{what}, but the process is still running"
+        elif status < 0:
+            why = f"the process was killed by signal {-status}"
+        else:
+            why = f"the process exited with status {status}"
+        return WorkerProcessError(
+            f"worker {i} (pid {proc.pid}) failed while the exchange waited for it to {doing}: "
+            f"{why}" + (f"; its output ends:\n{log}" if log else ""), worker=i, exit_status=status)
+
+
+def _tail(log, lines: int = 12) -> str:
+    try:
+        log.seek(0)
+        text = log.read().decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def replay_processes(path, workers: int, *, policy: str = "all", backend: str = "cpu",
+                     oracle: str = "reference", timeout: float = 60.0, on_batch=None,
+                     allow_zero_cycles: bool = False) -> list[BatchReport]:
+    """Replay the workload file at ``path`` on ``workers`` processes (see
+    :class:`ProcessExchange`); ``on_batch(exchange, report)`` is called after each batch.
+    Returns the per-batch reports (every one checked equal to the single tracker)."""
+    from engine.workload import read_workload
+
+    workload = read_workload(path, allow_zero_cycles=allow_zero_cycles)
+    reports = []
+    with ProcessExchange(workload.graph, workers, policy=policy, backend=backend, oracle=oracle,
+                         timeout=timeout) as ex:
+        for k, b in enumerate(workload.batches):
+            report = ex.run_batch(b.loc, b.ts, b.diff)
+            reports.append(report)
+            if on_batch is not None:
+                on_batch(ex, report)
+    return reports
+
+
+# --- the worker process -------------------------------------------------------------------------
+
+class _PeerLost(Exception):
+    """A peer's connection ended while this worker still needed something from it."""
+
+    def __init__(self, peer: int, text: str):
+        super().__init__(text)
+        self.peer = peer
+
+
+class _Node:
+    """One worker process: its :class:`~engine.exchange.Worker`, its sockets and its loop.
+
+    Threads: one reads the coordinator's pipe, one per incoming peer connection reads that
+    peer's Arrow IPC stream; they only put what they read on ``inbox``. The main thread alone
+    touches the Worker, so its transitions happen one at a time, as in the model.
+    """
+
+    def __init__(self, cin: Connection, cout: Connection):
+        self.cin, self.cout = cin, cout
+        self.inbox: queue.Queue = queue.Queue()
+        self.deferred: list = []
+        self.stopping = False
+
+    # -- set-up ----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        from engine.exchange import Worker
+
+        _, self.index, self.k, graph, policy, backend, initial, timeout = self.cin.recv()
+        self.width = graph.m + graph.max_depth
+        self.schema = delta_schema(self.width)
+        listener = socket.create_server((HOST, 0), backlog=max(self.k, 1))
+        listener.settimeout(timeout)
+        self.cout.send(("listening", listener.getsockname()[1]))
+        self.worker = Worker(graph, self.index, self.k, backend=backend, policy=policy,
+                             initial=initial)
+        self.worker.frontiers()    # whatever the tracker builds lazily, build it now
+        update_batch(_empty_update(self.index, self.width), self.width).serialize()
+        msg = self.cin.recv()
+        if msg[0] != "peers":
+            raise RuntimeError(f"expected the peers' ports, got {msg[0]!r}")
+        ports = msg[1]
+        self.out: dict[int, socket.socket] = {}
+        header = self.schema.serialize().to_pybytes()
+        for j in range(self.k):
+            if j == self.index:
+                continue
+            s = socket.create_connection((HOST, ports[j]), timeout=timeout)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            s.sendall(_HELLO.pack(_MAGIC, self.index) + header)
+            self.out[j] = s
+        self.wire_bytes = self.messages = self.sent = 0
+        self.last_change = None
+        self.received = [0] * self.k
+        self.closed_peers: set[int] = set()
+        threads = []
+        for _ in range(self.k - 1):
+            conn, _addr = listener.accept()
+            conn.settimeout(timeout)
+            hello = _recv_exactly(conn, _HELLO.size)
+            magic, j = _HELLO.unpack(hello)
+            if magic != _MAGIC or not 0 <= j < self.k or j == self.index:
+                raise RuntimeError(f"a connection on worker {self.index}'s port did not "
+                                   f"introduce itself as a peer (got {hello!r})")
+            conn.settimeout(None)
+            threads.append(threading.Thread(target=self._read_peer, args=(conn, j), daemon=True))
+        listener.close()
+        self.readers = threads
+        for t in threads:
+            t.start()
+        threading.Thread(target=self._read_control, daemon=True).start()
+        self.cout.send(("ready",))
+
+    def _read_control(self) -> None:
+        while True:
+            try:
+                msg = self.cin.recv()
+            except (EOFError, OSError):
+                self.inbox.put(("control-eof",))
+                return
+            self.inbox.put(("control", msg))
+
+    def _read_peer(self, conn: socket.socket, j: int) -> None:
+        try:
+            reader = pa.ipc.open_stream(conn.makefile("rb"))
+            if not reader.schema.equals(self.schema):
+                raise _engine_errors.BatchError(f"worker {j}'s stream has schema "
+                                                f"{reader.schema}, expected {self.schema}")
+            while True:
+                try:
+                    batch = reader.read_next_batch()
+                except StopIteration:
+                    break
+                self.inbox.put(("update", j, batch))
+            self.inbox.put(("peer-end", j, "closed its stream"))
+        except Exception as e:     # noqa: BLE001 -- reported to the main thread, which raises
+            self.inbox.put(("peer-end", j, f"its stream broke: {type(e).__name__}: {e}"))
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        self.start()
+        self.pending = None        # (batch, counts) of an await not yet satisfied
+        while True:
+            ev = self.deferred.pop(0) if self.deferred else self.inbox.get()
+            if not self._handle(ev, during_batch=False):
+                return
+
+    def _handle(self, ev, *, during_batch: bool) -> bool:
+        kind = ev[0]
+        if kind == "update":
+            self._receive(ev[1], ev[2])
+        elif kind == "peer-end":
+            self.closed_peers.add(ev[1])
+            if not self.stopping:
+                self._check_peers(ev[1], ev[2])
+        elif kind == "control-eof":
+            self.stopping = True
+            return False
+        elif kind == "control":
+            if during_batch:           # the coordinator waits for this batch: keep it for later
+                self.deferred.append(ev)
+                return True
+            msg = ev[1]
+            if msg[0] == "batch":
+                self._batch(*msg[1:])
+            elif msg[0] == "await":
+                self.pending = (msg[1], msg[2])
+            elif msg[0] == "stop":
+                self.stopping = True
+                for s in self.out.values():
+                    try:
+                        s.sendall(_EOS)
+                        s.close()
+                    except OSError:
+                        pass
+                deadline = time.monotonic() + 5.0   # the peers end their streams as they stop
+                for t in self.readers:
+                    t.join(max(0.0, deadline - time.monotonic()))
+                return False
+            else:
+                raise RuntimeError(f"unknown control message {msg[0]!r}")
+        self._check_await()
+        return True
+
+    def _check_peers(self, j: int, text: str) -> None:
+        if self.pending is not None and self.received[j] < self.pending[1][j]:
+            raise _PeerLost(j, f"worker {j} {text} with {self.pending[1][j] - self.received[j]} "
+                               f"update(s) still to come")
+
+    def _batch(self, k: int, ops: list, t0: float) -> None:
+        self.batch_start = t0
+        self.last_change = None
+        for op in ops:
+            loc, ts, diff = op[:3]
+            extra = {"to": op[3]} if len(op) > 3 and op[3] is not None else {}
+            self.worker.perform(loc, ts, diff, **extra)
+            self._broadcast(self.worker.send(now=time.monotonic()))
+            self._drain()
+        self._broadcast(self.worker.flush())
+        self.cout.send(("flushed", k, self.sent))
+
+    def _drain(self) -> None:
+        """Receive what has arrived, without waiting (between two operations)."""
+        while True:
+            try:
+                ev = self.inbox.get_nowait()
+            except queue.Empty:
+                return
+            self._handle(ev, during_batch=True)
+
+    def _broadcast(self, update) -> None:
+        if update is None:
+            return
+        self.sent += 1
+        if self.out:
+            payload = update_batch(update, self.width).serialize().to_pybytes()
+            for j, s in self.out.items():
+                s.sendall(payload)
+                self.wire_bytes += len(payload)
+                self.messages += 1
+        self._apply(update)        # the model's broadcast includes the sender itself
+
+    def _receive(self, j: int, batch: pa.RecordBatch) -> None:
+        self._apply(update_from_batch(batch, j, self.width, self.received[j]))
+
+    def _apply(self, update) -> None:
+        changes = self.worker.receive(update)
+        self.received[update.sender] += 1
+        if _changed(changes):
+            self.last_change = time.monotonic()
+
+    def _check_await(self) -> None:
+        if self.pending is None:
+            return
+        k, counts = self.pending
+        for j in self.closed_peers:
+            self._check_peers(j, "closed its stream")
+        if all(self.received[j] >= counts[j] for j in range(self.k)):
+            self.pending = None
+            wire = {"wire_bytes": self.wire_bytes, "messages": self.messages}
+            self.cout.send(("final", k, self.worker.frontiers(), dict(self.worker.stats),
+                            self.last_change, wire))
+
+
+def _empty_update(sender: int, width: int):
+    from engine.exchange import Update
+    return Update(sender, 0, np.zeros(0, np.int32), np.zeros((0, width), np.int64),
+                  np.zeros(0, np.int64))
+
+
+def _changed(changes) -> bool:
+    """Whether a receive changed the worker's frontiers (its tracker's change list or arrays)."""
+    if changes is None:
+        return False
+    if isinstance(changes, tuple) and changes and isinstance(changes[0], np.ndarray):
+        return len(changes[0]) > 0
+    return len(changes) > 0
+
+
+def _recv_exactly(conn: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = conn.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError(f"connection closed after {len(buf)} of {n} bytes")
+        buf += chunk
+    return buf
+
+
+def _worker_main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m spark_plugin.exchange_procs",
+                                description="One worker process of a ProcessExchange (started "
+                                            "by its coordinator, not by hand).")
+    p.add_argument("--control", required=True, help="READ_FD,WRITE_FD of the coordinator's pipes")
+    args = p.parse_args(argv)
+    rfd, wfd = (int(x) for x in args.control.split(","))
+    cin, cout = Connection(rfd, writable=False), Connection(wfd, readable=False)
+    node = _Node(cin, cout)
+    try:
+        node.run()
+    except BaseException as e:  # noqa: BLE001 -- reported to the coordinator, then exit 1
+        peer = e.peer if isinstance(e, _PeerLost) else None
+        try:
+            cout.send(("error", type(e).__name__, str(e), traceback.format_exc(), peer))
+        except OSError:
+            pass
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    status = _worker_main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Not sys.exit: a reader thread may still be blocked inside pyarrow on a peer's socket (a
+    # peer that failed), and interpreter shutdown under such a thread aborts the process.
+    os._exit(status)

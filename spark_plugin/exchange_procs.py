@@ -237,6 +237,7 @@ class ProcessExchange:
         self.graph, self.workers, self.policy, self.backend = graph, int(workers), policy, backend
         self.timeout = float(timeout)
         self.width = graph.m + graph.max_depth
+        self._oracle_backend = oracle
         self._oracle = make_tracker(graph, oracle)
         self._procs: list[subprocess.Popen] = []
         self._send: list[Connection] = []
@@ -257,11 +258,45 @@ class ProcessExchange:
         except BaseException:
             self.close()
             raise
+        self._initial_oracle(initial)
+        self.startup_s = time.perf_counter() - start
+
+    def _initial_oracle(self, initial) -> None:
         if initial is not None:
             rows = [tuple(np.asarray(a) for a in caps) for caps in initial if caps is not None]
             if rows:
                 self._oracle.update(*(np.concatenate([r[k] for r in rows]) for k in range(3)))
-        self.startup_s = time.perf_counter() - start
+
+    def reset(self, *, policy: str | None = None, initial=None) -> None:
+        """Start over on the same processes and sockets: every worker gets a fresh
+        :class:`~engine.exchange.Worker` (``policy``, default the current one; ``initial``
+        capabilities), the single tracker a fresh state, the statistics zero. The exchange is
+        quiescent between batches, so nothing is in flight. Saves the processes' start-up (a
+        benchmark measures several policies on the same ``K``)."""
+        self._check_usable()
+        if policy is not None:
+            from engine.exchange import POLICIES
+            if isinstance(policy, str) and policy not in POLICIES:
+                raise ValueError(f"unknown policy {policy!r}; expected one of {sorted(POLICIES)}")
+            self.policy = policy
+        if initial is not None and len(initial) != self.workers:
+            raise ValueError(f"initial has {len(initial)} entries, expected one per worker "
+                             f"({self.workers})")
+        caps = initial if initial is not None else [None] * self.workers
+        try:
+            for i in range(self.workers):
+                self._post(i, ("reset", self.policy, caps[i]))
+            self._gather("ready", "start over")
+        except BaseException:
+            self._broken = self._broken or "reset failed"
+            self.close()
+            raise
+        self._oracle = make_tracker(self.graph, self._oracle_backend)
+        self._initial_oracle(initial)
+        self._batches = 0
+        self.last_frontiers = []
+        self._stats = [dict.fromkeys(_STAT_KEYS + ("wire_bytes", "messages"), 0)
+                       for _ in range(self.workers)]
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -568,17 +603,14 @@ class _Node:
     # -- set-up ----------------------------------------------------------------------------------
 
     def start(self) -> None:
-        from engine.exchange import Worker
-
         _, self.index, self.k, graph, policy, backend, initial, timeout = self.cin.recv()
         self.width = graph.m + graph.max_depth
         self.schema = delta_schema(self.width)
         listener = socket.create_server((HOST, 0), backlog=max(self.k, 1))
         listener.settimeout(timeout)
         self.cout.send(("listening", listener.getsockname()[1]))
-        self.worker = Worker(graph, self.index, self.k, backend=backend, policy=policy,
-                             initial=initial)
-        self.worker.frontiers()    # whatever the tracker builds lazily, build it now
+        self.graph, self.backend = graph, backend
+        self._new_worker(policy, initial)
         update_batch(_empty_update(self.index, self.width), self.width).serialize()
         msg = self.cin.recv()
         if msg[0] != "peers":
@@ -593,9 +625,6 @@ class _Node:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             s.sendall(_HELLO.pack(_MAGIC, self.index) + header)
             self.out[j] = s
-        self.wire_bytes = self.messages = self.sent = 0
-        self.last_change = None
-        self.received = [0] * self.k
         self.closed_peers: set[int] = set()
         threads = []
         for _ in range(self.k - 1):
@@ -614,6 +643,16 @@ class _Node:
             t.start()
         threading.Thread(target=self._read_control, daemon=True).start()
         self.cout.send(("ready",))
+
+    def _new_worker(self, policy, initial) -> None:
+        from engine.exchange import Worker
+
+        self.worker = Worker(self.graph, self.index, self.k, backend=self.backend, policy=policy,
+                             initial=initial)
+        self.worker.frontiers()    # whatever the tracker builds lazily, build it now
+        self.received = [0] * self.k
+        self.wire_bytes = self.messages = self.sent = 0
+        self.last_change = None
 
     def _read_control(self) -> None:
         while True:
@@ -668,6 +707,9 @@ class _Node:
             msg = ev[1]
             if msg[0] == "batch":
                 self._batch(*msg[1:])
+            elif msg[0] == "reset":
+                self._new_worker(msg[1], msg[2])
+                self.cout.send(("ready",))
             elif msg[0] == "await":
                 self.pending = (msg[1], msg[2])
             elif msg[0] == "stop":

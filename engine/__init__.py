@@ -20,6 +20,7 @@ from .backend import Backend, make_tracker, resolve_backend
 from .batched import BatchedTracker, Strategy
 from .closure import closure, closure_row, could_result_in
 from .counts import FrontierChange, PointstampCounts
+from .exchange import Exchange
 from .errors import *  # noqa: F401,F403 -- the named exceptions are part of the public API
 from .errors import __all__ as _errors_all
 from .graph import Edge, Graph, GraphBuilder, Location, PortKind
@@ -35,7 +36,7 @@ from .workload import Workload, parse_workload, read_workload
 __version__ = "0.1.0"
 
 __all__ = [
-    "Backend", "BatchedTracker", "Edge", "FrontierChange", "FrontierTracker", "Graph", "GraphBuilder",
+    "Backend", "BatchedTracker", "Edge", "Exchange", "FrontierChange", "FrontierTracker", "Graph", "GraphBuilder",
     "ImpliedFrontierTracker", "Location", "MAX_COORD", "NaiadTracker", "PointstampCounts",
     "PortKind", "PropagationTracker", "PsiArrays", "Strategy", "Summary", "SummaryAntichain", "Workload",
     "check_timestamp", "closure", "closure_row", "compute_psi", "could_result_in", "frontier",

@@ -3,7 +3,8 @@
 (draws a progress log of ``tfront wcc --progress-log``, :mod:`engine.progress_view`).
 
 ``replay`` applies a workload's batches one by one and prints the frontiers after each, in
-the format of ``docs/formats.md``; ``psi`` prints the path-summary
+the format of ``docs/formats.md`` (with ``--workers K``, on K simulated workers exchanging
+progress updates, :mod:`engine.exchange`: the same output); ``psi`` prints the path-summary
 closure of the workload's graph; ``info`` says which backend ``auto`` (or ``--backend``)
 chooses here and why, with versions (also of PySpark, PyArrow and Java) and CUDA devices.
 ``tfront --version`` prints the package version.
@@ -111,6 +112,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true", help="reject a batch that leaves a count negative")
     r.add_argument("--allow-zero-cycles", action="store_true",
                    help="accept cycles that do not advance time (asynchronous loops)")
+    r.add_argument("--workers", type=_positive_int, default=None, metavar="K",
+                   help="replay on K simulated workers that exchange progress updates "
+                        "(engine.exchange, docs/exchange.md); same output, safety checked at "
+                        "every step")
+    r.add_argument("--schedule-seed", type=int, default=None, metavar="S",
+                   help="with --workers: seed of the random delivery order (default 0)")
+    r.add_argument("--policy", choices=_policy_names(), default=None,
+                   help="with --workers: the workers' sending policy (default all)")
 
     q = sub.add_parser("psi", help="print the path-summary closure of a workload's graph")
     q.add_argument("file", help="workload file (timely-reach v1); batches are ignored")
@@ -247,8 +256,15 @@ def _conf_pair(text: str) -> tuple[str, str]:
     return key, value.strip()
 
 
+def _policy_names() -> list[str]:
+    from .exchange import POLICIES
+    return list(POLICIES)
+
+
 def _replay(args) -> int:
     workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles)
+    if args.workers is not None:
+        return _replay_workers(args, workload)
     tracker = make_tracker(workload.graph, args.backend, strict=args.strict,
                            batch_hint=_median_batch(workload))
     kernels = getattr(tracker, "kernels", None)
@@ -274,6 +290,37 @@ def _replay(args) -> int:
                   file=sys.stderr)
         if not args.quiet:
             write_frontier_report(out, workload, k, tracker.frontier, sources=args.sources)
+    return 0
+
+
+def _replay_workers(args, workload) -> int:
+    """``tfront replay FILE --workers K``: each batch split among K simulated workers
+    (:func:`engine.exchange.split_batch`), every transition taken in a seeded random order with
+    the safety properties checked after each, then the system run to quiescence and worker 0's
+    frontiers printed -- after checking that every worker's equal the true ones."""
+    from .exchange import Exchange
+    ex = Exchange(workload.graph, args.workers, policy=args.policy or "all",
+                  backend=args.backend, seed=args.schedule_seed or 0, check=True,
+                  strict=args.strict)
+    out = sys.stdout
+    if not args.quiet:
+        out.write(REPLAY_HEADER + "\n")
+    for k, batch in enumerate(workload.batches):
+        start = time.perf_counter()
+        before = ex.stats
+        try:
+            ex.run(batch.loc, batch.ts, batch.diff)
+            ex.check_agreement()
+        except TimelyFrontierError as e:
+            raise type(e)(f"batch {k} (line {batch.line}): {e}") from e
+        if args.time:
+            after = ex.stats
+            print(json.dumps({"batch": k, "changes": len(batch.loc),
+                              "total_ms": round((time.perf_counter() - start) * 1e3, 3),
+                              **{key: after[key] - before[key] for key in after}}),
+                  file=sys.stderr)
+        if not args.quiet:
+            write_frontier_report(out, workload, k, ex.workers[0].frontier, sources=args.sources)
     return 0
 
 
@@ -406,6 +453,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "progress" and args.watch and args.html is None and args.png is None:
         parser.error("progress --watch needs --html and/or --png to redraw")
+    if args.command == "replay" and args.workers is None:
+        for flag, value in (("--schedule-seed", args.schedule_seed), ("--policy", args.policy)):
+            if value is not None:
+                parser.error(f"replay {flag} needs --workers")
     if args.command == "wcc" and args.overwrite and args.out is None:
         parser.error("wcc --overwrite needs --out")
     try:

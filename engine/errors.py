@@ -30,6 +30,12 @@ __all__ = [
     "ConvergenceError",
     "ProgressLogError",
     "DependencyError",
+    "ExchangeError",
+    "CapabilityError",
+    "UnjustifiedSendError",
+    "UpdateOrderError",
+    "ExchangeStateError",
+    "SafetyError",
 ]
 
 
@@ -150,3 +156,34 @@ class ProgressLogError(TimelyFrontierError, ValueError):
 class DependencyError(TimelyFrontierError, RuntimeError):
     """An optional package a command needs is not installed; the message names it and the
     ``pip install`` that adds it."""
+
+
+class ExchangeError(TimelyFrontierError, ValueError):
+    """A transition of the progress exchange protocol (:mod:`engine.exchange`) is not enabled
+    with these arguments; the worker or the simulated system is left exactly as it was."""
+
+
+class CapabilityError(ExchangeError):
+    """``perf_op``'s guards: a worker drops a capability it does not hold, or creates a
+    capability (data message) that no capability it holds at or before (strictly before)
+    it justifies."""
+
+
+class UnjustifiedSendError(ExchangeError):
+    """``send_upd``'s guard: what the send would leave in the worker's ``temp`` is not
+    ``justified`` by the worker's capabilities (the message names the pointstamp)."""
+
+
+class UpdateOrderError(ExchangeError):
+    """``recv_upd``: a progress update from an unknown sender, or out of its sender's FIFO
+    order (a duplicate or a gap in ``seq``)."""
+
+
+class ExchangeStateError(ExchangeError):
+    """A step that the system's current state does not allow: no such message or data in
+    flight, or initial capabilities admitted while the system is not quiescent."""
+
+
+class SafetyError(TimelyFrontierError, RuntimeError):
+    """A checked property of the exchange protocol failed (Safe, Mono, or a worker's implied
+    frontier ahead of the true one): the message names the worker, location and pointstamp."""

@@ -28,8 +28,9 @@ NAMED = [getattr(errors, name) for name in errors.__all__ if name != "TimelyFron
 def test_named_errors_derive_from_base(exc):
     assert issubclass(exc, TimelyFrontierError)
     assert getattr(engine, exc.__name__) is exc  # part of the public API
-    if exc in (errors.ConvergenceError, errors.DependencyError):  # not bad input: an internal
-        assert issubclass(exc, RuntimeError)                    # guard, a missing package
+    if exc in (errors.ConvergenceError, errors.DependencyError,  # not bad input: an internal
+               errors.SafetyError):  # guard, a missing package, a protocol invariant broken
+        assert issubclass(exc, RuntimeError)
     else:
         assert issubclass(exc, ValueError)
 

@@ -26,8 +26,6 @@ __all__ = [
     "SparkMemoryError",
     "WorkerProcessError",
     "WorkerTimeoutError",
-    "FrontierMismatchError",
-    "ExchangeStateError",
 ]
 
 
@@ -167,21 +165,3 @@ class WorkerTimeoutError(WorkerProcessError):
     """A worker process did not answer within the exchange's timeout (hung, stopped, or far
     too slow). The exchange has stopped every worker."""
 
-
-class FrontierMismatchError(TimelyFrontierError, RuntimeError):
-    """After a batch, quiescent workers of a process exchange disagree with the single
-    tracker: a violation of the protocol's combined result. The exchange has stopped.
-
-    Attributes
-    ----------
-    worker, location : int
-    """
-
-    def __init__(self, message: str, worker: int, location: int):
-        super().__init__(message)
-        self.worker = worker
-        self.location = location
-
-
-class ExchangeStateError(TimelyFrontierError, RuntimeError):
-    """A call on a process exchange that is closed (by :meth:`close`, or after a failure)."""

@@ -61,15 +61,15 @@ import pyarrow as pa
 
 import engine.errors as _engine_errors
 from engine.backend import make_tracker
-from engine.errors import TimelyFrontierError
+from engine.errors import ExchangeStateError, SafetyError, TimelyFrontierError, UpdateOrderError
 
 from . import errors as _plugin_errors
-from .errors import ExchangeStateError, FrontierMismatchError, WorkerProcessError, WorkerTimeoutError
+from .errors import WorkerProcessError, WorkerTimeoutError
 from .schema import (DIFF, LOC, PRODUCER, SEQ, TS, check_delta_schema, delta_schema, int_column,
                      text_column, ts_array, ts_matrix)
 
-__all__ = ["ProcessExchange", "BatchReport", "replay_processes", "update_batch",
-           "update_from_batch", "producer_name", "HOST"]
+__all__ = ["ProcessExchange", "BatchReport", "replay_processes", "update_batch", "data_batch",
+           "read_batch", "producer_name", "HOST"]
 
 #: Every socket of the exchange is on the loopback interface, on a port the OS assigns.
 HOST = "127.0.0.1"
@@ -80,12 +80,22 @@ _MAGIC = b"TFX1"
 _EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
 
 
-def producer_name(index: int) -> str:
-    """The ``producer`` column of worker ``index``'s updates: ``"worker-<index>"``."""
-    return f"worker-{index}"
+def producer_name(index: int, kind: str = "worker") -> str:
+    """The ``producer`` column of worker ``index``'s progress updates, ``"worker-<index>"``,
+    or (``kind="data"``) of the capabilities it sends as data, ``"data-<index>"``."""
+    return f"{kind}-{index}"
 
 
-# --- the wire format: an Update as a delta batch ------------------------------------------------
+# --- the wire format: updates and data messages as delta batches -------------------------------
+
+def _delta_batch(loc, ts, diff, producer: str, seq: int, width: int) -> pa.RecordBatch:
+    loc = np.ascontiguousarray(loc, dtype=np.int32)
+    n = len(loc)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(loc, pa.int32()), ts_array(np.asarray(ts, dtype=np.int64).reshape(n, width)),
+         pa.array(np.asarray(diff, np.int64)),
+         pa.repeat(pa.scalar(producer, pa.string()), n), pa.array(np.full(n, seq, np.int64))],
+        schema=delta_schema(width))
 
 def update_batch(update, width: int) -> pa.RecordBatch:
     """An :class:`~engine.exchange.Update` as one record batch of :func:`delta_schema(width)
@@ -99,22 +109,26 @@ def update_batch(update, width: int) -> pa.RecordBatch:
     >>> b.num_rows, b.column("producer")[0].as_py(), b.column("seq")[0].as_py()
     (1, 'worker-1', 7)
     """
-    loc = np.ascontiguousarray(update.loc, dtype=np.int32)
-    n = len(loc)
-    ts = np.asarray(update.ts, dtype=np.int64).reshape(n, width)
-    return pa.RecordBatch.from_arrays(
-        [pa.array(loc, pa.int32()), ts_array(ts), pa.array(np.asarray(update.diff, np.int64)),
-         pa.repeat(pa.scalar(producer_name(update.sender), pa.string()), n),
-         pa.array(np.full(n, update.seq, np.int64))],
-        schema=delta_schema(width))
+    return _delta_batch(update.loc, update.ts, update.diff, producer_name(update.sender),
+                        update.seq, width)
 
 
-def update_from_batch(batch: pa.RecordBatch, sender: int, width: int, next_seq: int):
-    """The :class:`~engine.exchange.Update` a record batch from ``sender``'s connection carries.
+def data_batch(message, sender: int, seq: int, width: int) -> pa.RecordBatch:
+    """A :class:`~engine.exchange.DataMessage` (capabilities ``sender`` sends to
+    ``message.receiver`` as data) as one record batch: ``producer = "data-<sender>"``, ``seq``
+    numbering ``sender``'s data messages to that receiver."""
+    return _delta_batch(message.loc, message.ts, message.diff, producer_name(sender, "data"),
+                        seq, width)
 
-    ``next_seq`` is the sequence number the connection's next update has (the count received
-    so far): a batch without rows has no ``seq`` column to read, and TCP delivers in order.
-    The receiving :class:`~engine.exchange.Worker` checks ``seq`` against its FIFO queue.
+
+def read_batch(batch: pa.RecordBatch, sender: int, width: int, next_seq: int):
+    """What a record batch on ``sender``'s connection carries: an
+    :class:`~engine.exchange.Update` (producer ``worker-<sender>``) or, for producer
+    ``data-<sender>``, ``(seq, loc, ts, diff)`` of capabilities sent as data.
+
+    ``next_seq`` is the sequence number a batch without rows is given (it has no ``seq`` to
+    read; TCP delivers in order). The receiving :class:`~engine.exchange.Worker` checks an
+    update's ``seq`` against its FIFO queue.
 
     Raises
     ------
@@ -125,23 +139,26 @@ def update_from_batch(batch: pa.RecordBatch, sender: int, width: int, next_seq: 
     from engine.exchange import Update
 
     check_delta_schema(batch.schema, width)
-    loc = int_column(batch.column(LOC), LOC)
+    loc = int_column(batch.column(LOC), LOC).astype(np.int32)
     ts = ts_matrix(batch.column(TS), width)
     diff = int_column(batch.column(DIFF), DIFF)
-    seq = next_seq
+    seq, kind = next_seq, "worker"
     if batch.num_rows:
-        codes, names = text_column(batch.column(PRODUCER), PRODUCER)
+        _codes, names = text_column(batch.column(PRODUCER), PRODUCER)
         seqs = int_column(batch.column(SEQ), SEQ)
-        if names != [producer_name(sender)]:
+        allowed = [producer_name(sender), producer_name(sender, "data")]
+        if len(names) != 1 or names[0] not in allowed:
             raise _engine_errors.BatchError(
-                f"an update on worker {sender}'s connection names producer(s) {names}, expected "
-                f"[{producer_name(sender)!r}]")
+                f"a batch on worker {sender}'s connection names producer(s) {names}, expected "
+                f"one of {allowed}")
         if (seqs != seqs[0]).any():
             raise _engine_errors.BatchError(
-                f"an update from worker {sender} carries several sequence numbers "
+                f"a batch from worker {sender} carries several sequence numbers "
                 f"{sorted(set(seqs.tolist()))[:5]}; one update has one")
-        seq = int(seqs[0])
-    return Update(sender, seq, loc.astype(np.int32), ts, diff)
+        seq, kind = int(seqs[0]), names[0].split("-", 1)[0]
+    if kind == "data":
+        return seq, loc, ts, diff
+    return Update(sender, seq, loc, ts, diff)
 
 
 # --- the coordinator ----------------------------------------------------------------------------
@@ -160,7 +177,7 @@ class BatchReport:
         Worker operations :func:`~engine.exchange.split_batch` made of it.
     equal : bool
         Every worker's frontiers equal the single tracker's (a difference raises
-        :class:`~spark_plugin.errors.FrontierMismatchError`, so a returned report says True).
+        :class:`~engine.errors.SafetyError`, so a returned report says True).
     updates, pointstamps, nbytes : int
         Progress updates sent in this batch (broadcasts, all workers), the rows they carried,
         and their size by :attr:`~engine.exchange.Update.nbytes` -- the workers' ``stats``.
@@ -169,6 +186,12 @@ class BatchReport:
     wire_bytes : int
         Bytes written to the sockets for them (Arrow IPC: metadata, padding, the ``producer``
         and ``seq`` columns included).
+    data_messages : int
+        Capabilities sent as data from one worker to another (``recv_cap`` at the receiver;
+        not progress traffic, not in ``messages``).
+    initial : int
+        Rows no held capability justified, admitted as initial capabilities of their owner
+        into the quiescent system before the operations (:meth:`engine.exchange.Worker.admit`).
     latency_s : float
         From the dispatch of the batch until the last worker's frontiers took their final
         value (the time of the last update, in any worker, that changed its frontiers; the
@@ -187,6 +210,8 @@ class BatchReport:
     nbytes: int
     messages: int
     wire_bytes: int
+    data_messages: int
+    initial: int
     latency_s: float
     round_s: float
 
@@ -195,6 +220,22 @@ class BatchReport:
 
 
 _STAT_KEYS = ("updates_sent", "pointstamps_sent", "bytes_sent")
+_WIRE_KEYS = ("wire_bytes", "messages", "data_messages")
+
+
+def _count_at(table, q_loc, q_ts) -> np.ndarray:
+    """``int64[q]``: the count of each query pointstamp in a consolidated ``(loc, ts, cnt)``
+    table (0 where absent)."""
+    n = len(table[0])
+    if n == 0 or len(q_loc) == 0:
+        return np.zeros(len(q_loc), np.int64)
+    keys = np.column_stack([np.concatenate([table[0], q_loc]).astype(np.int64),
+                            np.concatenate([table[1], q_ts])])
+    _, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    vals = np.zeros(int(inv.max()) + 1, np.int64)
+    vals[inv[:n]] = table[2]
+    return vals[inv[n:]]
 
 
 class ProcessExchange:
@@ -205,16 +246,15 @@ class ProcessExchange:
     graph : engine.Graph
     workers : int
         Number of worker processes ``K`` (at least 1).
-    policy : str
-        The workers' sending policy (a name of :data:`engine.exchange.POLICIES`).
+    policy : str or engine.exchange.Policy
+        The workers' sending policy (a name of :data:`engine.exchange.POLICIES`, or a
+        policy object, pickled to each worker). Workers pass ``now`` in seconds of the
+        machine's monotonic clock, so a time-based policy's interval is in seconds.
     backend : str
         Each worker's local tracker (:func:`engine.make_tracker`).
     oracle : str
         Backend of the coordinator's single tracker the workers' frontiers are checked
         against (default ``reference``, :class:`engine.ImpliedFrontierTracker`).
-    initial : list of (loc, ts, diff) or None
-        Per worker, the positive capabilities it starts with (passed to its ``Worker``);
-        the single tracker starts with their sum.
     timeout : float
         Seconds a worker may take to answer (to start, to finish a batch) before it is
         declared hung.
@@ -222,23 +262,20 @@ class ProcessExchange:
     Use it as a context manager (or call :meth:`close`): the processes are stopped at exit.
     """
 
-    def __init__(self, graph, workers: int, *, policy: str = "all", backend: str = "cpu",
-                 oracle: str = "reference", initial=None, timeout: float = 60.0):
+    def __init__(self, graph, workers: int, *, policy="all", backend: str = "cpu",
+                 oracle: str = "reference", timeout: float = 60.0):
         if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
         if not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        from engine.exchange import POLICIES
-        if isinstance(policy, str) and policy not in POLICIES:
-            raise ValueError(f"unknown policy {policy!r}; expected one of {sorted(POLICIES)}")
-        if initial is not None and len(initial) != workers:
-            raise ValueError(f"initial has {len(initial)} entries, expected one per worker "
-                             f"({workers})")
+        from engine.exchange import PointstampOrder, make_policy
+        make_policy(policy)        # an unknown name fails here, before any process starts
+        self.order = PointstampOrder(graph)
         self.graph, self.workers, self.policy, self.backend = graph, int(workers), policy, backend
         self.timeout = float(timeout)
         self.width = graph.m + graph.max_depth
         self._oracle_backend = oracle
-        self._oracle = make_tracker(graph, oracle)
+        self._fresh_state()
         self._procs: list[subprocess.Popen] = []
         self._send: list[Connection] = []
         self._recv: list[Connection] = []
@@ -247,55 +284,48 @@ class ProcessExchange:
         self._broken: str | None = None
         self._hung: set[int] = set()
         self._batches = 0
-        self._stats = [dict.fromkeys(_STAT_KEYS + ("wire_bytes", "messages"), 0)
+        self._stats = [dict.fromkeys(_STAT_KEYS + _WIRE_KEYS, 0)
                        for _ in range(self.workers)]
         self.startup_s = None
         #: Every worker's frontiers (indexed by location) after the last batch.
         self.last_frontiers: list[list[list[tuple]]] = []
         start = time.perf_counter()
         try:
-            self._start(initial)
+            self._start()
         except BaseException:
             self.close()
             raise
-        self._initial_oracle(initial)
         self.startup_s = time.perf_counter() - start
 
-    def _initial_oracle(self, initial) -> None:
-        if initial is not None:
-            rows = [tuple(np.asarray(a) for a in caps) for caps in initial if caps is not None]
-            if rows:
-                self._oracle.update(*(np.concatenate([r[k] for r in rows]) for k in range(3)))
+    def _fresh_state(self) -> None:
+        self._oracle = make_tracker(self.graph, self._oracle_backend)
+        W = self.width
+        #: The workload's signed counts (loc, ts, cnt), consolidated.
+        self._counts = (np.zeros(0, np.int32), np.zeros((0, W), np.int64), np.zeros(0, np.int64))
 
-    def reset(self, *, policy: str | None = None, initial=None) -> None:
+    def reset(self, *, policy=None) -> None:
         """Start over on the same processes and sockets: every worker gets a fresh
         :class:`~engine.exchange.Worker` (``policy``, default the current one; ``initial``
-        capabilities), the single tracker a fresh state, the statistics zero. The exchange is
+        capabilities), the single tracker and the counts a fresh state, the statistics zero. The exchange is
         quiescent between batches, so nothing is in flight. Saves the processes' start-up (a
         benchmark measures several policies on the same ``K``)."""
         self._check_usable()
         if policy is not None:
-            from engine.exchange import POLICIES
-            if isinstance(policy, str) and policy not in POLICIES:
-                raise ValueError(f"unknown policy {policy!r}; expected one of {sorted(POLICIES)}")
+            from engine.exchange import make_policy
+            make_policy(policy)
             self.policy = policy
-        if initial is not None and len(initial) != self.workers:
-            raise ValueError(f"initial has {len(initial)} entries, expected one per worker "
-                             f"({self.workers})")
-        caps = initial if initial is not None else [None] * self.workers
         try:
             for i in range(self.workers):
-                self._post(i, ("reset", self.policy, caps[i]))
+                self._post(i, ("reset", self.policy))
             self._gather("ready", "start over")
         except BaseException:
             self._broken = self._broken or "reset failed"
             self.close()
             raise
-        self._oracle = make_tracker(self.graph, self._oracle_backend)
-        self._initial_oracle(initial)
+        self._fresh_state()
         self._batches = 0
         self.last_frontiers = []
-        self._stats = [dict.fromkeys(_STAT_KEYS + ("wire_bytes", "messages"), 0)
+        self._stats = [dict.fromkeys(_STAT_KEYS + _WIRE_KEYS, 0)
                        for _ in range(self.workers)]
 
     # -- life cycle ------------------------------------------------------------------------------
@@ -305,7 +335,7 @@ class ProcessExchange:
         """Process ids of the workers, by index."""
         return [p.pid for p in self._procs]
 
-    def _start(self, initial) -> None:
+    def _start(self) -> None:
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -325,10 +355,9 @@ class ProcessExchange:
             self._logs.append(log)
             self._send.append(Connection(down_w, readable=False))
             self._recv.append(Connection(up_r, writable=False))
-        caps = initial if initial is not None else [None] * self.workers
         for i in range(self.workers):
             self._post(i, ("init", i, self.workers, self.graph, self.policy, self.backend,
-                           caps[i], self.timeout))
+                           self.timeout))
         ports = [msg[1] for msg in self._gather("listening", "start")]
         for i in range(self.workers):
             self._post(i, ("peers", ports))
@@ -377,14 +406,22 @@ class ProcessExchange:
     def run_batch(self, loc, ts, diff) -> BatchReport:
         """Perform one workload batch across the workers and run them to quiescence.
 
-        The batch is split by :func:`engine.exchange.split_batch`; each worker performs its
-        operations in order, sending under its policy after each, then flushes; once every
-        update has been received everywhere, every worker's frontiers are compared with the
-        single tracker's (which applies the whole batch at once).
+        As :meth:`engine.exchange.Exchange.perform_batch` does, the protocol is given the
+        changes of the *positive part* of every workload count (a workload count may go below
+        zero between batches, ``rec`` cannot: the frontiers are the same), split by
+        :func:`engine.exchange.split_batch` given the capabilities held (at quiescence, the
+        positive counts); rows nothing held justifies are admitted first on every worker as
+        initial capabilities of their owner. Each worker then performs its operation, sends
+        its capabilities-as-data to their receivers and its updates under its policy, and
+        flushes; once every update and data message has been received everywhere, every
+        worker's frontiers are compared with the single tracker's (which applies the batch
+        as it is).
 
         Raises
         ------
-        FrontierMismatchError
+        BatchError
+            A malformed batch (before any worker sees it; nothing changes).
+        SafetyError
             A worker's frontier differs from the single tracker's (location and both named).
         WorkerProcessError, WorkerTimeoutError
             A worker died, hung or failed (its index named); the exchange is then closed.
@@ -394,22 +431,35 @@ class ProcessExchange:
         """
         self._check_usable()
         from engine.exchange import split_batch
+        from engine.kernels import cpu_kernels
+        from gpu_kernels.consolidate import consolidate
+
         k = self._batches
-        loc = np.asarray(loc)
-        n = len(loc)
-        ops = split_batch(self.graph, loc, ts, diff, self.workers)
-        self._oracle.update(loc, ts, diff)      # validates the batch before any worker sees it
+        b = cpu_kernels.intake(self.graph, self.order.ga.depth, loc, ts, diff)   # validates
+        n = len(np.asarray(loc))
+        old = _count_at(self._counts, b[0], b[1])
+        dpos = np.maximum(old + b[2], 0) - np.maximum(old, 0)
+        keep = dpos != 0
+        c = self._counts
+        held = (c[0][c[2] > 0], c[1][c[2] > 0], c[2][c[2] > 0])
+        ops = split_batch(self.graph, b[0][keep], b[1][keep], dpos[keep], self.workers,
+                          held=held, order=self.order)
+        self._oracle.update(loc, ts, diff)
+        self._counts = consolidate(np.concatenate([c[0], b[0]]).astype(np.int32),
+                                   np.ascontiguousarray(np.concatenate([c[1], b[1]])),
+                                   np.concatenate([c[2], b[2]]))
+        admits = [(int(op.worker), op.loc, op.ts, op.diff) for op in ops if op.initial]
         per_worker: list[list] = [[] for _ in range(self.workers)]
         for op in ops:
-            per_worker[int(op[0])].append(tuple(np.asarray(a) for a in op[1:]))
+            if not op.initial:
+                per_worker[int(op.worker)].append((op.loc, op.ts, op.diff, op.to))
         try:
             t0 = time.monotonic()
             for i in range(self.workers):
-                self._post(i, ("batch", k, per_worker[i], t0))
+                self._post(i, ("batch", k, admits, per_worker[i], t0))
             flushed = self._gather("flushed", f"finish batch {k}")
-            counts = [msg[2] for msg in flushed]
-            for i in range(self.workers):
-                self._post(i, ("await", k, counts))
+            for r in range(self.workers):       # what r must receive from each sender
+                self._post(r, ("await", k, [msg[2][r] for msg in flushed]))
             finals = self._gather("final", f"reach quiescence after batch {k}")
             t_end = time.monotonic()
         except BaseException:
@@ -425,11 +475,11 @@ class ProcessExchange:
                 if sorted(got) != sorted(want):
                     self._broken = f"worker {i}'s frontiers differed after batch {k}"
                     self.close()
-                    raise FrontierMismatchError(
-                        f"after batch {k}, worker {i}'s frontier at location {l} "
-                        f"({self.graph.describe(l)}) is {sorted(got)}, the single tracker's "
-                        f"is {sorted(want)}", worker=i, location=l)
-        delta = dict.fromkeys(_STAT_KEYS + ("wire_bytes", "messages"), 0)
+                    raise SafetyError(
+                        f"after batch {k} and quiescence, worker {i}'s frontier at "
+                        f"{self.graph.describe(l)} is {sorted(got)}, the single tracker's "
+                        f"{sorted(want)}")
+        delta = dict.fromkeys(_STAT_KEYS + _WIRE_KEYS, 0)
         for i, msg in enumerate(finals):
             stats, wire = msg[3], msg[5]
             now = {**{key: int(stats.get(key, 0)) for key in _STAT_KEYS}, **wire}
@@ -437,10 +487,11 @@ class ProcessExchange:
                 delta[key] += now[key] - self._stats[i][key]
             self._stats[i] = now
         changed = [msg[4] for msg in finals if msg[4] is not None]
-        return BatchReport(batch=k, changes=n, operations=len(ops), equal=True,
+        return BatchReport(batch=k, changes=n, operations=len(ops) - len(admits), equal=True,
                            updates=delta["updates_sent"], pointstamps=delta["pointstamps_sent"],
                            nbytes=delta["bytes_sent"], messages=delta["messages"],
-                           wire_bytes=delta["wire_bytes"],
+                           wire_bytes=delta["wire_bytes"], data_messages=delta["data_messages"],
+                           initial=int(sum(len(a[1]) for a in admits)),
                            latency_s=max([t0] + changed) - t0, round_s=t_end - t0)
 
     def frontier(self, loc: int) -> list[tuple]:
@@ -603,14 +654,14 @@ class _Node:
     # -- set-up ----------------------------------------------------------------------------------
 
     def start(self) -> None:
-        _, self.index, self.k, graph, policy, backend, initial, timeout = self.cin.recv()
+        _, self.index, self.k, graph, policy, backend, timeout = self.cin.recv()
         self.width = graph.m + graph.max_depth
         self.schema = delta_schema(self.width)
         listener = socket.create_server((HOST, 0), backlog=max(self.k, 1))
         listener.settimeout(timeout)
         self.cout.send(("listening", listener.getsockname()[1]))
         self.graph, self.backend = graph, backend
-        self._new_worker(policy, initial)
+        self._new_worker(policy)
         update_batch(_empty_update(self.index, self.width), self.width).serialize()
         msg = self.cin.recv()
         if msg[0] != "peers":
@@ -644,14 +695,19 @@ class _Node:
         threading.Thread(target=self._read_control, daemon=True).start()
         self.cout.send(("ready",))
 
-    def _new_worker(self, policy, initial) -> None:
+    def _new_worker(self, policy) -> None:
         from engine.exchange import Worker
 
-        self.worker = Worker(self.graph, self.index, self.k, backend=self.backend, policy=policy,
-                             initial=initial)
+        self.worker = Worker(self.graph, self.index, self.k, backend=self.backend, policy=policy)
+        self.worker.tracker = _Noting(self.worker.tracker, self._frontier_changed)
         self.worker.frontiers()    # whatever the tracker builds lazily, build it now
-        self.received = [0] * self.k
-        self.wire_bytes = self.messages = self.sent = 0
+        self._warm_up()
+        self.received = [0] * self.k           # batches taken from each sender (self included)
+        self.updates_in = [0] * self.k         # of which progress updates
+        self.data_in = [0] * self.k            # of which data messages
+        self.sent_to = [0] * self.k            # batches sent to each receiver (self included)
+        self.data_out = [0] * self.k           # data messages sent to each receiver
+        self.wire_bytes = self.messages = self.data_messages = 0
         self.last_change = None
 
     def _read_control(self) -> None:
@@ -708,7 +764,7 @@ class _Node:
             if msg[0] == "batch":
                 self._batch(*msg[1:])
             elif msg[0] == "reset":
-                self._new_worker(msg[1], msg[2])
+                self._new_worker(msg[1])
                 self.cout.send(("ready",))
             elif msg[0] == "await":
                 self.pending = (msg[1], msg[2])
@@ -734,17 +790,18 @@ class _Node:
             raise _PeerLost(j, f"worker {j} {text} with {self.pending[1][j] - self.received[j]} "
                                f"update(s) still to come")
 
-    def _batch(self, k: int, ops: list, t0: float) -> None:
-        self.batch_start = t0
+    def _batch(self, k: int, admits: list, ops: list, t0: float) -> None:
         self.last_change = None
-        for op in ops:
-            loc, ts, diff = op[:3]
-            extra = {"to": op[3]} if len(op) > 3 and op[3] is not None else {}
-            self.worker.perform(loc, ts, diff, **extra)
+        for owner, loc, ts, diff in admits:    # the system is quiescent: Init, extended
+            self.worker.admit(loc, ts, diff, owner=owner)
+            self.last_change = time.monotonic()
+        for loc, ts, diff, to in ops:
+            for message in self.worker.perform(loc, ts, diff, to=to, now=time.monotonic()):
+                self._send_data(message)
             self._broadcast(self.worker.send(now=time.monotonic()))
             self._drain()
         self._broadcast(self.worker.flush())
-        self.cout.send(("flushed", k, self.sent))
+        self.cout.send(("flushed", k, list(self.sent_to)))
 
     def _drain(self) -> None:
         """Receive what has arrived, without waiting (between two operations)."""
@@ -758,23 +815,68 @@ class _Node:
     def _broadcast(self, update) -> None:
         if update is None:
             return
-        self.sent += 1
         if self.out:
             payload = update_batch(update, self.width).serialize().to_pybytes()
             for j, s in self.out.items():
                 s.sendall(payload)
+                self.sent_to[j] += 1
                 self.wire_bytes += len(payload)
                 self.messages += 1
+        self.sent_to[self.index] += 1
         self._apply(update)        # the model's broadcast includes the sender itself
 
+    def _send_data(self, message) -> None:
+        r = message.receiver
+        self.sent_to[r] += 1
+        self.data_messages += 1
+        if r == self.index:
+            self._take_data(r, message.loc, message.ts, message.diff)
+            return
+        self.out[r].sendall(data_batch(message, self.index, self.data_out[r],
+                                       self.width).serialize().to_pybytes())
+        self.data_out[r] += 1
+
     def _receive(self, j: int, batch: pa.RecordBatch) -> None:
-        self._apply(update_from_batch(batch, j, self.width, self.received[j]))
+        got = read_batch(batch, j, self.width, self.updates_in[j])
+        if isinstance(got, tuple):
+            seq, loc, ts, diff = got
+            if seq != self.data_in[j]:
+                raise UpdateOrderError(f"worker {self.index}: data message {seq} from worker {j} "
+                                       f"is out of order: expected {self.data_in[j]}")
+            self.data_in[j] += 1
+            self._take_data(j, loc, ts, diff)
+        else:
+            self._apply(got)
+
+    def _take_data(self, j: int, loc, ts, diff) -> None:
+        self.worker.receive_data(loc, ts, diff)     # recv_cap
+        self.received[j] += 1
 
     def _apply(self, update) -> None:
-        changes = self.worker.receive(update)
+        self.worker.receive(update)
         self.received[update.sender] += 1
-        if _changed(changes):
-            self.last_change = time.monotonic()
+        self.updates_in[update.sender] += 1
+
+    def _warm_up(self) -> None:
+        """Run every transition once on a throw-away worker of the same graph, backend and
+        policy -- admit, perform (a drop), send, receive -- so the kernels they use are loaded
+        (or compiled) and the tracker's lazy structures built before the first batch: its
+        latency then measures the protocol, not the start-up."""
+        from engine.exchange import Worker
+
+        w = Worker(self.graph, 0, 1, backend=self.backend, policy=self.worker.policy,
+                   order=self.worker.order)
+        row = (np.zeros(1, np.int32), np.zeros((1, self.width), np.int64), np.ones(1, np.int64))
+        w.admit(*row, owner=0)
+        w.perform(row[0], row[1], -row[2], now=0.0)
+        for update in (w.send(now=0.0), w.flush()):
+            if update is not None:
+                w.receive(update)
+        big = self.worker.order.SERIAL + 1          # the parallel could-result-in kernel too
+        self.worker.order.below(row, np.zeros(big, np.int32), np.zeros((big, self.width), np.int64))
+
+    def _frontier_changed(self) -> None:
+        self.last_change = time.monotonic()
 
     def _check_await(self) -> None:
         if self.pending is None:
@@ -784,7 +886,8 @@ class _Node:
             self._check_peers(j, "closed its stream")
         if all(self.received[j] >= counts[j] for j in range(self.k)):
             self.pending = None
-            wire = {"wire_bytes": self.wire_bytes, "messages": self.messages}
+            wire = {"wire_bytes": self.wire_bytes, "messages": self.messages,
+                    "data_messages": self.data_messages}
             self.cout.send(("final", k, self.worker.frontiers(), dict(self.worker.stats),
                             self.last_change, wire))
 
@@ -795,13 +898,25 @@ def _empty_update(sender: int, width: int):
                   np.zeros(0, np.int64))
 
 
-def _changed(changes) -> bool:
-    """Whether a receive changed the worker's frontiers (its tracker's change list or arrays)."""
-    if changes is None:
-        return False
-    if isinstance(changes, tuple) and changes and isinstance(changes[0], np.ndarray):
-        return len(changes[0]) > 0
-    return len(changes) > 0
+class _Noting:
+    """A worker's local tracker, passed through, calling ``on_change()`` whenever an update
+    changes a frontier (its returned frontier changes are not empty): when the frontiers took
+    their final value is what the latency measures."""
+
+    def __init__(self, tracker, on_change):
+        self._tracker, self._on_change = tracker, on_change
+
+    def __getattr__(self, name):
+        attr = getattr(self._tracker, name)
+        if name not in ("update", "update_arrays"):
+            return attr
+
+        def noted(*args, **kwargs):
+            out = attr(*args, **kwargs)
+            if len(out[0] if name == "update_arrays" else out):
+                self._on_change()
+            return out
+        return noted
 
 
 def _recv_exactly(conn: socket.socket, n: int) -> bytes:

@@ -16,14 +16,13 @@ import pytest
 
 pa = pytest.importorskip("pyarrow", reason="pyarrow is in the spark extra: pip install -e '.[spark]'")
 
-from engine import ImpliedFrontierTracker, read_workload  # noqa: E402
-from engine.errors import BatchError  # noqa: E402
-from engine.exchange import Update  # noqa: E402
+from engine import Exchange, ImpliedFrontierTracker, read_workload  # noqa: E402
+from engine.errors import BatchError, ExchangeStateError  # noqa: E402
+from engine.exchange import DataMessage, Update  # noqa: E402
 from engine.workload import EXAMPLE_PATH  # noqa: E402
-from spark_plugin.errors import (ExchangeStateError, SchemaError, WorkerProcessError,  # noqa: E402
-                                 WorkerTimeoutError)
-from spark_plugin.exchange_procs import (ProcessExchange, update_batch,  # noqa: E402
-                                         update_from_batch)
+from spark_plugin.errors import SchemaError, WorkerProcessError, WorkerTimeoutError  # noqa: E402
+from spark_plugin.exchange_procs import (ProcessExchange, data_batch, read_batch,  # noqa: E402
+                                         update_batch)
 from spark_plugin.schema import delta_schema  # noqa: E402
 
 
@@ -41,7 +40,7 @@ def test_update_round_trips_through_an_ipc_stream():
     for seq, n in enumerate([3, 0, 1, 17]):
         sent.append(Update(2, seq, rng.integers(0, 9, n).astype(np.int32),
                            rng.integers(0, 1 << 40, (n, 3)), rng.integers(-5, 6, n)))
-    got = [update_from_batch(b, 2, 3, k) for k, b in
+    got = [read_batch(b, 2, 3, k) for k, b in
            enumerate(_through_ipc([update_batch(u, 3) for u in sent], 3))]
     for u, v in zip(sent, got):
         assert (v.sender, v.seq) == (u.sender, u.seq)
@@ -49,18 +48,23 @@ def test_update_round_trips_through_an_ipc_stream():
         np.testing.assert_array_equal(v.loc, u.loc)
         np.testing.assert_array_equal(v.ts, u.ts)
         np.testing.assert_array_equal(v.diff, u.diff)
+    # capabilities sent as data travel on the same stream, told apart by their producer
+    d = DataMessage(0, np.array([4], np.int32), np.array([[1, 2, 3]]), np.array([2]))
+    (b,) = _through_ipc([data_batch(d, 2, 6, 3)], 3)
+    seq, loc, ts, diff = read_batch(b, 2, 3, 0)
+    assert seq == 6 and loc.tolist() == [4] and ts.tolist() == [[1, 2, 3]] and diff.tolist() == [2]
 
 
 def test_a_batch_from_the_wrong_sender_or_schema_is_refused():
     u = Update(1, 4, np.array([0, 1], np.int32), np.array([[0, 0], [1, 0]]), np.array([1, -1]))
     (b,) = _through_ipc([update_batch(u, 2)], 2)
     with pytest.raises(BatchError, match=r"worker 0's connection names producer\(s\) \['worker-1'\]"):
-        update_from_batch(b, 0, 2, 4)
+        read_batch(b, 0, 2, 4)
     mixed = b.set_column(4, "seq", pa.array([4, 5], pa.int64()))
     with pytest.raises(BatchError, match="several sequence numbers"):
-        update_from_batch(mixed, 1, 2, 4)
+        read_batch(mixed, 1, 2, 4)
     with pytest.raises(SchemaError, match="no column 'diff'"):
-        update_from_batch(b.drop_columns(["diff"]), 1, 2, 4)
+        read_batch(b.drop_columns(["diff"]), 1, 2, 4)
 
 
 @pytest.mark.parametrize(("workers", "failure"), [(2, "kill"), (3, "hang")])
@@ -69,12 +73,16 @@ def test_processes_agree_with_a_single_tracker_then_a_failed_worker_is_named(wor
     worker killed, or stopped so that it hangs, is named within the timeout."""
     workload = read_workload(EXAMPLE_PATH)
     oracle = ImpliedFrontierTracker(workload.graph)
+    sim = Exchange(workload.graph, workers, backend="reference")   # same split, in one process
     L = workload.graph.num_locations
     with ProcessExchange(workload.graph, workers, backend="reference", timeout=120) as ex:
         assert len(set(ex.pids)) == workers and os.getpid() not in ex.pids
         for k, b in enumerate(workload.batches):
             report = ex.run_batch(b.loc, b.ts, b.diff)
             oracle.update(b.loc, b.ts, b.diff)
+            before = sim.stats["data_messages"]
+            sim.run(b.loc, b.ts, b.diff)
+            assert report.data_messages == sim.stats["data_messages"] - before
             want = [sorted(oracle.frontier(l)) for l in range(L)]
             assert len(ex.last_frontiers) == workers
             for i, got in enumerate(ex.last_frontiers):
@@ -83,8 +91,10 @@ def test_processes_agree_with_a_single_tracker_then_a_failed_worker_is_named(wor
             # every broadcast crossed K - 1 sockets, as Arrow IPC messages
             assert report.messages == report.updates * (workers - 1)
             assert (report.wire_bytes > 0) == (report.messages > 0)
-            assert report.pointstamps >= 1 and report.updates >= 1
+            assert report.pointstamps >= report.updates
             assert 0 <= report.latency_s <= report.round_s
+        if workers == 3:       # the label messages of batch 2 go to the feedback's owner as data
+            assert sim.stats["data_messages"] >= 1
 
         b = workload.batches[-1]     # the last batch again: the single tracker accepts it
         victim = workers - 1

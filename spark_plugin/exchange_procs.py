@@ -250,9 +250,10 @@ class ProcessExchange:
         The workers' sending policy (a name of :data:`engine.exchange.POLICIES`, or a
         policy object, pickled to each worker). Workers pass ``now`` in seconds of the
         machine's monotonic clock, so a time-based policy's interval is in seconds.
-    backend : str
-        Each worker's local tracker (:func:`engine.make_tracker`).
-    oracle : str
+    backend : str or None
+        Each worker's local tracker (:func:`engine.make_tracker`; None: ``$TFRONT_BACKEND``
+        or ``auto``).
+    oracle : str or None
         Backend of the coordinator's single tracker the workers' frontiers are checked
         against (default ``reference``, :class:`engine.ImpliedFrontierTracker`).
     timeout : float
@@ -262,8 +263,8 @@ class ProcessExchange:
     Use it as a context manager (or call :meth:`close`): the processes are stopped at exit.
     """
 
-    def __init__(self, graph, workers: int, *, policy="all", backend: str = "cpu",
-                 oracle: str = "reference", timeout: float = 60.0):
+    def __init__(self, graph, workers: int, *, policy="all", backend: str | None = "cpu",
+                 oracle: str | None = "reference", timeout: float = 60.0):
         if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
         if not timeout > 0:

@@ -8,6 +8,7 @@ and leave no process behind. Real processes and sockets: nothing is mocked.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -67,10 +68,26 @@ def test_a_batch_from_the_wrong_sender_or_schema_is_refused():
         read_batch(b.drop_columns(["diff"]), 1, 2, 4)
 
 
-@pytest.mark.parametrize(("workers", "failure"), [(2, "kill"), (3, "hang")])
-def test_processes_agree_with_a_single_tracker_then_a_failed_worker_is_named(workers, failure):
-    """The replay on K processes, then (on the same processes, to spend one start-up) a
-    worker killed, or stopped so that it hangs, is named within the timeout."""
+def test_cli_replay_on_processes_prints_the_single_replay(capsys):
+    """``tfront replay --workers 2 --processes``: worker 0's frontiers after every batch, in
+    the single-worker replay's format, byte for byte (the others are checked inside)."""
+    from engine.cli import main
+
+    assert main(["replay", str(EXAMPLE_PATH), "--sources", "--backend", "reference"]) == 0
+    single = capsys.readouterr().out
+    assert main(["replay", str(EXAMPLE_PATH), "--sources", "--backend", "reference",
+                 "--workers", "2", "--processes", "--policy", "batch", "--time"]) == 0
+    out, err = capsys.readouterr()
+    assert out == single
+    lines = [json.loads(x) for x in err.splitlines()]
+    assert [x["batch"] for x in lines] == list(range(5)) and all(x["equal"] for x in lines)
+
+
+def test_processes_agree_with_a_single_tracker_then_a_killed_worker_is_named():
+    """K = 3 processes replay the example (every worker against an independent single tracker,
+    capabilities sent as data as the simulator sends them); then a worker is killed and the
+    next batch names it, and nothing is left running."""
+    workers = 3
     workload = read_workload(EXAMPLE_PATH)
     oracle = ImpliedFrontierTracker(workload.graph)
     sim = Exchange(workload.graph, workers, backend="reference")   # same split, in one process
@@ -93,26 +110,30 @@ def test_processes_agree_with_a_single_tracker_then_a_failed_worker_is_named(wor
             assert (report.wire_bytes > 0) == (report.messages > 0)
             assert report.pointstamps >= report.updates
             assert 0 <= report.latency_s <= report.round_s
-        if workers == 3:       # the label messages of batch 2 go to the feedback's owner as data
-            assert sim.stats["data_messages"] >= 1
+        assert sim.stats["data_messages"] >= 1   # batch 1's edge messages go to b's owner as data
 
         b = workload.batches[-1]     # the last batch again: the single tracker accepts it
-        victim = workers - 1
+        victim = 1
         proc = ex._procs[victim]
-        if failure == "kill":
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-            with pytest.raises(WorkerProcessError,
-                               match=rf"worker {victim} \(pid \d+\).*killed by signal 9") as e:
-                ex.run_batch(b.loc, b.ts, b.diff)
-            assert e.value.exit_status == -signal.SIGKILL
-        else:
-            ex.timeout = 1.0                          # started: now answers must come quickly
-            os.kill(proc.pid, signal.SIGSTOP)
-            with pytest.raises(WorkerTimeoutError, match=rf"worker {victim} \(pid \d+\) did not "
-                                                         rf"finish batch {k + 1} within 1 s") as e:
-                ex.run_batch(b.loc, b.ts, b.diff)
-        assert e.value.worker == victim
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        with pytest.raises(WorkerProcessError,
+                           match=rf"worker {victim} \(pid \d+\).*killed by signal 9") as e:
+            ex.run_batch(b.loc, b.ts, b.diff)
+        assert e.value.worker == victim and e.value.exit_status == -signal.SIGKILL
         assert all(p.poll() is not None for p in ex._procs)     # nothing left running
         with pytest.raises(ExchangeStateError, match=f"closed .*worker {victim} failed"):
             ex.run_batch(b.loc, b.ts, b.diff)
+
+
+def test_a_hung_worker_is_named_within_the_timeout():
+    workload = read_workload(EXAMPLE_PATH)
+    b = workload.batches[0]
+    with ProcessExchange(workload.graph, 1, backend="reference", timeout=120) as ex:
+        ex.timeout = 1.0                          # started: now answers must come quickly
+        os.kill(ex.pids[0], signal.SIGSTOP)
+        with pytest.raises(WorkerTimeoutError,
+                           match=r"worker 0 \(pid \d+\) did not finish batch 0 within 1 s") as e:
+            ex.run_batch(b.loc, b.ts, b.diff)
+        assert e.value.worker == 0
+        assert all(p.poll() is not None for p in ex._procs)     # killed, not left stopped

@@ -24,8 +24,10 @@ Per (mode, K, policy), summed over the batches and divided by the data changes:
   ``latency_s`` -- from the batch's dispatch until the last worker's frontiers took their
   final value (median and max over batches), ``round_s`` -- until every worker had reported
   quiescence;
-* simulated only: ``events`` -- scheduler events (perform, send, receive) until quiescence,
-  where the simulator counts them.
+* simulated only: ``events`` -- scheduler steps (perform, send, receive, data delivery)
+  until quiescence;
+* ``data_messages`` -- capabilities sent as data from one worker to another by the split
+  (the same in both modes: not progress traffic).
 
 ``all`` (send every change at once) is the naive baseline each policy is compared with
 (``vs_all``: the policy's delivered pointstamps / ``all``'s). Real processes run ``K`` in
@@ -111,6 +113,7 @@ def _real_case(ex, batches, K, policy) -> tuple[dict, list]:
                      "changes": r.changes, "operations": r.operations,
                      "updates": r.updates, "pointstamps": r.pointstamps, "bytes": r.nbytes,
                      "messages": r.messages, "wire_bytes": r.wire_bytes,
+                     "data_messages": r.data_messages, "initial": r.initial,
                      "latency_s": r.latency_s, "round_s": r.round_s})
     case = _summarise("real", K, policy, runs)
     lat = [r["latency_s"] for r in runs]
@@ -121,16 +124,55 @@ def _real_case(ex, batches, K, policy) -> tuple[dict, list]:
     return case, runs
 
 
-def _sim_case(graph, batches, K, policy, backend, seed, oracle) -> tuple[dict, list]:
+def _policy(name: str):
+    """The policy object a name stands for here: ``batch`` releases by size only (32 rows),
+    so that it means the same in the simulator (whose clock counts steps) and on processes
+    (whose clock is in seconds)."""
+    from engine.exchange import SendBatched
+    return SendBatched(size=BATCH_ROWS, interval=None) if name == "batch" else name
+
+
+#: The ``batch`` policy's size bound (rows of ``temp``).
+BATCH_ROWS = 32
+
+
+def _sim_batch(ex, loc, ts, diff, op_rows) -> None:
+    """One batch in the simulator, in the schedule the processes follow: each worker performs
+    its operations (in parts of ``op_rows`` rows), sending under its policy after each; the
+    data is delivered; every worker flushes; every update is received. (``Exchange.quiesce``
+    draws a random interleaving instead, at a cost quadratic in K per step.)"""
+    from spark_plugin.exchange_procs import operation_parts
+
+    ex.perform_batch(loc, ts, diff)         # admits the unjustified rows, queues the rest
+    for w in range(ex.K):
+        while ex.pending[w]:
+            op = ex.pending[w].popleft()
+            for p_loc, p_ts, p_diff, p_to in operation_parts(op, op_rows):
+                ex.perform(w, p_loc, p_ts, p_diff, to=p_to)
+                ex.send(w)
+                ex.clock += 2
+    for r in range(ex.K):
+        while len(ex.data[r][0]):
+            ex.deliver_data(r)
+    for w in range(ex.K):
+        ex.send(w, flush=True)
+    for (s, r), q in ex.msg.items():
+        while q:
+            ex.receive(s, r)
+            ex.clock += 1
+    if not ex.quiescent():
+        raise AssertionError("the simulated batch did not end quiescent")
+
+
+def _sim_case(graph, batches, K, policy, backend, seed, oracle, op_rows) -> tuple[dict, list]:
     from engine.exchange import Exchange
 
-    ex = Exchange(graph, K, policy=policy, backend=backend, seed=seed)
+    ex = Exchange(graph, K, policy=_policy(policy), backend=backend, seed=seed)
     runs = []
     before = _sim_stats(ex)
     for k, (loc, ts, diff) in enumerate(batches):
         start = time.perf_counter()
-        ex.perform_batch(loc, ts, diff)
-        ex.quiesce()
+        _sim_batch(ex, loc, ts, diff, op_rows)
         wall = time.perf_counter() - start
         want = oracle[k]
         for w in range(K):
@@ -147,24 +189,16 @@ def _sim_case(graph, batches, K, policy, backend, seed, oracle) -> tuple[dict, l
 
 
 def _sim_stats(ex) -> dict:
-    """The simulator's cumulative counters, summed over its workers."""
+    """The simulator's cumulative counters (summed over its workers by ``Exchange.stats``)."""
     stats = ex.stats
-    if isinstance(stats, dict) and "updates_sent" not in stats and all(
-            isinstance(v, dict) for v in stats.values()):
-        stats = list(stats.values())
-    if isinstance(stats, (list, tuple)):
-        keys = set().union(*(s.keys() for s in stats))
-        stats = {k: sum(s.get(k, 0) for s in stats) for k in keys}
-    out = {"updates": stats["updates_sent"], "pointstamps": stats["pointstamps_sent"],
-           "bytes": stats["bytes_sent"]}
-    if "events" in stats:
-        out["events"] = stats["events"]
-    return {k: int(v) for k, v in out.items()}
+    return {"updates": int(stats["updates_sent"]), "pointstamps": int(stats["pointstamps_sent"]),
+            "bytes": int(stats["bytes_sent"]), "events": int(stats["steps"]),
+            "data_messages": int(stats["data_messages"])}
 
 
 def _summarise(mode: str, K: int, policy: str, runs: list) -> dict:
-    keys = [k for k in ("updates", "pointstamps", "bytes", "messages", "wire_bytes", "events")
-            if k in runs[0]]
+    keys = [k for k in ("updates", "pointstamps", "bytes", "messages", "wire_bytes", "events",
+                        "data_messages") if k in runs[0]]
     totals = {k: int(sum(r[k] for r in runs)) for k in keys}
     changes = int(sum(r["changes"] for r in runs))
     totals["delivered_pointstamps"] = totals["pointstamps"] * (K - 1)
@@ -175,7 +209,7 @@ def _summarise(mode: str, K: int, policy: str, runs: list) -> dict:
 
 def run_benchmark(*, nodes: int, batch: int, seed: int, procs: Sequence[int],
                   sim: Sequence[int], policies: Sequence[str], backend: str = "cpu",
-                  timeout: float = 120.0, log=print) -> dict:
+                  op_rows: int | None = 8, timeout: float = 120.0, log=print) -> dict:
     import engine
 
     graph, batches = _workload(nodes, batch, seed)
@@ -186,9 +220,11 @@ def run_benchmark(*, nodes: int, batch: int, seed: int, procs: Sequence[int],
         oracle.append([sorted(f) for f in single.frontiers()])
     results = {"benchmark": "exchange", **commit_info(),
                "machine": machine(note=f"{_cores()} cores shared by the coordinator and all "
-                                       f"K worker processes"),
+                                       f"K worker processes",
+                                  load_average_start=list(_load())),
                "parameters": {"nodes": nodes, "batch": batch, "seed": seed, "procs": list(procs),
                               "sim": list(sim), "policies": list(policies), "backend": backend,
+                              "op_rows": op_rows, "batch_policy_rows": BATCH_ROWS,
                               "timeout": timeout},
                "workload": {"locations": graph.num_locations, "batches": len(batches),
                             "changes": [len(b[0]) for b in batches]},
@@ -196,7 +232,7 @@ def run_benchmark(*, nodes: int, batch: int, seed: int, procs: Sequence[int],
     for K in sim:
         for policy in policies:
             start = time.perf_counter()
-            case, runs = _sim_case(graph, batches, K, policy, backend, seed, oracle)
+            case, runs = _sim_case(graph, batches, K, policy, backend, seed, oracle, op_rows)
             case["wall_s"] = time.perf_counter() - start
             results["runs"] += runs
             results["cases"].append(case)
@@ -205,18 +241,19 @@ def run_benchmark(*, nodes: int, batch: int, seed: int, procs: Sequence[int],
         from spark_plugin.exchange_procs import ProcessExchange
     for K in procs:
         # One set of K processes for every policy: reset() gives each a fresh Worker.
-        with ProcessExchange(graph, K, policy=policies[0], backend=backend, oracle=backend,
-                             timeout=timeout) as ex:
+        with ProcessExchange(graph, K, policy=_policy(policies[0]), backend=backend,
+                             oracle=backend, timeout=timeout, op_rows=op_rows) as ex:
             for n, policy in enumerate(policies):
                 start = time.perf_counter()
                 if n:
-                    ex.reset(policy=policy)
+                    ex.reset(policy=_policy(policy))
                 case, runs = _real_case(ex, batches, K, policy)
                 case["startup_s"] = ex.startup_s
                 case["wall_s"] = time.perf_counter() - start
                 results["runs"] += runs
                 results["cases"].append(case)
                 log(_row(case))
+    results["machine"]["load_average_end"] = list(_load())
     for case in results["cases"]:
         base = next(c for c in results["cases"] if c["mode"] == case["mode"]
                     and c["workers"] == case["workers"] and c["policy"] == "all") \
@@ -224,6 +261,14 @@ def run_benchmark(*, nodes: int, batch: int, seed: int, procs: Sequence[int],
         case["vs_all"] = (None if base is None or not base["totals"]["pointstamps"] else
                           case["totals"]["pointstamps"] / base["totals"]["pointstamps"])
     return results
+
+
+def _load() -> tuple:
+    import os
+    try:
+        return tuple(round(x, 2) for x in os.getloadavg())
+    except OSError:
+        return ()
 
 
 def _cores() -> int:
@@ -307,9 +352,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="worker processes K, comma-separated (default 2,4,8,16)")
     p.add_argument("--sim", type=int_list, default=[2, 4, 8, 16, 32, 64, 128],
                    help="simulated workers K, comma-separated (default 2..128)")
+    p.add_argument("--no-sim", action="store_true", help="skip the simulator")
     p.add_argument("--policies", default=",".join(POLICIES),
                    help=f"sending policies, comma-separated (default {','.join(POLICIES)})")
     p.add_argument("--backend", default="cpu", help="the workers' trackers (default cpu)")
+    p.add_argument("--op-rows", type=int, default=8,
+                   help="rows per worker operation: a worker's share of a batch is performed "
+                        "as operations of at most this many rows, sending under its policy "
+                        "after each (default 8)")
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds a worker process may take to answer (default 120)")
     p.add_argument("--no-real", action="store_true", help="skip the real processes")
@@ -325,8 +375,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = (lambda *a, **k: None) if args.quiet else (lambda *a, **k: print(*a, **k, flush=True))
     results = run_benchmark(nodes=args.nodes, batch=args.batch, seed=args.seed,
                             procs=[] if args.no_real else sorted(args.procs),
-                            sim=sorted(args.sim), policies=policies, backend=args.backend,
-                            timeout=args.timeout, log=log)
+                            sim=[] if args.no_sim else sorted(args.sim), policies=policies, backend=args.backend,
+                            op_rows=args.op_rows, timeout=args.timeout, log=log)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")

@@ -69,7 +69,7 @@ from .schema import (DIFF, LOC, PRODUCER, SEQ, TS, check_delta_schema, delta_sch
                      text_column, ts_array, ts_matrix)
 
 __all__ = ["ProcessExchange", "BatchReport", "replay_processes", "update_batch", "data_batch",
-           "read_batch", "producer_name", "HOST"]
+           "read_batch", "producer_name", "operation_parts", "HOST"]
 
 #: Every socket of the exchange is on the loopback interface, on a port the OS assigns.
 HOST = "127.0.0.1"
@@ -223,6 +223,22 @@ _STAT_KEYS = ("updates_sent", "pointstamps_sent", "bytes_sent")
 _WIRE_KEYS = ("wire_bytes", "messages", "data_messages")
 
 
+def operation_parts(op, rows: int | None) -> list[tuple]:
+    """One operation of :func:`~engine.exchange.split_batch` as ``(loc, ts, diff, to)``
+    operations of at most ``rows`` rows (all of it when ``rows`` is None): the positive rows
+    (new capabilities, data messages) first, then the drops.
+
+    Admissible in that order: ``split_batch`` justified every row by capabilities held
+    before the batch; positive rows only add to them, and each drop is of a distinct,
+    held pointstamp -- so no part loses what a later part's guard needs.
+    """
+    if rows is None or len(op.loc) <= rows:
+        return [(op.loc, op.ts, op.diff, op.to)]
+    order = np.argsort(op.diff < 0, kind="stable")
+    return [(op.loc[i], op.ts[i], op.diff[i], op.to[i])
+            for i in (order[a:a + rows] for a in range(0, len(order), rows))]
+
+
 def _count_at(table, q_loc, q_ts) -> np.ndarray:
     """``int64[q]``: the count of each query pointstamp in a consolidated ``(loc, ts, cnt)``
     table (0 where absent)."""
@@ -259,14 +275,22 @@ class ProcessExchange:
     timeout : float
         Seconds a worker may take to answer (to start, to finish a batch) before it is
         declared hung.
+    op_rows : int or None
+        Perform each worker's share of a batch as operations of at most this many rows
+        (:func:`operation_parts`), sending under the policy after each; None: one operation.
 
     Use it as a context manager (or call :meth:`close`): the processes are stopped at exit.
     """
 
     def __init__(self, graph, workers: int, *, policy="all", backend: str | None = "cpu",
-                 oracle: str | None = "reference", timeout: float = 60.0):
+                 oracle: str | None = "reference", timeout: float = 60.0,
+                 op_rows: int | None = None):
         if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        if op_rows is not None and (isinstance(op_rows, bool) or not isinstance(op_rows, int)
+                                    or op_rows < 1):
+            raise ValueError(f"op_rows must be a positive integer or None, got {op_rows!r}")
+        self.op_rows = op_rows
         if not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
         from engine.exchange import PointstampOrder, make_policy
@@ -453,7 +477,7 @@ class ProcessExchange:
         per_worker: list[list] = [[] for _ in range(self.workers)]
         for op in ops:
             if not op.initial:
-                per_worker[int(op.worker)].append((op.loc, op.ts, op.diff, op.to))
+                per_worker[int(op.worker)] += operation_parts(op, self.op_rows)
         try:
             t0 = time.monotonic()
             for i in range(self.workers):
@@ -608,19 +632,17 @@ def _tail(log, lines: int = 12) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def replay_processes(path, workers: int, *, policy: str = "all", backend: str = "cpu",
-                     oracle: str = "reference", timeout: float = 60.0, on_batch=None,
-                     allow_zero_cycles: bool = False) -> list[BatchReport]:
-    """Replay the workload file at ``path`` on ``workers`` processes (see
+def replay_processes(path, workers: int, *, on_batch=None, allow_zero_cycles: bool = False,
+                     **options) -> list[BatchReport]:
+    """Replay the workload file at ``path`` on ``workers`` processes (``options`` go to
     :class:`ProcessExchange`); ``on_batch(exchange, report)`` is called after each batch.
     Returns the per-batch reports (every one checked equal to the single tracker)."""
     from engine.workload import read_workload
 
     workload = read_workload(path, allow_zero_cycles=allow_zero_cycles)
     reports = []
-    with ProcessExchange(workload.graph, workers, policy=policy, backend=backend, oracle=oracle,
-                         timeout=timeout) as ex:
-        for k, b in enumerate(workload.batches):
+    with ProcessExchange(workload.graph, workers, **options) as ex:
+        for b in workload.batches:
             report = ex.run_batch(b.loc, b.ts, b.diff)
             reports.append(report)
             if on_batch is not None:

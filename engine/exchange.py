@@ -69,7 +69,8 @@ from .timestamp import le
 
 __all__ = ["Update", "DataMessage", "Operation", "PointstampOrder", "Policy", "SendAll",
            "SendBatched", "HoldBack", "SendPolicy", "POLICIES", "make_policy", "justified",
-           "split_batch", "Worker", "Exchange", "OWN", "INITIAL", "HEADER_BYTES"]
+           "split_batch", "owner_of", "Worker", "Exchange", "OWN", "INITIAL", "HEADER_BYTES",
+           "warm_up"]
 
 #: ``to`` of a row that stays with (or is dropped by) the performing worker.
 OWN = -1
@@ -137,8 +138,8 @@ class PointstampOrder:
         protocol's guarantees do not hold): :class:`~engine.errors.ExchangeError`.
     """
 
-    #: Up to this many queries run serially (a parallel launch costs more than it saves).
-    SERIAL = 64
+    #: Up to this many queries run on one thread (starting the thread pool costs more).
+    SERIAL = 1 << 16
 
     def __init__(self, graph: Graph):
         from .graph_arrays import GraphArrays
@@ -157,7 +158,7 @@ class PointstampOrder:
     def below(self, t: Table, q_loc, q_ts) -> np.ndarray:
         """``int64[q]``: how many *other* pointstamps with a positive count in ``t`` are
         ``<=`` (so, being other, ``<``) each query pointstamp."""
-        from gpu_kernels.precursors import count_precursors, precursor_counts
+        from gpu_kernels.precursors import precursor_counts, precursor_counts_serial
         q = len(q_loc)
         act = t[2] > 0
         if q == 0 or not act.any():
@@ -167,15 +168,9 @@ class PointstampOrder:
         seg_ptr = np.searchsorted(t[0], np.arange(self.ga.L + 1)).astype(np.int64)
         t_ts, q_loc, q_ts = np.ascontiguousarray(t[1]), np.asarray(q_loc, np.int32), \
             np.ascontiguousarray(q_ts)
-        if q > self.SERIAL:
-            return precursor_counts(row_of, pair_ptr, pair_dst, sum_ptr, sums, self.ga.m,
-                                    act_locs, seg_ptr, t_ts, t[2], q_loc, q_ts)
-        # few queries: the kernel's scalar core, without starting its thread pool
-        m, W = self.ga.m, t_ts.shape[1]
-        buf = np.empty(W, np.int64)
-        return np.array([count_precursors(row_of, pair_ptr, pair_dst, sum_ptr, sums, m, W - m,
-                                          act_locs, seg_ptr, t_ts, t[2], q_loc[i], q_ts[i], buf)
-                         for i in range(q)], np.int64)
+        kernel = precursor_counts if q > self.SERIAL else precursor_counts_serial
+        return kernel(row_of, pair_ptr, pair_dst, sum_ptr, sums, self.ga.m, act_locs, seg_ptr,
+                      t_ts, t[2], q_loc, q_ts)
 
     def name(self, loc: int, row) -> str:
         """``'(target b[2].in1 (depth 1), (0, 0))'``: a pointstamp for messages."""
@@ -599,12 +594,13 @@ class Worker:
         rest = _take(self._temp, ~mask)
         bad = justified(self.order, self._caps, rest)
         if bad >= 0:
+            p_loc, p_ts, kept = rest[0][bad:bad + 1], rest[1][bad:bad + 1], int(rest[2][bad])
+            held = int(_lookup(self._caps, p_loc, p_ts)[0])
             raise UnjustifiedSendError(
-                f"worker {self.index}: this send would leave {int(rest[2][bad])} of "
-                f"{self.order.name(rest[0][bad], rest[1][bad])} in temp unjustified: no "
-                f"negative change strictly before it stays, the worker holds no capability "
-                f"strictly before it, and holds {int(_lookup(self._caps, rest[0][bad:bad + 1], rest[1][bad:bad + 1])[0])} "
-                f"at it (needs more than the {int(rest[2][bad])} kept)")
+                f"worker {self.index}: this send would leave {kept} of "
+                f"{self.order.name(p_loc[0], p_ts[0])} in temp unjustified: no negative change "
+                f"strictly before it stays, the worker holds no capability strictly before it, "
+                f"and it holds {held} at it (needs more than the {kept} kept)")
         gamma = _take(self._temp, mask)
         update = Update(self.index, self._seq, *gamma)
         self._temp = rest
@@ -651,22 +647,20 @@ class Worker:
         self.stats["updates_received"] += 1
 
     def admit(self, loc, ts, diff, *, owner: int) -> None:
-        """Initial capabilities of worker ``owner`` admitted into a quiescent system (the
-        paper's ``Init``, at a later point): every worker adds them to ``glob``, the owner
-        also to ``caps``. Only sound when nothing is in flight and no ``temp`` holds anything
-        -- every worker's ``glob`` equals ``rec`` -- so call it on every worker at such a point.
+        """This worker's share of admitting initial capabilities of worker ``owner`` (the
+        paper's ``Init`` extended to later points): ``glob`` gains them, and the owner's
+        ``caps``. The step is sound only if every worker takes it before any of them takes
+        another step (in one process, :meth:`Exchange.admit`; across processes, at a barrier):
+        then ``rec`` and every ``glob`` grow alike, and the invariants behind Safe survive
+        (docs/exchange.md). ``glob`` may gain counts where it was vacant: a new ``Init``.
 
         Raises
         ------
         ExchangeStateError
-            This worker's ``temp`` is not empty, or a count is not positive.
+            A count is not positive.
         """
         from .batch_arrays import batch_arrays
         rows = _zsum(batch_arrays(self.graph, self.order.ga.depth, loc, ts, diff))
-        if len(self._temp[0]):
-            raise ExchangeStateError(f"worker {self.index}: initial capabilities can be admitted "
-                                     f"only while temp is empty (it holds {len(self._temp[0])} "
-                                     f"changes)")
         if (rows[2] <= 0).any():
             i = int(np.flatnonzero(rows[2] <= 0)[0])
             raise ExchangeStateError(f"worker {self.index}: initial capability "
@@ -723,8 +717,8 @@ def split_batch(graph: Graph, loc, ts, diff, workers: int, *, held=None,
     * a positive change at ``p``: performed by the owner as a new own capability if the owner
       holds a capability at or before ``p``; otherwise by the lowest worker that holds a
       capability strictly before ``p``, as a data message to the owner; otherwise (nothing
-      held justifies it) an :data:`INITIAL` row, admitted into the quiescent system before
-      the operations (:meth:`Worker.admit`).
+      held justifies it) an :data:`INITIAL` row, admitted before the operations by every
+      worker at once (:meth:`Worker.admit`).
 
     Returns
     -------
@@ -918,9 +912,8 @@ class Exchange:
         A workload's counts may go below zero between batches (docs/formats.md); ``rec``
         cannot. The protocol is given the changes of the *positive part* ``max(c, 0)`` of
         every count ``c`` -- the same frontiers -- while the negative part stays here. Rows
-        that nothing held justifies are admitted at once as initial capabilities, which needs
-        a quiescent system (:class:`~engine.errors.ExchangeStateError` otherwise; nothing
-        changes). The other operations wait in :attr:`pending` for :meth:`step`.
+        that nothing held justifies are admitted at once as initial capabilities
+        (:meth:`admit`). The other operations wait in :attr:`pending` for :meth:`step`.
         """
         from .kernels import cpu_kernels
         b = cpu_kernels.intake(self.graph, self.order.ga.depth, loc, ts, diff)
@@ -928,8 +921,10 @@ class Exchange:
         new = old + b[2]
         if self.strict and (new < 0).any():
             i = int(np.flatnonzero(new < 0)[0])
-            raise NegativeCountError(
-                f"strict mode: pointstamp {self.order.name(b[0][i], b[1][i])} would have count "
+            l = int(b[0][i])
+            t = tuple(int(x) for x in b[1][i][:self.graph.width(l)])
+            raise NegativeCountError(    # worded as the trackers word it
+                f"strict mode: pointstamp ({l}, {t}) at {self.graph.describe(l)} would have count "
                 f"{int(new[i])} (now {int(old[i])}, batch changes it by {int(b[2][i])}); batch "
                 f"rejected, nothing applied")
         dpos = np.maximum(new, 0) - np.maximum(old, 0)
@@ -937,12 +932,6 @@ class Exchange:
         ops = split_batch(self.graph, b[0][keep], b[1][keep], dpos[keep], self.K,
                           held=self.held(), order=self.order)
         initial = [op for op in ops if op.initial]
-        if initial and not self.quiescent():
-            op = initial[0]
-            raise ExchangeStateError(
-                f"{self.order.name(op.loc[0], op.ts[0])}: no held capability justifies this "
-                f"positive change, and it can be admitted as an initial capability only when "
-                f"the system is quiescent")
         self._counts = _zsum(self._counts, b)
         for op in initial:
             self.admit(op.loc, op.ts, op.diff, owner=op.worker)
@@ -951,17 +940,16 @@ class Exchange:
                 self.pending[op.worker].append(op)
 
     def admit(self, loc, ts, diff, *, owner: int) -> None:
-        """Initial capabilities of worker ``owner``, admitted into the quiescent system: the
+        """Initial capabilities of worker ``owner``, admitted by every worker in one step: the
         owner holds them and every worker's ``glob`` (and tracker) has them, as in ``Init``.
+        ``rec`` and every ``glob`` grow alike, so invariants 1-3 and with them Safe hold on;
+        Mono restarts (a new ``Init``).
 
         Raises
         ------
         ExchangeStateError
-            The system is not quiescent (nothing changes), or a count is not positive.
+            A count is not positive (nothing changes).
         """
-        if not self.quiescent():
-            raise ExchangeStateError("initial capabilities can be admitted only into a quiescent "
-                                     "system (nothing pending, in flight or unsent)")
         if not (isinstance(owner, (int, np.integer)) and 0 <= owner < self.K):
             raise ExchangeError(f"owner {owner!r} is not a worker 0..{self.K - 1}")
         rows = _zsum(_rows(self.graph, self.order, (loc, ts, diff)))
@@ -1016,17 +1004,33 @@ class Exchange:
                 raise SafetyError(f"step {self.clock}: {err}") from None
 
     def quiesce(self) -> None:
-        """Step until nothing is pending or in flight, flushing what the policies hold back
-        once nothing else is enabled (workers in random order): then every ``glob`` equals
-        ``rec`` and every worker's frontiers equal the true ones."""
+        """Step until nothing is pending or in flight and every ``temp`` is *settled*: once
+        nothing else is enabled, a worker whose policy holds back more than :class:`HoldBack`
+        would sends what :class:`HoldBack` releases (workers in random order). What stays in
+        a ``temp`` then is only positive counts that the worker's own capabilities justify:
+        each lies at or after a pointstamp every ``glob`` has, so every worker's frontiers
+        equal the true ones (:meth:`check_agreement`) though ``glob`` may differ from ``rec``.
+        :meth:`flush` empties the ``temp`` too."""
+        settle = HoldBack()
         while True:
             if self.step():
                 continue
-            holding = [w for w in range(self.K) if len(self.workers[w]._temp[0])]
-            if not holding:
+            unsettled = [w.index for w in self.workers if len(w._temp[0])
+                         and settle.release(w).any()]
+            if not unsettled:
                 return
-            self.send(self.rng.choice(holding), flush=True)
+            w = self.rng.choice(unsettled)
+            self.send(w, select=settle.release(self.workers[w]))
             self._stepped()
+
+    def flush(self) -> None:
+        """:meth:`quiesce`, then send and deliver everything still held back: afterwards
+        :meth:`quiescent` -- every ``glob`` equals ``rec``."""
+        self.quiesce()
+        for w in self.rng.sample(range(self.K), self.K):
+            if self.send(w, flush=True) is not None:
+                self._stepped()
+        self.quiesce()
 
     def run(self, loc, ts, diff) -> None:
         """One workload batch: :meth:`perform_batch`, then :meth:`quiesce`."""
@@ -1088,3 +1092,15 @@ class Exchange:
                 if sorted(a) != sorted(b):
                     raise SafetyError(f"after quiescence worker {w.index}'s frontier at "
                                       f"{self.graph.describe(l)} is {a}, the true one {b}")
+
+
+def warm_up() -> None:
+    """Load (or compile once) the kernels the protocol's guards and checks use, on a tiny
+    graph: ``make venv`` runs it (:func:`engine.jit.precompile`), so that the first
+    :class:`Exchange` of a process does not pay for compilation."""
+    from .workload import example_graph
+    g = example_graph()
+    a, b = g.source(1, 0), g.target(2, 1)
+    ex = Exchange(g, 2, policy="holdback", check=True)
+    ex.run([a], [(0, 0)], [1])
+    ex.run([b, a, a], [(0, 0), (1, 0), (0, 0)], [1, 1, -1])

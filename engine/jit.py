@@ -79,12 +79,15 @@ class CompileWatch:
 
 def precompile(wcc: bool = True) -> CompileWatch:
     """Load or compile the cpu backend's edge-wise kernels (what ``auto`` runs on the CPU,
-    and the ``tfront wcc`` job's frontier service) and, with ``wcc``, the WCC job's kernels
+    and the ``tfront wcc`` job's frontier service), those of the exchange protocol
+    (``tfront replay --workers``) and, with ``wcc``, the WCC job's kernels
     (:mod:`gpu_kernels.unionfind`). Returns the :class:`CompileWatch` of the work."""
     from .batched import warm_up
 
     with CompileWatch() as watch:
         warm_up(1, 1, strategies=("edgewise",))
+        from .exchange import warm_up as exchange_warm_up
+        exchange_warm_up()
         if wcc:
             import numpy as np
 

@@ -26,8 +26,8 @@ from numba import njit, prange
 from . import _cuda
 from .summary_rows import apply_into, ts_equal, ts_le
 
-__all__ = ["could_result_in", "precursor_counts", "count_precursors", "could_result_in_cuda",
-           "precursor_counts_cuda"]
+__all__ = ["could_result_in", "precursor_counts", "precursor_counts_serial", "count_precursors",
+           "could_result_in_cuda", "precursor_counts_cuda"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -108,6 +108,22 @@ def precursor_counts(row_of, pair_ptr, pair_dst, sum_ptr, sums, m, act_locs, seg
     out = np.zeros(q, dtype=np.int64)
     for i in prange(q):
         buf = np.empty(W, dtype=np.int64)
+        out[i] = count_precursors(row_of, pair_ptr, pair_dst, sum_ptr, sums, m, K, act_locs,
+                                  seg_ptr, t_ts, t_cnt, q_loc[i], q_ts[i], buf)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def precursor_counts_serial(row_of, pair_ptr, pair_dst, sum_ptr, sums, m, act_locs, seg_ptr,
+                            t_ts, t_cnt, q_loc, q_ts):
+    """:func:`precursor_counts` on one thread: for the many small queries of the exchange
+    protocol's guards (``engine.exchange``), where starting the thread pool costs more than
+    the queries."""
+    q, W = q_ts.shape
+    K = W - m
+    out = np.zeros(q, dtype=np.int64)
+    buf = np.empty(W, dtype=np.int64)
+    for i in range(q):
         out[i] = count_precursors(row_of, pair_ptr, pair_dst, sum_ptr, sums, m, K, act_locs,
                                   seg_ptr, t_ts, t_cnt, q_loc[i], q_ts[i], buf)
     return out

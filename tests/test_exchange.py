@@ -24,8 +24,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import subprocess
-import sys
+import re
 from pathlib import Path
 
 import numpy as np
@@ -209,6 +208,15 @@ class ExchangeMachine(RuleBasedStateMachine):
                 self.ex.perform(w, loc, ts, diff, to=to)
             assert snapshot(self.ex) == before
 
+    @rule(data=st.data())
+    def admit(self, data):
+        """New initial capabilities, admitted by every worker in one step, at any time."""
+        p = data.draw(st.sampled_from(self.pool))
+        c = data.draw(st.integers(1, 2))
+        self.ex.admit(*rows(self.g, [(p, c)]), owner=data.draw(st.integers(0, self.K - 1)))
+        self.apply_rec({p: c})
+        self.prev_globs = None      # a new Init: Mono starts again
+
     # -- send_upd ------------------------------------------------------------------------------
 
     def holding(self):
@@ -263,10 +271,18 @@ class ExchangeMachine(RuleBasedStateMachine):
 
     @rule()
     def drain(self):
-        """Everything delivered: every worker's frontiers equal the single tracker's."""
+        """Everything delivered, only frontier-neutral changes left in ``temp``: every worker's
+        frontiers equal the single tracker's; after a flush every ``glob`` equals ``rec``."""
         self.ex.quiesce()
         self.theorems_hold()
         want = self.truth.frontiers()
+        settled = all(not self.o.table(w.temp) for w in self.ex.workers)
+        for w in self.ex.workers:
+            assert w.frontiers() == want
+            assert not settled or self.o.table(w.glob) == self.rec
+        self.ex.flush()
+        self.theorems_hold()
+        assert self.ex.quiescent()
         for w in self.ex.workers:
             assert w.frontiers() == want
             assert self.o.table(w.glob) == self.rec
@@ -307,7 +323,7 @@ class ExchangeMachine(RuleBasedStateMachine):
 
 def test_exchange_state_machine():
     run_state_machine_as_test(ExchangeMachine, settings=settings(
-        max_examples=30, stateful_step_count=20, deadline=None))
+        max_examples=40, stateful_step_count=25, deadline=None))
 
 
 # --------------------------------------------------------------------------------------------
@@ -408,29 +424,30 @@ def test_receive_checks_fifo_order_per_sender():
     assert w.frontier(1) == [(5,)] and w.stats["updates_received"] == 2
 
 
-def test_admit_needs_an_empty_temp_and_positive_counts():
-    w = _worker()
-    w.perform(*rows(w.graph, [((1, (5,)), 1)]))
-    with pytest.raises(ExchangeStateError, match="only while temp is empty"):
-        w.admit(*rows(w.graph, [((0, (1,)), 1)]), owner=0)
-    ex = Exchange(w.graph, 2)
-    with pytest.raises(ExchangeStateError, match="must be positive"):
-        ex.admit(*rows(w.graph, [((0, (1,)), -1)]), owner=0)
-    assert snapshot(ex) == snapshot(Exchange(w.graph, 2))
+def test_admit_needs_positive_counts():
+    g, *_ = _chain()
+    ex = Exchange(g, 2)
+    ex.admit(*rows(g, [((0, (1,)), 1)]), owner=1)
+    before = snapshot(ex)
+    with pytest.raises(ExchangeStateError, match=r"initial capability .*\(3,\)\) has count -1"):
+        ex.admit(*rows(g, [((0, (1,)), 2), ((0, (3,)), -1)]), owner=0)
+    with pytest.raises(ExchangeError, match="owner 2 is not a worker 0..1"):
+        ex.admit(*rows(g, [((0, (1,)), 2)]), owner=2)
+    assert snapshot(ex) == before
+    assert [w.frontier(0) for w in ex.workers] == [[(1,)], [(1,)]]
+    assert ex.workers[1].caps[2].tolist() == [1] and ex.workers[0].caps[2].tolist() == []
 
 
 def test_exchange_refuses_steps_that_are_not_enabled():
     g, *_ = _chain()
     ex = Exchange(g, 2)
+    before = snapshot(ex)
     with pytest.raises(ExchangeStateError, match="no update from worker 0 to worker 1"):
         ex.receive(0, 1)
     with pytest.raises(ExchangeStateError, match="no data is in flight to worker 1"):
         ex.deliver_data(1)
-    ex.perform_batch(*rows(g, [((0, (1,)), 1)]))          # initial: admitted
-    ex.perform_batch(*rows(g, [((2, (3,)), 1), ((0, (1,)), -1)]))
-    before = snapshot(ex)
-    with pytest.raises(ExchangeStateError, match=r"\(0,\)\): no held capability justifies"):
-        ex.perform_batch(*rows(g, [((0, (0,)), 1)]))      # before everything, and not quiescent
+    with pytest.raises(BatchError):
+        ex.perform_batch([0, 7], [(1,), (1,)], [1, 1])
     assert snapshot(ex) == before
     with pytest.raises(ExchangeError, match="workers must be a positive integer"):
         Exchange(g, 0)
@@ -656,7 +673,7 @@ def workload_texts(draw):
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(text=workload_texts(), k=st.integers(1, 6), seed=st.integers(0, 9),
        policy=st.sampled_from(sorted(POLICIES)))
 def test_replay_workers_matches_single_worker_on_random_workloads(tmp_path_factory, text, k,
@@ -696,9 +713,37 @@ def test_replay_workers_time_reports_traffic(capsys):
     assert sum(r["updates_received"] for r in rows_) == 3 * sum(r["updates_sent"] for r in rows_)
 
 
-def test_replay_workers_subprocess_smoke(tmp_path):
-    exe = Path(sys.executable).with_name("tfront")
-    one = subprocess.run([exe, "replay", EXAMPLES[0]], capture_output=True, text=True, check=True)
-    many = subprocess.run([exe, "replay", EXAMPLES[0], "--workers", "4", "--policy", "holdback",
-                           "--schedule-seed", "11"], capture_output=True, text=True, check=True)
-    assert many.stdout == one.stdout and many.stderr == ""
+@pytest.mark.parametrize("backend", ["reference", "timely"])
+def test_replay_workers_on_other_backends(backend):
+    path = EXAMPLES[0]
+    assert _replay(path, "--workers", 3, "--backend", backend) == _replay(path)
+
+
+def test_replay_workers_strict_refuses_a_negative_count_like_the_single_worker():
+    """The bundled example takes a count to -1 in batch 3: --strict stops there, either way,
+    with the same message."""
+    runs = []
+    for extra in ((), ("--workers", "3")):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(["replay", str(EXAMPLES[0]), "--strict", *extra])
+        runs.append((status, out.getvalue(), err.getvalue()))
+    assert runs[0] == runs[1]
+    status, out, err = runs[0]
+    assert status == 2 and out.count("\nB ") == 3      # batches 0-2 were printed
+    assert err.startswith("tfront replay: error: batch 3 (line 41): strict mode: pointstamp "
+                          "(3, (7, 0)) at target node2[2].in1 (depth 1) would have count -1"), err
+
+
+def test_replay_workers_names_the_first_safety_violation(monkeypatch):
+    """With send's guard switched off and a policy that sends drops first, the replay stops at
+    the first step where a worker's view is wrong, and says where."""
+    monkeypatch.setattr(exchange, "justified", lambda *a: -1)
+    monkeypatch.setitem(POLICIES, "all", DropsFirst)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["replay", str(EXAMPLES[0]), "--workers", "2"])
+    assert status == 2
+    assert re.match(r"tfront replay: error: batch 1 \(line 28\): step \d+: Safe fails: worker \d's "
+                    r"view is vacant up to \(source node1\[1\]\.out0 \(depth 1\), \(1, 0\)\), "
+                    r"which the system holds 1 of\n\Z", err.getvalue()), err.getvalue()

@@ -139,9 +139,10 @@ BATCH_ROWS = 32
 def _sim_batch(ex, loc, ts, diff, op_rows) -> None:
     """One batch in the simulator, in the schedule the processes follow: each worker performs
     its operations (in parts of ``op_rows`` rows), sending under its policy after each; the
-    data is delivered; every worker flushes; every update is received. (``Exchange.quiesce``
-    draws a random interleaving instead, at a cost quadratic in K per step.)"""
-    from spark_plugin.exchange_procs import operation_parts
+    data is delivered; every worker settles (what stays in its ``temp`` no frontier sees);
+    every update is received. (``Exchange.quiesce`` draws a random interleaving instead, at a
+    cost quadratic in K per step.)"""
+    from spark_plugin.exchange_procs import operation_parts, settle
 
     ex.perform_batch(loc, ts, diff)         # admits the unjustified rows, queues the rest
     for w in range(ex.K):
@@ -155,12 +156,15 @@ def _sim_batch(ex, loc, ts, diff, op_rows) -> None:
         while len(ex.data[r][0]):
             ex.deliver_data(r)
     for w in range(ex.K):
-        ex.send(w, flush=True)
+        update = settle(ex.workers[w])
+        if update is not None:
+            for r in range(ex.K):
+                ex.msg[(w, r)].append(update)
     for (s, r), q in ex.msg.items():
         while q:
             ex.receive(s, r)
             ex.clock += 1
-    if not ex.quiescent():
+    if any(ex.pending) or any(ex.msg.values()) or any(len(d[0]) for d in ex.data):
         raise AssertionError("the simulated batch did not end quiescent")
 
 

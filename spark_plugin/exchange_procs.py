@@ -7,7 +7,7 @@ Topology (``docs/exchange-processes.md``)::
     coordinator (this process)                       worker i (python -m spark_plugin.exchange_procs)
     --------------------------                       -------------------------------------------------
     read_workload, split_batch  -- private pipe -->  perform its operations, send under its policy
-    single tracker (the oracle) <-- private pipe --  flushed / final frontiers, statistics
+    single tracker (the oracle) <-- private pipe --  settled / final frontiers, statistics
                                                      worker i --TCP, one Arrow IPC stream--> worker j
                                                      (a full mesh: one connection per ordered pair)
 
@@ -23,10 +23,11 @@ diff int64, producer string, seq int64`` with ``producer = "worker-<i>"``; each 
 carries one Arrow IPC stream -- the schema once, then one record batch per update -- so a
 :class:`~spark_plugin.service.FrontierService` could read it as it is.
 
-At the end of each batch the system is run to quiescence: every worker flushes (sends all its
-pending changes), reports how many updates it has sent, and then waits until it has received
-that many from every worker; its frontiers are then final and are compared with a single
-tracker's. A worker process that dies or stops answering is named in a
+At the end of each batch the system is run to quiescence: every worker *settles* (sends what
+:class:`~engine.exchange.HoldBack` releases: a positive change its own capabilities justify may
+stay, no frontier sees it), reports how many messages it has sent to each worker, and then
+waits until it has received that many from every worker; its frontiers are then final and are
+compared with a single tracker's. A worker process that dies or stops answering is named in a
 :class:`~spark_plugin.errors.WorkerProcessError` (or :class:`~spark_plugin.errors.WorkerTimeoutError`)
 within the exchange's ``timeout``; the exchange then stops every worker and refuses further
 calls.
@@ -69,7 +70,7 @@ from .schema import (DIFF, LOC, PRODUCER, SEQ, TS, check_delta_schema, delta_sch
                      text_column, ts_array, ts_matrix)
 
 __all__ = ["ProcessExchange", "BatchReport", "replay_processes", "update_batch", "data_batch",
-           "read_batch", "producer_name", "operation_parts", "HOST"]
+           "read_batch", "producer_name", "operation_parts", "settle", "HOST"]
 
 #: Every socket of the exchange is on the loopback interface, on a port the OS assigns.
 HOST = "127.0.0.1"
@@ -221,6 +222,17 @@ class BatchReport:
 
 _STAT_KEYS = ("updates_sent", "pointstamps_sent", "bytes_sent")
 _WIRE_KEYS = ("wire_bytes", "messages", "data_messages")
+
+
+def settle(worker):
+    """Send what :class:`~engine.exchange.HoldBack` releases of ``worker``'s ``temp`` (the
+    :class:`~engine.exchange.Exchange`'s ``quiesce`` does the same): what stays is only
+    positive changes the worker's own capabilities justify, which no frontier can see. The
+    :class:`~engine.exchange.Update`, or None when nothing is released."""
+    from engine.exchange import HoldBack
+
+    mask = HoldBack().release(worker)
+    return worker.send(select=mask) if mask.any() else None
 
 
 def operation_parts(op, rows: int | None) -> list[tuple]:
@@ -438,7 +450,7 @@ class ProcessExchange:
         positive counts); rows nothing held justifies are admitted first on every worker as
         initial capabilities of their owner. Each worker then performs its operation, sends
         its capabilities-as-data to their receivers and its updates under its policy, and
-        flushes; once every update and data message has been received everywhere, every
+        settles (:func:`settle`); once every update and data message has been received everywhere, every
         worker's frontiers are compared with the single tracker's (which applies the batch
         as it is).
 
@@ -480,11 +492,15 @@ class ProcessExchange:
                 per_worker[int(op.worker)] += operation_parts(op, self.op_rows)
         try:
             t0 = time.monotonic()
+            if admits:   # one step of every worker before any other: a barrier
+                for i in range(self.workers):
+                    self._post(i, ("admit", k, admits))
+                self._gather("admitted", f"admit batch {k}'s initial capabilities")
             for i in range(self.workers):
-                self._post(i, ("batch", k, admits, per_worker[i], t0))
-            flushed = self._gather("flushed", f"finish batch {k}")
+                self._post(i, ("batch", k, per_worker[i], t0))
+            settled = self._gather("settled", f"finish batch {k}")
             for r in range(self.workers):       # what r must receive from each sender
-                self._post(r, ("await", k, [msg[2][r] for msg in flushed]))
+                self._post(r, ("await", k, [msg[2][r] for msg in settled]))
             finals = self._gather("final", f"reach quiescence after batch {k}")
             t_end = time.monotonic()
         except BaseException:
@@ -731,7 +747,7 @@ class _Node:
         self.sent_to = [0] * self.k            # batches sent to each receiver (self included)
         self.data_out = [0] * self.k           # data messages sent to each receiver
         self.wire_bytes = self.messages = self.data_messages = 0
-        self.last_change = None
+        self.last_change = self.admitted = None
 
     def _read_control(self) -> None:
         while True:
@@ -786,6 +802,8 @@ class _Node:
             msg = ev[1]
             if msg[0] == "batch":
                 self._batch(*msg[1:])
+            elif msg[0] == "admit":
+                self._admit(*msg[1:])
             elif msg[0] == "reset":
                 self._new_worker(msg[1])
                 self.cout.send(("ready",))
@@ -813,18 +831,23 @@ class _Node:
             raise _PeerLost(j, f"worker {j} {text} with {self.pending[1][j] - self.received[j]} "
                                f"update(s) still to come")
 
-    def _batch(self, k: int, admits: list, ops: list, t0: float) -> None:
+    def _admit(self, k: int, admits: list) -> None:
         self.last_change = None
-        for owner, loc, ts, diff in admits:    # the system is quiescent: Init, extended
+        for owner, loc, ts, diff in admits:
             self.worker.admit(loc, ts, diff, owner=owner)
-            self.last_change = time.monotonic()
+        self.admitted = k
+        self.cout.send(("admitted", k))
+
+    def _batch(self, k: int, ops: list, t0: float) -> None:
+        if self.admitted != k:
+            self.last_change = None
         for loc, ts, diff, to in ops:
             for message in self.worker.perform(loc, ts, diff, to=to, now=time.monotonic()):
                 self._send_data(message)
             self._broadcast(self.worker.send(now=time.monotonic()))
             self._drain()
-        self._broadcast(self.worker.flush())
-        self.cout.send(("flushed", k, list(self.sent_to)))
+        self._broadcast(settle(self.worker))
+        self.cout.send(("settled", k, list(self.sent_to)))
 
     def _drain(self) -> None:
         """Receive what has arrived, without waiting (between two operations)."""
@@ -892,11 +915,9 @@ class _Node:
         row = (np.zeros(1, np.int32), np.zeros((1, self.width), np.int64), np.ones(1, np.int64))
         w.admit(*row, owner=0)
         w.perform(row[0], row[1], -row[2], now=0.0)
-        for update in (w.send(now=0.0), w.flush()):
+        for update in (w.send(now=0.0), settle(w), w.flush()):
             if update is not None:
                 w.receive(update)
-        big = self.worker.order.SERIAL + 1          # the parallel could-result-in kernel too
-        self.worker.order.below(row, np.zeros(big, np.int32), np.zeros((big, self.width), np.int64))
 
     def _frontier_changed(self) -> None:
         self.last_change = time.monotonic()

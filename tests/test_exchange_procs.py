@@ -133,7 +133,8 @@ def test_a_hung_worker_is_named_within_the_timeout():
         ex.timeout = 1.0                          # started: now answers must come quickly
         os.kill(ex.pids[0], signal.SIGSTOP)
         with pytest.raises(WorkerTimeoutError,
-                           match=r"worker 0 \(pid \d+\) did not finish batch 0 within 1 s") as e:
+                           match=r"worker 0 \(pid \d+\) did not admit batch 0's initial capabilities "
+                                 r"within 1 s") as e:
             ex.run_batch(b.loc, b.ts, b.diff)
         assert e.value.worker == 0
         assert all(p.poll() is not None for p in ex._procs)     # killed, not left stopped

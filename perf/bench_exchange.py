@@ -303,6 +303,7 @@ def plot(results: dict, path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
     styles = {"sim": "--", "real": "-"}
     markers = {"all": "o", "batch": "s", "holdback": "^"}
+    colors = {"all": "C0", "batch": "C1", "holdback": "C2"}
     for ax, key, label in ((axes[0], "delivered_pointstamps_per_change",
                             "pointstamps delivered per data change"),
                            (axes[1], "delivered_bytes_per_change",
@@ -312,11 +313,15 @@ def plot(results: dict, path) -> None:
                 cs = [c for c in results["cases"] if c["mode"] == mode and c["policy"] == policy]
                 if cs:
                     ax.plot([c["workers"] for c in cs], [c[key] for c in cs],
-                            styles[mode] + markers.get(policy, "x"), label=f"{mode} {policy}")
+                            styles[mode] + (markers.get(policy, "x") if mode == "real" else ""),
+                            color=colors.get(policy), label=f"{mode} {policy}")
         real = [c for c in results["cases"] if c["mode"] == "real" and c["policy"] == "all"]
         if key == "delivered_bytes_per_change" and real:
             ax.plot([c["workers"] for c in real], [c["wire_bytes_per_change"] for c in real],
                     ":o", color="grey", label="real all: Arrow IPC bytes on the wire")
+        if key == "delivered_pointstamps_per_change":
+            ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+            ax.text(2, 1.05, "each change sent once (one tracker)", color="grey", fontsize=7)
         ax.axvline(TIMELY_REFERENCE["progress_exceeds_data_at_workers"], color="red", lw=0.8)
         ax.text(TIMELY_REFERENCE["progress_exceeds_data_at_workers"] * 1.05, 0.02,
                 "timely #190: progress bytes\nexceed data bytes\nat 32 workers", color="red",
@@ -331,14 +336,17 @@ def plot(results: dict, path) -> None:
         cs = [c for c in results["cases"] if c["mode"] == "real" and c["policy"] == policy]
         if cs:
             ax.plot([c["workers"] for c in cs], [c["latency_s_median"] * 1e3 for c in cs],
-                    "-" + markers.get(policy, "x"), label=f"{policy} (median over batches)")
+                    "-" + markers.get(policy, "x"), color=colors.get(policy),
+                    label=f"{policy} (median over batches)")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("worker processes K")
     ax.set_ylabel("frontier latency, ms")
     ax.legend(fontsize=7)
     p = results["parameters"]
-    fig.suptitle(f"progress exchange: chain {p['nodes']}, {p['batch']} changes per batch, commit "
-                 f"{commit_label(results)}, {results['machine']['cpu_count']} CPUs", fontsize=9)
+    fig.suptitle(f"progress exchange: chain {p['nodes']}, {p['batch']} changes per batch, "
+                 f"{p['op_rows']} rows per operation; processes (solid) and simulator (dashed) "
+                 f"coincide where both ran; commit {commit_label(results)}, "
+                 f"{results['machine']['cpu_count']} CPUs", fontsize=9)
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
@@ -350,7 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 description="Progress traffic and frontier latency of the "
                                             "exchange protocol as the workers grow.")
     p.add_argument("--nodes", type=int, default=100, help="chain operators of the workload (default 100)")
-    p.add_argument("--batch", type=int, default=200, help="changes per batch (default 200)")
+    p.add_argument("--batch", type=int, default=1000, help="changes per batch (default 1000)")
     p.add_argument("--seed", type=int, default=1, help="workload and scheduler seed (default 1)")
     p.add_argument("--procs", type=int_list, default=[2, 4, 8, 16],
                    help="worker processes K, comma-separated (default 2,4,8,16)")

@@ -1,6 +1,6 @@
 """perf.bench_exchange: the benchmark runs end to end at a tiny size -- the simulator and two
 real worker processes, every policy -- agrees with itself (the simulator follows the
-processes' schedule, so their traffic counts are equal), and writes the JSON and PNG it
+processes' schedule, so under the naive policy their traffic counts are equal), and writes the JSON and PNG it
 promises. A smoke test, not a timing."""
 
 from __future__ import annotations
@@ -41,10 +41,13 @@ def test_bench_exchange_smoke(tmp_path, capsys):
         assert t["delivered_pointstamps"] == t["pointstamps"] * (k - 1)
         assert c["updates_per_change"] == t["updates"] / changes
         if mode == "real":
-            # the same schedule in one process and on two: the same protocol traffic
             sim = cases[("sim", k, policy)]["totals"]
-            assert {x: t[x] for x in ("updates", "pointstamps", "bytes", "data_messages")} == \
-                {x: sim[x] for x in ("updates", "pointstamps", "bytes", "data_messages")}
+            assert t["data_messages"] == sim["data_messages"]      # the same split
+            if policy == "all":
+                # the same schedule in one process and on two: the same protocol traffic (the
+                # other policies' choices depend on when a capability sent as data arrives)
+                assert {x: t[x] for x in ("updates", "pointstamps", "bytes")} == \
+                    {x: sim[x] for x in ("updates", "pointstamps", "bytes")}
             assert t["messages"] == t["updates"] * (k - 1) and t["wire_bytes"] > t["bytes"]
             assert 0 <= c["latency_s_median"] <= c["latency_s_max"]
     assert cases[("sim", 3, "all")]["vs_all"] == 1.0

@@ -31,7 +31,7 @@ __all__ = [
     "ProgressLogError",
     "DependencyError",
     "ExchangeError",
-    "CapabilityError",
+    "ExchangeCapabilityError",
     "UnjustifiedSendError",
     "UpdateOrderError",
     "ExchangeStateError",
@@ -163,7 +163,7 @@ class ExchangeError(TimelyFrontierError, ValueError):
     with these arguments; the worker or the simulated system is left exactly as it was."""
 
 
-class CapabilityError(ExchangeError):
+class ExchangeCapabilityError(ExchangeError):
     """``perf_op``'s guards: a worker drops a capability it does not hold, or creates a
     capability (data message) that no capability it holds at or before (strictly before)
     it justifies."""

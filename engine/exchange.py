@@ -62,7 +62,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .choices import Choice
-from .errors import (CapabilityError, ExchangeError, ExchangeStateError, NegativeCountError,
+from .errors import (ExchangeCapabilityError, ExchangeError, ExchangeStateError, NegativeCountError,
                      SafetyError, UnjustifiedSendError, UpdateOrderError)
 from .graph import Graph
 from .timestamp import le
@@ -413,7 +413,7 @@ class Worker:
         caps = _zsum(_rows(graph, self.order, initial)) if initial is not None else _empty(W)
         if (caps[2] < 0).any():
             i = int(np.flatnonzero(caps[2] < 0)[0])
-            raise CapabilityError(f"worker {index}: initial capability "
+            raise ExchangeCapabilityError(f"worker {index}: initial capability "
                                   f"{self.order.name(caps[0][i], caps[1][i])} has count "
                                   f"{int(caps[2][i])}; initial capabilities are positive")
         glob = _zsum(_rows(graph, self.order, initial_glob)) if initial_glob is not None else caps
@@ -478,7 +478,7 @@ class Worker:
         ------
         BatchError
             A malformed row (location, timestamp width or range, diff).
-        CapabilityError
+        ExchangeCapabilityError
             A guard fails; the message names the row and pointstamp. Nothing changes.
         """
         from .batch_arrays import batch_arrays
@@ -497,7 +497,7 @@ class Worker:
         bad = (to_a >= 0) & (b_diff <= 0)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise CapabilityError(f"worker {self.index}: row {i}: a data message to worker "
+            raise ExchangeCapabilityError(f"worker {self.index}: row {i}: a data message to worker "
                                   f"{int(to_a[i])} must carry a positive count, got "
                                   f"{int(b_diff[i])}")
         own = to_a == OWN
@@ -510,7 +510,7 @@ class Worker:
             short = np.flatnonzero(held < -net[2][neg])
             if len(short):
                 j = np.flatnonzero(neg)[short[0]]
-                raise CapabilityError(
+                raise ExchangeCapabilityError(
                     f"worker {self.index}: row {self._row_of(b_loc, b_ts, net, j)}: drops "
                     f"{-int(net[2][j])} of {self.order.name(net[0][j], net[1][j])} but holds "
                     f"{int(held[short[0]])}")
@@ -521,7 +521,7 @@ class Worker:
             ok |= self.order.below(caps, net[0][pos], net[1][pos]) > 0
             if not ok.all():
                 j = pos[np.flatnonzero(~ok)[0]]
-                raise CapabilityError(
+                raise ExchangeCapabilityError(
                     f"worker {self.index}: row {self._row_of(b_loc, b_ts, net, j)}: new "
                     f"capability {self.order.name(net[0][j], net[1][j])} is not justified: the "
                     f"worker holds no capability at or before it")
@@ -531,7 +531,7 @@ class Worker:
             ok = self.order.below(caps, b_loc[data_rows], b_ts[data_rows]) > 0
             if not ok.all():
                 i = int(data_rows[np.flatnonzero(~ok)[0]])
-                raise CapabilityError(
+                raise ExchangeCapabilityError(
                     f"worker {self.index}: row {i}: data message to worker {int(to_a[i])} at "
                     f"{self.order.name(b_loc[i], b_ts[i])} is not justified: the worker holds "
                     f"no capability strictly before it")

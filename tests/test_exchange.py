@@ -38,7 +38,7 @@ import engine.exchange as exchange
 from engine import GraphBuilder, ImpliedFrontierTracker, Summary
 from engine.cli import main
 from engine.closure import closure, could_result_in
-from engine.errors import (BackendError, BatchError, CapabilityError, ExchangeError,
+from engine.errors import (BackendError, BatchError, ExchangeCapabilityError, ExchangeError,
                            ExchangeStateError, SafetyError, UnjustifiedSendError,
                            UpdateOrderError)
 from engine.exchange import (INITIAL, OWN, POLICIES, Exchange, HoldBack, Policy, Update, Worker,
@@ -204,7 +204,7 @@ class ExchangeMachine(RuleBasedStateMachine):
             self.apply_rec({k: v for k, v in zadd({}, *[{p: d} for p, d, _ in changes]).items()})
         else:
             before = snapshot(self.ex)
-            with pytest.raises(CapabilityError, match=f"worker {w}: row"):
+            with pytest.raises(ExchangeCapabilityError, match=f"worker {w}: row"):
                 self.ex.perform(w, loc, ts, diff, to=to)
             assert snapshot(self.ex) == before
 
@@ -356,7 +356,7 @@ def _state(w):
 def test_perf_op_drops_only_held_capabilities():
     w = _worker()
     before = _state(w)
-    with pytest.raises(CapabilityError, match=r"row 0: drops 2 of \(source src\[0\].out0.*\(5,\)\) but holds 1"):
+    with pytest.raises(ExchangeCapabilityError, match=r"row 0: drops 2 of \(source src\[0\].out0.*\(5,\)\) but holds 1"):
         w.perform(*rows(w.graph, [((0, (5,)), -2)]))
     assert _state(w) == before
     w.perform(*rows(w.graph, [((0, (5,)), -1)]))
@@ -366,7 +366,7 @@ def test_perf_op_drops_only_held_capabilities():
 def test_perf_op_new_capability_needs_one_at_or_before_it():
     w = _worker()
     before = _state(w)
-    with pytest.raises(CapabilityError, match=r"row 1: new capability .*\(4,\)\) is not justified"):
+    with pytest.raises(ExchangeCapabilityError, match=r"row 1: new capability .*\(4,\)\) is not justified"):
         w.perform(*rows(w.graph, [((1, (6,)), 1), ((1, (4,)), 1)]))
     assert _state(w) == before
     w.perform(*rows(w.graph, [((0, (5,)), 1), ((1, (5,)), 2)]))     # at and after (0, 5)
@@ -375,10 +375,10 @@ def test_perf_op_new_capability_needs_one_at_or_before_it():
 
 def test_perf_op_data_needs_a_capability_strictly_before_it():
     w = _worker()
-    with pytest.raises(CapabilityError, match=r"row 0: data message to worker 1 .* strictly before"):
+    with pytest.raises(ExchangeCapabilityError, match=r"row 0: data message to worker 1 .* strictly before"):
         w.perform(*rows(w.graph, [((0, (5,)), 1)]), to=[1])
     before = _state(w)
-    with pytest.raises(CapabilityError, match="must carry a positive count"):
+    with pytest.raises(ExchangeCapabilityError, match="must carry a positive count"):
         w.perform(*rows(w.graph, [((0, (5,)), -1)]), to=[1])
     with pytest.raises(ExchangeError, match="to=7 is neither"):
         w.perform(*rows(w.graph, [((1, (5,)), 1)]), to=[7])

@@ -72,7 +72,6 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 
 from perf.environment import commit_info, commit_label, int_list, machine
 from perf.workloads import batch_columns, build_graph, generate_batches, generate_graph

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pickle
 import queue
 import socket
 import struct
@@ -52,7 +51,7 @@ import tempfile
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Sequence
@@ -581,13 +580,15 @@ class ProcessExchange:
         """A worker's report of an exception: the same named class where it is one of the
         project's (raised again with the worker's index), else a WorkerProcessError."""
         _, name, text, tb, peer = msg
-        if peer is not None:
-            # A worker that lost a peer: name the peer if it is the one that died.
-            dead = self._dead(grace=2.0, prefer=peer)
-            if dead is not None:
-                return self._failure(dead, None)
         cls = getattr(_engine_errors, name, None) or getattr(_plugin_errors, name, None)
-        if isinstance(cls, type) and issubclass(cls, TimelyFrontierError):
+        ours = isinstance(cls, type) and issubclass(cls, TimelyFrontierError)
+        if peer is not None or not ours:
+            # A worker that lost a peer, or failed writing to one: name the peer if it is the
+            # one that died, rather than the worker that noticed.
+            dead = self._dead(grace=2.0, prefer=peer)
+            if dead is not None and dead != i:
+                return self._failure(dead, None)
+        if ours:
             try:
                 err = cls(f"worker {i}: {text}")
             except TypeError:       # a class whose constructor wants more than a message

@@ -120,6 +120,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="with --workers: seed of the random delivery order (default 0)")
     r.add_argument("--policy", choices=_policy_names(), default=None,
                    help="with --workers: the workers' sending policy (default all)")
+    # --processes: the K workers as real processes (spark_plugin.exchange_procs; needs pyarrow)
+    r.add_argument("--processes", action="store_true",
+                   help="with --workers: run the K workers as K processes that exchange their "
+                        "updates as Arrow IPC over loopback sockets (needs pyarrow); same output, "
+                        "every worker's frontiers checked against a single tracker after each batch")
+    r.add_argument("--worker-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+                   help="with --processes: seconds a worker process may take to answer before it "
+                        "is named as hung (default 60)")
 
     q = sub.add_parser("psi", help="print the path-summary closure of a workload's graph")
     q.add_argument("file", help="workload file (timely-reach v1); batches are ignored")
@@ -263,6 +271,8 @@ def _policy_names() -> list[str]:
 
 def _replay(args) -> int:
     workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles)
+    if args.processes:
+        return _replay_processes(args, workload)
     if args.workers is not None:
         return _replay_workers(args, workload)
     tracker = make_tracker(workload.graph, args.backend, strict=args.strict,
@@ -321,6 +331,34 @@ def _replay_workers(args, workload) -> int:
                   file=sys.stderr)
         if not args.quiet:
             write_frontier_report(out, workload, k, ex.workers[0].frontier, sources=args.sources)
+    return 0
+
+
+def _replay_processes(args, workload) -> int:
+    """``tfront replay FILE --workers K --processes``: the batches on K worker processes
+    (:class:`spark_plugin.exchange_procs.ProcessExchange`), each run to quiescence and every
+    worker's frontiers checked against a single tracker's; worker 0's printed. ``--time``
+    writes each batch's traffic and latency (:class:`~spark_plugin.exchange_procs.BatchReport`)
+    as one JSON line on stderr."""
+    try:
+        from spark_plugin.exchange_procs import ProcessExchange
+    except ImportError as e:
+        from .errors import DependencyError
+        raise DependencyError(f"--processes needs pyarrow (pip install 'timely-frontier[spark]'): "
+                              f"{e}") from None
+    options = {} if args.worker_timeout is None else {"timeout": args.worker_timeout}
+    out = sys.stdout
+    with ProcessExchange(workload.graph, args.workers, policy=args.policy or "all",
+                         backend=args.backend, oracle=args.backend, **options) as ex:
+        if not args.quiet:
+            out.write(REPLAY_HEADER + "\n")
+        for k, batch in enumerate(workload.batches):
+            report = ex.run_batch(batch.loc, batch.ts, batch.diff)
+            if args.time:
+                print(json.dumps(report.as_dict()), file=sys.stderr)
+            if not args.quiet:
+                write_frontier_report(out, workload, k, ex.last_frontiers[0].__getitem__,
+                                      sources=args.sources)
     return 0
 
 
@@ -457,6 +495,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for flag, value in (("--schedule-seed", args.schedule_seed), ("--policy", args.policy)):
             if value is not None:
                 parser.error(f"replay {flag} needs --workers")
+    if args.command == "replay" and args.processes:
+        if args.workers is None:
+            parser.error("replay --processes needs --workers K")
+        if args.schedule_seed is not None:
+            parser.error("replay --schedule-seed is for the simulated workers: with --processes "
+                         "the operating system schedules them")
+    elif args.command == "replay" and args.worker_timeout is not None:
+        parser.error("replay --worker-timeout needs --processes")
     if args.command == "wcc" and args.overwrite and args.out is None:
         parser.error("wcc --overwrite needs --out")
     try:

@@ -17,8 +17,8 @@ from .config import (Preset, Setting, build_session, preset_settings, spark_conf
                      write_discovery_script)
 from .device import choose_device, gpu_usable, task_device
 from .errors import (ChangeLogError, ConfigError, DeliveryConflictError, DeviceSelectionError,
-                     HeldBatchError, HeldLimitError, MissingBatchError, SchemaError,
-                     ServiceStateError, SparkJobError, SparkMemoryError, SubscriberError)
+                     HeldBatchError, HeldLimitError, MissingBatchError, SchemaError, ServiceStateError, SparkJobError,
+                     SparkMemoryError, SubscriberError, WorkerProcessError, WorkerTimeoutError)
 from .executor import PartitionConsolidator, consolidate_table
 from .schema import (CNT, DELTA_COLUMNS, DIFF, LOC, PRODUCER, RAW_COLUMNS, SEQ, SPARK_DDL, TS,
                      counts_schema, delta_schema, delta_table, spark_schema, wire_schema)
@@ -31,7 +31,7 @@ __all__ = [
     "DeviceSelectionError", "FrontierService", "Gap", "LOC", "MissingBatchError",
     "PRODUCER", "PartitionConsolidator", "Preset", "RAW_COLUMNS", "SEQ", "SPARK_DDL",
     "SchemaError", "ServiceStateError", "ServiceStatus", "Setting", "SparkJobError",
-    "SparkMemoryError", "SubscriberError", "TS",
+    "SparkMemoryError", "SubscriberError", "TS", "WorkerProcessError", "WorkerTimeoutError",
     "apply_frame", "build_session", "check_frame_schema", "choose_device", "collect_arrow",
     "consolidate_frame",
     "consolidate_table", "counts_schema", "delta_schema", "delta_table", "gpu_usable",

@@ -24,6 +24,8 @@ __all__ = [
     "ConfigError",
     "SparkJobError",
     "SparkMemoryError",
+    "WorkerProcessError",
+    "WorkerTimeoutError",
 ]
 
 
@@ -138,3 +140,28 @@ class SparkMemoryError(SparkJobError):
     The message says which heap size was in force and how to raise it (``--driver-memory``,
     ``--conf spark.executor.memory=...``) or lower what the driver collects.
     """
+
+
+class WorkerProcessError(TimelyFrontierError, RuntimeError):
+    """A worker process of a :class:`~spark_plugin.exchange_procs.ProcessExchange` died, broke
+    its protocol with the coordinator, or failed with an error that is not one of the
+    project's. The exchange has stopped every worker.
+
+    Attributes
+    ----------
+    worker : int
+        The worker's index.
+    exit_status : int or None
+        Its exit status (negative: killed by that signal), None while it was still running.
+    """
+
+    def __init__(self, message: str, worker: int, exit_status: int | None = None):
+        super().__init__(message)
+        self.worker = worker
+        self.exit_status = exit_status
+
+
+class WorkerTimeoutError(WorkerProcessError):
+    """A worker process did not answer within the exchange's timeout (hung, stopped, or far
+    too slow). The exchange has stopped every worker."""
+

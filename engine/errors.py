@@ -40,6 +40,7 @@ __all__ = [
     "NoCapabilityError",
     "CapabilityRegressionError",
     "UnheldCapabilityError",
+    "NotInFlightError",
 ]
 
 
@@ -208,3 +209,9 @@ class CapabilityRegressionError(CapabilityError):
 
 class UnheldCapabilityError(CapabilityError):
     """A report drops more capabilities at a time than the operator holds there."""
+
+
+class NotInFlightError(ReportError, NegativeCountError):
+    """A report consumes more messages at an input and time than are in flight there (the
+    count at the input's target, plus what the report itself produces into it): a message
+    that was never sent cannot be consumed, nor justify a capability or a production."""

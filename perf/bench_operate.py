@@ -39,7 +39,8 @@ the interface over hand-written deltas. The JSON file (``--out``) holds ``commit
 ``dirty``, ``machine``, ``parameters``, ``runs`` (one record per timed call: rows, variant,
 repeat, ``wall_s``), ``cases`` (per ``n`` and ``times``: the medians and the ratio) and
 ``consistency``.
-``--plot FILE.png`` draws each variant's median against ``n`` (log-log).
+``--plot FILE.png`` draws each variant's median against ``n`` (log-log), one line style per
+``--times`` count.
 """
 
 from __future__ import annotations
@@ -175,9 +176,15 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    xs = [c["messages"] for c in results["cases"]]
-    for v in VARIANTS:
-        ax.plot(xs, [c["median_s"][v] for c in results["cases"]], marker="o", label=v)
+    times = sorted({c.get("times", 0) for c in results["cases"]})
+    styles = ["-", "--", ":", "-."]
+    for k, D in enumerate(times):
+        cases = [c for c in results["cases"] if c.get("times", 0) == D]
+        xs = [c["messages"] for c in cases]
+        for j, v in enumerate(VARIANTS):
+            ax.plot(xs, [c["median_s"][v] for c in cases], marker="o", color=f"C{j}",
+                    linestyle=styles[k % len(styles)],
+                    label=v if len(times) == 1 else f"{v}, {D:,} times")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("report rows (consumed + produced)")

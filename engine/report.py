@@ -518,6 +518,8 @@ class Ports:
         A capability is *held* at ``t`` on an output when the count at the output's source
         is positive. The guards, on the report as a whole:
 
+        0. in flight: the messages consumed at an input and time are at most the positive
+           count at that input plus what this report sends there;
         1. drops: the net negative change at ``t`` is at most the count held at ``t``;
         2. acquisitions move forward: a net positive change at ``t`` needs a capability
            ``t' <= t`` held on that output, or a message consumed in this report at an input
@@ -527,6 +529,8 @@ class Ports:
 
         Raises
         ------
+        NotInFlightError
+            The first row (in report order) consuming more than is in flight (guard 0).
         UnheldCapabilityError, CapabilityRegressionError, NoCapabilityError
             The first row (in report order) breaking guard 1, 2 or 3; the message names the
             operator, the port and the time.

@@ -17,9 +17,9 @@ from hypothesis import given, strategies as st
 
 import engine
 from engine import (BOUNDARY, CapabilityRegressionError, DepthMismatchError, DuplicateChannelError,
-                    GraphBuilder, ImpliedFrontierTracker, NoCapabilityError, Operate,
-                    NotInFlightError, OperatorNameError, Report, ReportCountError, ReportError, ReportKind,
-                    ReportOperatorError, ReportPortError, Scope, ScopeError, Summary,
+                    GraphBuilder, ImpliedFrontierTracker, NoCapabilityError, NotInFlightError,
+                    Operate, OperatorNameError, Report, ReportCountError, ReportError,
+                    ReportKind, ReportOperatorError, ReportPortError, Scope, ScopeError, Summary,
                     SummaryShapeError, TimestampRangeError, TimestampWidthError,
                     UnheldCapabilityError, UnknownOperatorError, UnknownPortError,
                     ZeroAdvanceCycleError, closure)

@@ -850,3 +850,26 @@ def test_a_strict_tracker_rejects_consuming_what_is_not_in_flight(backend):
     assert (rt.tracker.frontiers(), sorted(rt.tracker.counts.active())) == before
     rt.apply(Report().consumed("loop/body", 0, (0, 0), 2))
     assert rt.frontier("loop/body", 0) == [(0, 0)]  # the input still holds its capability
+
+
+@examples(40)
+@given(st.data())
+def test_dominance_against_the_antichain_equals_every_pair(data):
+    """The guards' dominance test (justifiers reduced to their antichain, a binary search for
+    ``m == 1``, chunks for ``m > 1``) says what comparing every query with every justifier
+    says, on random timestamps at a few locations."""
+    from engine.report import _dominated
+
+    m = data.draw(st.sampled_from([1, 2]), label="m")
+    depth = data.draw(st.integers(0, 2), label="depth")
+    rows = st.tuples(st.integers(0, 2), timestamps(m, depth, hi=3))
+    J = data.draw(st.lists(rows, max_size=30), label="justifiers")
+    Q = data.draw(st.lists(rows, max_size=30), label="queries")
+    W = m + depth
+
+    def cols(xs):
+        return (np.array([l for l, _ in xs], np.int64),
+                np.array([t for _, t in xs], np.int64).reshape(len(xs), W))
+
+    got = _dominated(*cols(Q), *cols(J), m)
+    assert got.tolist() == [any(l2 == l and le(t2, t, m) for l2, t2 in J) for l, t in Q]

@@ -46,6 +46,7 @@ __all__ = [
     "UpdateOrderError",
     "ExchangeStateError",
     "SafetyError",
+    "NotInFlightError",
 ]
 
 
@@ -214,6 +215,8 @@ class CapabilityRegressionError(CapabilityError):
 
 class UnheldCapabilityError(CapabilityError):
     """A report drops more capabilities at a time than the operator holds there."""
+
+
 class ExchangeError(TimelyFrontierError, ValueError):
     """A transition of the progress exchange protocol (:mod:`engine.exchange`) is not enabled
     with these arguments; the worker or the simulated system is left exactly as it was."""
@@ -243,3 +246,9 @@ class ExchangeStateError(ExchangeError):
 class SafetyError(TimelyFrontierError, RuntimeError):
     """A checked property of the exchange protocol failed (Safe, Mono, or a worker's implied
     frontier ahead of the true one): the message names the worker, location and pointstamp."""
+
+
+class NotInFlightError(ReportError, NegativeCountError):
+    """A report consumes more messages at an input and time than are in flight there (the
+    count at the input's target, plus what the report itself produces into it): a message
+    that was never sent cannot be consumed, nor justify a capability or a production."""

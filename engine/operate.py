@@ -675,7 +675,9 @@ class DataflowTracker:
         ReportError
             The report is malformed or breaks a guard (:meth:`Ports.check`); nothing applied.
         NegativeCountError
-            In strict mode, a count would become negative; nothing applied.
+            In strict mode, a count would become negative; nothing applied (consuming more
+            than is in flight is caught before, by any tracker, as
+            :class:`~engine.errors.NotInFlightError`, itself a ``NegativeCountError``).
         """
         loc, ts, diff = self.dataflow.check(report, self.tracker)
         return self._push(loc, ts, diff)

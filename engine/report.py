@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 import numpy as np
 
-from .errors import (CapabilityRegressionError, NoCapabilityError, ReportCountError, ReportError,
-                     ReportOperatorError, ReportPortError, TimestampRangeError,
-                     TimestampWidthError, UnheldCapabilityError)
+from .errors import (CapabilityRegressionError, NoCapabilityError, NotInFlightError,
+                     ReportCountError, ReportError, ReportOperatorError, ReportPortError,
+                     TimestampRangeError, TimestampWidthError, UnheldCapabilityError)
 from .graph import PortKind
 from .summary import Summary
 from .timestamp import MAX_COORD, Timestamp
@@ -518,6 +518,8 @@ class Ports:
         A capability is *held* at ``t`` on an output when the count at the output's source
         is positive. The guards, on the report as a whole:
 
+        0. in flight: the messages consumed at an input and time are at most the positive
+           count at that input plus what this report sends there;
         1. drops: the net negative change at ``t`` is at most the count held at ``t``;
         2. acquisitions move forward: a net positive change at ``t`` needs a capability
            ``t' <= t`` held on that output, or a message consumed in this report at an input
@@ -527,6 +529,8 @@ class Ports:
 
         Raises
         ------
+        NotInFlightError
+            The first row (in report order) consuming more than is in flight (guard 0).
         UnheldCapabilityError, CapabilityRegressionError, NoCapabilityError
             The first row (in report order) breaking guard 1, 2 or 3; the message names the
             operator, the port and the time.
@@ -536,8 +540,33 @@ class Ports:
         rows = self._rows(report)
         compact = self._compact(rows)
         out = self._translate(compact)
+        self._in_flight(compact, rows, counts, out)
         self._guard(compact, rows, counts)
         return out
+
+    def _in_flight(self, c: _Rows, r: _Rows, counts, out) -> None:
+        """Guard 0: what the compacted rows ``c`` consume at ``(input, t)`` is in flight there:
+        at most the positive count at the input's target in ``counts`` plus what the report
+        itself sends there (``out``, its consolidated pointstamps, holds ``sent - consumed``
+        at that key). An error names the first row of ``r`` that consumes there."""
+        cons = np.flatnonzero((c.kind == ReportKind.CONSUMED) & (c.count > 0))
+        if not len(cons):
+            return
+        k_loc, k_ts, k_cnt = c.loc[cons], c.ts[cons], c.count[cons]
+        f_loc, f_ts, f_cnt = _held(counts, np.unique(k_loc), self.W)
+        have = _lookup(k_loc, k_ts, f_loc, f_ts, f_cnt)
+        net = _lookup(k_loc, k_ts, *out)          # sent here in this report - consumed here
+        bad = have + net < 0
+        if bad.any():
+            j = _first(bad)
+            l, t, n = int(k_loc[j]), k_ts[j], int(k_cnt[j])
+            r_cons = np.flatnonzero((r.kind == ReportKind.CONSUMED) & (r.count > 0))
+            i = self._first_row(r, r_cons, l, t)
+            raise NotInFlightError(
+                f"report row {i}: {self._where(r.kind[i], r.op[i], r.port[i])} consumes {n} "
+                f"messages at {self._ts(t, r.op[i])} but only {int(have[j] + net[j] + n)} are "
+                f"in flight there ({int(have[j])} counted, {int(net[j] + n)} sent in this "
+                f"report); report rejected, nothing applied")
 
     def _compact(self, r: _Rows) -> _Rows:
         """The rows summed per (kind, location, time), zeros dropped: what the report says,
@@ -759,21 +788,53 @@ def _lookup(q_loc, q_ts, h_loc, h_ts, h_cnt) -> np.ndarray:
 
 def _dominated(q_loc, q_ts, j_loc, j_ts, m: int) -> np.ndarray:
     """``bool[nq]``: some justifier ``(j_loc, j_ts)`` at the same location is ``<=`` the
-    query (outer coordinates componentwise, counters lexicographically). Pairwise per
-    location, in chunks of bounded memory."""
+    query (outer coordinates componentwise, counters lexicographically).
+
+    The justifiers of each location are first reduced to their minimal elements (an
+    antichain: sorted lexicographically and swept, :func:`gpu_kernels.pareto.segment_frontiers`),
+    since a query is dominated iff a minimal justifier is ``<=`` it. With one outer
+    coordinate the antichain, in lexicographic order, has strictly increasing outer and
+    strictly decreasing counters, so the only candidate for a query is the last element
+    whose outer coordinate is ``<=`` the query's (a binary search): ``O((nq + nj) log nj)``.
+    With ``m > 1`` each query is compared with the antichain, in chunks of bounded memory."""
+    from gpu_kernels.pareto import segment_frontiers
+
     out = np.zeros(len(q_loc), bool)
     if not len(q_loc) or not len(j_loc):
         return out
     W = q_ts.shape[1]
-    for l in np.unique(q_loc).tolist():
+    j_loc = np.asarray(j_loc, np.int64)
+    order, _ = _order(j_loc, j_ts)
+    jl, jt = j_loc[order], np.ascontiguousarray(j_ts[order], np.int64)
+    locs, starts = np.unique(jl, return_index=True)
+    seg_ptr = np.append(starts, len(jl)).astype(np.int64)
+    ptr, A = segment_frontiers(jt, np.ones(len(jl), np.int64), seg_ptr,
+                               np.arange(len(locs), dtype=np.int64), m)
+    q_loc = np.asarray(q_loc, np.int64)
+    for k, l in enumerate(locs.tolist()):
         qi = np.flatnonzero(q_loc == l)
-        J = j_ts[j_loc == l]
-        if not len(J):
+        if not len(qi):
             continue
-        step = max(1, (1 << 22) // (len(J) * max(W, 1)))
-        for a in range(0, len(qi), step):
-            out[qi[a:a + step]] = _le_any(J, q_ts[qi[a:a + step]], m)
+        a = A[ptr[k]:ptr[k + 1]]
+        if m == 1:
+            Q = q_ts[qi]
+            idx = np.searchsorted(a[:, 0], Q[:, 0], side="right") - 1
+            ok = idx >= 0
+            out[qi] = ok & _lex_le(a[np.maximum(idx, 0), m:], Q[:, m:])
+            continue
+        step = max(1, (1 << 22) // (len(a) * max(W, 1)))
+        for s in range(0, len(qi), step):
+            out[qi[s:s + step]] = _le_any(a, q_ts[qi[s:s + step]], m)
     return out
+
+
+def _lex_le(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``bool[n]``: row ``a[i] <= b[i]`` lexicographically (rows of equal width)."""
+    if not a.shape[1]:
+        return np.ones(len(a), bool)
+    d = np.sign(b - a)
+    first = np.argmax(d != 0, axis=1)
+    return d[np.arange(len(d)), first] >= 0
 
 
 def _le_any(J: np.ndarray, Q: np.ndarray, m: int) -> np.ndarray:

@@ -6,8 +6,11 @@ What it measures
 The loop of docs/operate.md (a source, a loop scope with a body and a feedback operator, a
 sink). For each number of messages ``n`` (``--rows``), one report in which the loop body
 consumes ``n`` messages on its feedback input and sends each on around the loop, at
-``--times`` distinct iterations of epoch 0 (``2n`` rows). Variants, interleaved, each
-``--repeat`` times, on fresh trackers of the ``--backend`` (``cpu``):
+``--times`` distinct iterations of epoch 0 (``2n`` rows; a list of counts measures each,
+e.g. ``--times 200,16000``: the guards' cost in the distinct times). The messages consumed
+are in flight first: an untimed setup sends them around the loop by the guards' rules (the
+guards reject consuming what was never sent). Variants, interleaved, each ``--repeat``
+times, on fresh trackers of the ``--backend`` (``cpu``):
 
 * ``build``: making the :class:`~engine.operate.Report` and its columns;
 * ``translate``: :meth:`~engine.operate.Ports.pointstamps` (validate, route, consolidate);
@@ -31,11 +34,13 @@ How to run (from the repository root)
 
 How to read the output
 ----------------------
-One line per ``n``: the median seconds of each variant and ``apply / by_hand``, the cost of
+One line per ``(n, times)``: the median seconds of each variant and ``apply / by_hand``, the cost of
 the interface over hand-written deltas. The JSON file (``--out``) holds ``commit``,
 ``dirty``, ``machine``, ``parameters``, ``runs`` (one record per timed call: rows, variant,
-repeat, ``wall_s``), ``cases`` (per ``n``: the medians and the ratio) and ``consistency``.
-``--plot FILE.png`` draws each variant's median against ``n`` (log-log).
+repeat, ``wall_s``), ``cases`` (per ``n`` and ``times``: the medians and the ratio) and
+``consistency``.
+``--plot FILE.png`` draws each variant's median against ``n`` (log-log), one line style per
+``--times`` count.
 """
 
 from __future__ import annotations
@@ -75,7 +80,20 @@ def loop_dataflow():
     return root.build()
 
 
-def run(rows: Sequence[int], times: int, repeat: int, backend: str, seed: int,
+def in_flight(rt, ts) -> None:
+    """Put one message per row of ``ts`` (``(0, it)``, ``it >= 1``) in flight at the body's
+    feedback input, by the guards' rules: the source sends one message and drops its
+    capability, the body consumes it and takes a capability at ``(0, 0)``, then sends at
+    ``(0, it - 1)`` and drops it, and the feedback sends what it consumed on at ``(0, it)``."""
+    prev = ts.copy()
+    prev[:, 1] -= 1
+    rt.apply(Report().produced("source", 0, (0,), 1).capabilities("source", 0, (0,), -1))
+    rt.apply(Report().consumed("loop/body", 0, (0, 0), 1).capabilities("loop/body", 0, (0, 0), 1))
+    rt.apply(Report().produced("loop/body", 0, prev, 1).capabilities("loop/body", 0, (0, 0), -1)
+             .consumed("loop/feedback", 0, prev, 1).produced("loop/feedback", 0, ts, 1))
+
+
+def run(rows: Sequence[int], times: Sequence[int] | int, repeat: int, backend: str, seed: int,
         quiet: bool = False) -> dict:
     df = loop_dataflow()
     body_in, fb_in = df.target("loop/body", 1), df.target("loop/feedback", 0)
@@ -84,14 +102,14 @@ def run(rows: Sequence[int], times: int, repeat: int, backend: str, seed: int,
     def report(ts):
         return Report().consumed("loop/body", 1, ts, 1).produced("loop/body", 0, ts, 1)
 
-    def fresh():
+    def fresh(ts):
         rt = df.tracker(backend)
-        rt.apply(Report().capabilities("source", 0, (0,), -1))
+        in_flight(rt, ts)
         return rt
 
     def one(variant, ts, hand):
         """Seconds of one call of ``variant`` and the frontiers it leaves (or None)."""
-        rt = fresh() if variant in ("check", "apply", "by_hand") else None
+        rt = fresh(ts) if variant in ("check", "apply", "by_hand") else None
         r = report(ts) if variant != "build" else None
         if r is not None:
             r.to_arrays()
@@ -109,33 +127,43 @@ def run(rows: Sequence[int], times: int, repeat: int, backend: str, seed: int,
         wall = time.perf_counter() - start
         return wall, (rt.tracker.frontiers() if variant in ("apply", "by_hand") else None)
 
+    def by_hand(ts):
+        n = len(ts)
+        loc = np.concatenate([np.full(n, body_in, np.int32), np.full(n, fb_in, np.int32)])
+        return loc, np.concatenate([ts, ts]), np.concatenate([np.full(n, -1), np.full(n, 1)])
+
+    times = [times] if isinstance(times, int) else list(times)
     rng = np.random.default_rng(seed)
     for n in rows:
-        ts = np.zeros((n, 2), np.int64)
-        ts[:, 1] = rng.integers(1, times + 1, n)
-        loc = np.concatenate([np.full(n, body_in, np.int32), np.full(n, fb_in, np.int32)])
-        hand = (loc, np.concatenate([ts, ts]), np.concatenate([np.full(n, -1), np.full(n, 1)]))
-        for variant in VARIANTS:  # warm-up: kernels load, memory is touched once
-            one(variant, ts[:min(n, 1000)], tuple(a[:min(2 * n, 2000)] for a in hand))
-        walls = {v: [] for v in VARIANTS}
-        ends = {}
-        for k in range(repeat):
-            for variant in VARIANTS:
-                wall, end = one(variant, ts, hand)
-                walls[variant].append(wall)
-                runs.append({"rows": n, "variant": variant, "repeat": k, "wall_s": wall})
-                if end is not None:
-                    ends[variant] = end
-        if ends["apply"] != ends["by_hand"]:
-            consistency.append({"rows": n, "what": "apply and by_hand leave different frontiers"})
-        med = {v: statistics.median(w) for v, w in walls.items()}
-        case = {"rows": n, "messages": 2 * n, "median_s": med,
-                "min_s": {v: min(w) for v, w in walls.items()},
-                "apply_over_by_hand": med["apply"] / med["by_hand"]}
-        cases.append(case)
-        if not quiet:
-            print(f"n={n:>9,}  " + "  ".join(f"{v} {med[v]:.3f}s" for v in VARIANTS)
-                  + f"  apply/by_hand {case['apply_over_by_hand']:.2f}")
+        for D in times:
+            ts = np.zeros((n, 2), np.int64)
+            ts[:, 1] = rng.integers(1, D + 1, n)
+            hand = by_hand(ts)
+            for variant in VARIANTS:  # warm-up: kernels load, memory is touched once
+                one(variant, ts[:min(n, 1000)], by_hand(ts[:min(n, 1000)]))
+            walls = {v: [] for v in VARIANTS}
+            ends = {}
+            for k in range(repeat):
+                for variant in VARIANTS:
+                    wall, end = one(variant, ts, hand)
+                    walls[variant].append(wall)
+                    runs.append({"rows": n, "times": D, "variant": variant, "repeat": k,
+                                 "wall_s": wall})
+                    if end is not None:
+                        ends[variant] = end
+            if ends["apply"] != ends["by_hand"]:
+                consistency.append({"rows": n, "times": D,
+                                    "what": "apply and by_hand leave different frontiers"})
+            med = {v: statistics.median(w) for v, w in walls.items()}
+            case = {"rows": n, "times": D, "distinct_times": int(len(np.unique(ts[:, 1]))),
+                    "messages": 2 * n, "median_s": med,
+                    "min_s": {v: min(w) for v, w in walls.items()},
+                    "apply_over_by_hand": med["apply"] / med["by_hand"]}
+            cases.append(case)
+            if not quiet:
+                print(f"n={n:>9,} times={D:>7,}  "
+                      + "  ".join(f"{v} {med[v]:.3f}s" for v in VARIANTS)
+                      + f"  apply/by_hand {case['apply_over_by_hand']:.2f}")
     return {"benchmark": "operate", **commit_info(), "machine": machine(),
             "parameters": {"rows": list(rows), "times": times, "repeat": repeat,
                            "backend": backend, "seed": seed},
@@ -148,9 +176,15 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    xs = [c["messages"] for c in results["cases"]]
-    for v in VARIANTS:
-        ax.plot(xs, [c["median_s"][v] for c in results["cases"]], marker="o", label=v)
+    times = sorted({c.get("times", 0) for c in results["cases"]})
+    styles = ["-", "--", ":", "-."]
+    for k, D in enumerate(times):
+        cases = [c for c in results["cases"] if c.get("times", 0) == D]
+        xs = [c["messages"] for c in cases]
+        for j, v in enumerate(VARIANTS):
+            ax.plot(xs, [c["median_s"][v] for c in cases], marker="o", color=f"C{j}",
+                    linestyle=styles[k % len(styles)],
+                    label=v if len(times) == 1 else f"{v}, {D:,} times")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("report rows (consumed + produced)")
@@ -169,7 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int_list, default=[10_000, 100_000, 1_000_000],
                    help="messages consumed (and as many produced) per report")
-    p.add_argument("--times", type=int, default=200, help="distinct iterations in a report")
+    p.add_argument("--times", type=int_list, default=[200],
+                   help="distinct iterations in a report (a list: one case per count)")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--backend", default="cpu")
     p.add_argument("--seed", type=int, default=13)
@@ -177,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--plot", type=Path)
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
-    if args.repeat < 1 or args.times < 1:
+    if args.repeat < 1 or min(args.times) < 1:
         p.error("--repeat and --times must be >= 1")
     results = run(args.rows, args.times, args.repeat, args.backend, args.seed, args.quiet)
     args.out.parent.mkdir(parents=True, exist_ok=True)

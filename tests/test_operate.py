@@ -17,9 +17,9 @@ from hypothesis import given, strategies as st
 
 import engine
 from engine import (BOUNDARY, CapabilityRegressionError, DepthMismatchError, DuplicateChannelError,
-                    GraphBuilder, ImpliedFrontierTracker, NoCapabilityError, Operate,
-                    OperatorNameError, Report, ReportCountError, ReportError, ReportKind,
-                    ReportOperatorError, ReportPortError, Scope, ScopeError, Summary,
+                    GraphBuilder, ImpliedFrontierTracker, NoCapabilityError, NotInFlightError,
+                    Operate, OperatorNameError, Report, ReportCountError, ReportError,
+                    ReportKind, ReportOperatorError, ReportPortError, Scope, ScopeError, Summary,
                     SummaryShapeError, TimestampRangeError, TimestampWidthError,
                     UnheldCapabilityError, UnknownOperatorError, UnknownPortError,
                     ZeroAdvanceCycleError, closure)
@@ -277,29 +277,100 @@ def test_bad_reports_are_rejected_by_name(report, exc, words):
     assert state(rt) == before
 
 
-def test_a_million_message_report_is_array_work():
-    """1e6 consumed and 1e6 produced rows at 200 distinct times: the translation and the
-    guards give the exact consolidated counts (the work is NumPy over the columns; the time
-    is measured by hand, see docs/operate.md)."""
+def around_the_loop(df, rt, ts):
+    """Put one message per row of ``ts`` (``(0, it)``, ``it >= 1``) in flight at the body's
+    feedback input, by the guards' rules: the input sends one message and drops its
+    capability; the body consumes it and takes a capability at ``(0, 0)``; then, in one
+    report, the body sends at ``(0, it - 1)`` and drops that capability, and the feedback
+    consumes what the body sent and sends it on at ``(0, it)``."""
+    prev = ts.copy()
+    prev[:, 1] -= 1
+    rt.apply(Report().produced("input", 0, (0,), 1).capabilities("input", 0, (0,), -1))
+    rt.apply(Report().consumed("loop/body", 0, (0, 0), 1).capabilities("loop/body", 0, (0, 0), 1))
+    rt.apply(Report().produced("loop/body", 0, prev, 1).capabilities("loop/body", 0, (0, 0), -1)
+             .consumed("loop/feedback", 0, prev, 1).produced("loop/feedback", 0, ts, 1))
+
+
+@pytest.mark.parametrize("n, times", [(1_000_000, 200), (200_000, 100_000)])
+def test_a_million_message_report_is_array_work(n, times):
+    """1e6 consumed and 1e6 produced rows at 200 distinct times, and 2e5 at 1e5 distinct
+    times (guards quadratic in the distinct times would take minutes here): the translation
+    and the guards give the exact consolidated counts (the work is NumPy over the columns;
+    the time is measured by perf/bench_operate.py, see docs/operate.md)."""
     df = loop_dataflow()
     rt = df.tracker("cpu")
-    n = 1_000_000
     rng = np.random.default_rng(13)
-    it = rng.integers(1, 201, n)
+    it = rng.integers(1, times + 1, n)
     ts = np.zeros((n, 2), np.int64)
     ts[:, 1] = it
-    rt.apply(Report().capabilities("input", 0, (0,), -1))
-    # the body consumes messages on its feedback input and sends each twice around the loop
+    around_the_loop(df, rt, ts)
+    body_in1, fb_in = df.target("loop/body", 1), df.target("loop/feedback", 0)
+    per = np.bincount(it, minlength=times + 1)[1:]
+    hit = per > 0
+    # the body consumes the messages on its feedback input and sends each twice around
     r = Report().consumed("loop/body", 1, ts, 1).produced("loop/body", 0, ts, 2)
     loc, out_ts, diff = df.check(r, rt.tracker)
-    per = np.bincount(it, minlength=201)[1:]
-    body_in1, fb_in = df.target("loop/body", 1), df.target("loop/feedback", 0)
     assert set(loc.tolist()) == {body_in1, fb_in}
-    assert np.array_equal(diff[loc == body_in1], -per)
-    assert np.array_equal(diff[loc == fb_in], 2 * per)
-    assert np.array_equal(out_ts[loc == fb_in][:, 1], np.arange(1, 201))
+    assert np.array_equal(diff[loc == body_in1], -per[hit])
+    assert np.array_equal(diff[loc == fb_in], 2 * per[hit])
+    assert np.array_equal(out_ts[loc == fb_in][:, 1], np.flatnonzero(hit) + 1)
     rt.apply(r)
-    assert rt.frontier("loop/feedback", 0) == [(0, 1)]
+    assert rt.frontier("loop/feedback", 0) == [(0, int(it.min()))]
+    assert rt.frontier("loop/body", 1) == [(0, int(it.min()) + 1)]
+    # one message more than was sent, at the latest time: rejected whole, nothing applied
+    last = (0, int(it.max()) + 1)
+    over = Report().consumed("loop/feedback", 0, ts, 2).consumed("loop/feedback", 0, last, 1)
+    before = state(rt)
+    with pytest.raises(NotInFlightError, match=rf"consumes 1 messages at \(0, {last[1]}\) but "
+                                               r"only 0 are in flight"):
+        rt.apply(over.produced("loop/feedback", 0, last, 1))
+    assert state(rt) == before
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+def test_a_message_never_sent_justifies_nothing(backend):
+    """Consuming a message that is not in flight is rejected by name (NotInFlightError) and
+    changes nothing: it cannot justify a capability in the past, so no frontier moves back."""
+    df = loop_dataflow()
+    rt = df.tracker(backend)
+    rt.apply(Report().produced("input", 0, (0,), 5).capabilities("input", 0, (0,), -1))
+    rt.apply(Report().consumed("loop/body", 0, (0, 0), 5))
+    assert rt.frontier("output", 0) == []
+    def snap():
+        return rt.tracker.frontiers(), sorted(rt.tracker.counts.active())
+
+    before = snap()
+    for bad, words in [
+            # the phantom: a capability at (0, 0) on the body's way out, from nothing
+            (Report().consumed("loop/body", 0, (0, 0), 1).capabilities("loop/body", 1, (0, 0), 1),
+             r"'loop/body' input 0 consumes 1 messages at \(0, 0\) but only 0 are in flight "
+             r"there \(0 counted, 0 sent in this report\)"),
+            (Report().consumed("loop/body", 0, (0, 0), 1).produced("loop/body", 1, (0, 0), 1),
+             r"'loop/body' input 0"),
+            # a message sent in the same report can be consumed, but not twice
+            (Report().produced("loop/feedback", 0, (0, 1), 1)
+             .consumed("loop/body", 1, (0, 1), 2), r"report row 1: .*only 1 are in flight"),
+            (Report().consumed("loop/body", 1, (0, 7), 1), r"at \(0, 7\)")]:
+        with pytest.raises(NotInFlightError, match=words):
+            rt.apply(bad)
+        assert snap() == before
+        assert rt.frontier("output", 0) == []
+    assert issubclass(NotInFlightError, ReportError) and \
+        issubclass(NotInFlightError, engine.NegativeCountError)
+    # what is in flight: counted, or sent in the same report (around the loop in one step)
+    rt2 = df.tracker(backend)
+    rt2.apply(Report().produced("input", 0, (0,), 2).capabilities("input", 0, (0,), -1))
+    rt2.apply(Report().consumed("loop/body", 0, (0, 0), 1).produced("loop/body", 0, (0, 0), 1)
+              .consumed("loop/feedback", 0, (0, 0), 1).produced("loop/feedback", 0, (0, 1), 1)
+              .consumed("loop/body", 1, (0, 1), 1).produced("loop/body", 1, (0, 1), 1))
+    assert rt2.frontier("output", 0) == [(0,)]
+    # the same guard on every holder of counts: a table without the message rejects it
+    loc, ts, cnt = rt2.tracker.table() if backend == "cpu" else (np.zeros(0, np.int64),
+                                                                  np.zeros((0, 2), np.int64),
+                                                                  np.zeros(0, np.int64))
+    keep = loc != df.target("loop/body", 0)
+    with pytest.raises(NotInFlightError):
+        df.check(Report().consumed("loop/body", 0, (0, 0), 1), (loc[keep], ts[keep], cnt[keep]))
 
 
 # --------------------------------------------------------------------------------------------
@@ -600,16 +671,28 @@ def chain_to(desc: Sub, path: str):
     return chain, next(i for i, c in enumerate(s.children) if c.name == parts[-1])
 
 
-def oracle_guard(report_rows, leaves, held, m):
-    """The guards decided row by row: the error class the report deserves, or None."""
+def oracle_guard(report_rows, leaves, held, m, waiting, lands):
+    """The guards decided row by row: the error class the report deserves, or None.
+
+    The oracle's own count model says what is in flight: ``waiting(path, input, t)``, the
+    reference tracker's count at that input, plus what the report's produced rows deliver
+    there (``lands(path, output, t)``: the ``(path, input, t')`` its channels reach, by the
+    description's own routing). A consumed message justifies only when in flight."""
     caps, consumed, produced = {}, {}, []
+    taken, sent = {}, {}
     for kind, path, port, t, c in report_rows:
         if kind == ReportKind.CAPABILITY:
             caps[(path, port, t)] = caps.get((path, port, t), 0) + c
         elif kind == ReportKind.CONSUMED and c > 0:
             consumed.setdefault(path, set()).add((port, t))
+            taken[(path, port, t)] = taken.get((path, port, t), 0) + c
         elif kind == ReportKind.PRODUCED and c > 0:
             produced.append((path, port, t))
+            for key in lands(path, port, t):
+                sent[key] = sent.get(key, 0) + c
+    for (path, i, t), c in taken.items():
+        if max(waiting(path, i, t), 0) + sent.get((path, i, t), 0) < c:
+            return NotInFlightError
 
     def reached(path, o):
         return {s.apply(t) for i, t in consumed.get(path, ())
@@ -677,6 +760,15 @@ def test_nested_scopes_equal_the_flat_graph(data):
     def held(path, o):
         return {t: c for t, c in ref.counts.at(where[("out", path, o)]).items() if c > 0}
 
+    def waiting(path, i, t):
+        return ref.counts.at(where[("in", path, i)]).get(t, 0)
+
+    def lands(path, o, t):
+        chain, k = chain_to(desc, path)
+        out = []
+        deliver(chain, (k, o), t, out)
+        return [(p, i, u) for (_, p, i), u in out]
+
     same()
     outs = [(p, o) for p, c in sorted(leaves.items()) for o in range(c.outputs)]
     ins = [(p, i) for p, c in sorted(leaves.items()) for i in range(c.inputs)]
@@ -714,6 +806,8 @@ def test_nested_scopes_equal_the_flat_graph(data):
                 t = data.draw(timestamps(m, depth, hi=2))
             if kind == ReportKind.CAPABILITY:
                 n = data.draw(st.integers(-1, 1) if here else st.integers(-1, 2))
+            elif kind == ReportKind.CONSUMED and at.get(t, 0) > 0:
+                n = data.draw(st.integers(0, at[t] + 1))  # at most one more than in flight
             else:
                 n = data.draw(st.integers(0, 3))
             rows.append((kind, path, port, t, n))
@@ -721,7 +815,7 @@ def test_nested_scopes_equal_the_flat_graph(data):
         for kind, path, port, t, n in rows:
             {ReportKind.CONSUMED: report.consumed, ReportKind.PRODUCED: report.produced,
              ReportKind.CAPABILITY: report.capabilities}[kind](path, port, t, n)
-        expect = oracle_guard(rows, leaves, held, m)
+        expect = oracle_guard(rows, leaves, held, m, waiting, lands)
         before = state(rt)
         if expect is not None:
             with pytest.raises(expect):
@@ -756,3 +850,26 @@ def test_a_strict_tracker_rejects_consuming_what_is_not_in_flight(backend):
     assert (rt.tracker.frontiers(), sorted(rt.tracker.counts.active())) == before
     rt.apply(Report().consumed("loop/body", 0, (0, 0), 2))
     assert rt.frontier("loop/body", 0) == [(0, 0)]  # the input still holds its capability
+
+
+@examples(40)
+@given(st.data())
+def test_dominance_against_the_antichain_equals_every_pair(data):
+    """The guards' dominance test (justifiers reduced to their antichain, a binary search for
+    ``m == 1``, chunks for ``m > 1``) says what comparing every query with every justifier
+    says, on random timestamps at a few locations."""
+    from engine.report import _dominated
+
+    m = data.draw(st.sampled_from([1, 2]), label="m")
+    depth = data.draw(st.integers(0, 2), label="depth")
+    rows = st.tuples(st.integers(0, 2), timestamps(m, depth, hi=3))
+    J = data.draw(st.lists(rows, max_size=30), label="justifiers")
+    Q = data.draw(st.lists(rows, max_size=30), label="queries")
+    W = m + depth
+
+    def cols(xs):
+        return (np.array([l for l, _ in xs], np.int64),
+                np.array([t for _, t in xs], np.int64).reshape(len(xs), W))
+
+    got = _dominated(*cols(Q), *cols(J), m)
+    assert got.tolist() == [any(l2 == l and le(t2, t, m) for l2, t2 in J) for l, t in Q]

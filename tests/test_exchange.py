@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import event, given, settings, strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition,
                                  rule, run_state_machine_as_test)
 
@@ -87,6 +87,24 @@ class Oracle:
     def vacant_up_to(self, G, p):
         return not any(v != 0 and self.le(q, p) for q, v in G.items())
 
+    def perf_op_ok(self, C, changes):
+        """The paper's ``perf_op`` guards for worker capabilities ``C`` and rows
+        ``[(p, d, to), ...]``: ``Delta_neg`` (own drops, summed) <= ``C``; every ``Delta_self``
+        pointstamp has a held one at or before it; every ``Delta_data`` one a held one strictly
+        before it; and the configuration changes (data, or ``Delta_self != Delta_neg``)."""
+        neg, pos, data = {}, {}, []
+        for p, d, to in changes:
+            if to == OWN and d < 0:
+                neg[p] = neg.get(p, 0) - d
+            elif to == OWN:
+                pos[p] = pos.get(p, 0) + d
+            else:
+                data.append(p)
+        return (all(C.get(p, 0) >= k for p, k in neg.items())
+                and all(any(v > 0 and self.le(q, p) for q, v in C.items()) for p in pos)
+                and all(any(v > 0 and self.lt(q, p) for q, v in C.items()) for p in data)
+                and (bool(data) or zadd(pos, neg, sign=-1) != {}))
+
 
 def zadd(*ms, sign=1):
     out = {}
@@ -122,6 +140,9 @@ def snapshot(ex):
 
 
 class ExchangeMachine(RuleBasedStateMachine):
+
+    #: Drive ``perf_op`` through workload batches (:class:`BatchedExchangeMachine`) instead.
+    batched = False
 
     @initialize(data=st.data())
     def setup(self, data):
@@ -166,6 +187,7 @@ class ExchangeMachine(RuleBasedStateMachine):
 
     # -- perf_op -------------------------------------------------------------------------------
 
+    @precondition(lambda self: not self.batched)
     @rule(data=st.data())
     def perform(self, data):
         holders = [w.index for w in self.ex.workers if len(w.caps[0])]
@@ -186,17 +208,14 @@ class ExchangeMachine(RuleBasedStateMachine):
         for p in data.draw(st.lists(cand, min_size=0 if changes else 1, max_size=2)):
             to = data.draw(st.sampled_from([OWN] + list(range(self.K))))
             changes.append((p, data.draw(st.integers(1, 2)), to))
-        # the oracle's verdict on the guards (against the capabilities held before)
-        own, datas = {}, []
+        # the oracle's verdict: the paper's guards (against the capabilities held before)
+        ok = self.o.perf_op_ok(caps, changes)
+        own = {}
         for p, d, to in changes:
             if to == OWN:
                 own[p] = own.get(p, 0) + d
-            else:
-                datas.append(p)
-        ok = all(caps.get(p, 0) >= -d for p, d in own.items() if d < 0)
-        ok &= all(any(v > 0 and self.o.le(q, p) for q, v in caps.items())
-                  for p, d in own.items() if d > 0)
-        ok &= all(any(v > 0 and self.o.lt(q, p) for q, v in caps.items()) for p in datas)
+        if not ok and all(caps.get(p, 0) >= -d for p, d in own.items() if d < 0):
+            event("perf_op refused, though its own changes summed per pointstamp hold")
         loc, ts, diff = rows(self.g, [(p, d) for p, d, _ in changes])
         to = np.array([t for _, _, t in changes], np.int64)
         if ok:
@@ -204,10 +223,11 @@ class ExchangeMachine(RuleBasedStateMachine):
             self.apply_rec({k: v for k, v in zadd({}, *[{p: d} for p, d, _ in changes]).items()})
         else:
             before = snapshot(self.ex)
-            with pytest.raises(ExchangeCapabilityError, match=f"worker {w}: row"):
+            with pytest.raises(ExchangeCapabilityError, match=f"worker {w}: (row|the operation changes nothing)"):
                 self.ex.perform(w, loc, ts, diff, to=to)
             assert snapshot(self.ex) == before
 
+    @precondition(lambda self: not self.batched)
     @rule(data=st.data())
     def admit(self, data):
         """New initial capabilities, admitted by every worker in one step, at any time."""
@@ -215,7 +235,8 @@ class ExchangeMachine(RuleBasedStateMachine):
         c = data.draw(st.integers(1, 2))
         self.ex.admit(*rows(self.g, [(p, c)]), owner=data.draw(st.integers(0, self.K - 1)))
         self.apply_rec({p: c})
-        self.prev_globs = None      # a new Init: Mono starts again
+        # a new Init: Mono starts again, from the state right after it
+        self.prev_globs = [self.o.table(w.glob) for w in self.ex.workers]
 
     # -- send_upd ------------------------------------------------------------------------------
 
@@ -294,6 +315,8 @@ class ExchangeMachine(RuleBasedStateMachine):
         if not hasattr(self, "ex"):
             return
         o, ex = self.o, self.ex
+        if self.batched:
+            self.sync_rec()
         rec = o.table(ex.rec())
         assert rec == self.rec                                   # bookkeeping of rec
         assert all(v > 0 for v in rec.values())                  # invariant 1
@@ -324,6 +347,88 @@ class ExchangeMachine(RuleBasedStateMachine):
 def test_exchange_state_machine():
     run_state_machine_as_test(ExchangeMachine, settings=settings(
         max_examples=40, stateful_step_count=25, deadline=None))
+
+
+class BatchedExchangeMachine(ExchangeMachine):
+    """``perf_op`` only through workload batches: :meth:`Exchange.perform_batch` queued back
+    to back (each split before the earlier ones' operations are performed or their data
+    delivered), interleaved with the scheduler, sends, deliveries and the workers' next
+    operations taken by hand. ``rec`` must always be the positive part of the workload's
+    counts less what is still queued, and each worker's next operation is enabled exactly
+    when the paper's guards hold for it."""
+
+    batched = True
+
+    @initialize(data=st.data())
+    def setup(self, data):
+        g = data.draw(any_graphs(max_ops=3), label="graph")
+        self.g, self.o = g, Oracle(g)
+        self.K = data.draw(st.integers(1, 4), label="workers")
+        self.ex = Exchange(g, self.K, seed=data.draw(st.integers(0, 3)))
+        for w in self.ex.workers:
+            w.policy = make_policy(data.draw(st.sampled_from(sorted(POLICIES)), label="policy"))
+        self.pool = data.draw(st.lists(self.points(), min_size=1, max_size=4, unique=True))
+        self.rec, self.counts = {}, {}
+        self.truth = ImpliedFrontierTracker(g)
+        self.prev_globs = None
+        self.queue(data, initial=True)
+
+    def sync_rec(self):
+        """Expected ``rec``: the workload's positive counts less the queued operations' rows;
+        the true tracker follows it."""
+        want = {p: c for p, c in self.counts.items() if c > 0}
+        for q in self.ex.pending:
+            for op in q:
+                want = zadd(want, self.o.table((op.loc, op.ts, op.diff)), sign=-1)
+        delta = zadd(want, self.rec, sign=-1)
+        self.apply_rec(delta)
+
+    def queue(self, data, initial=False):
+        expected = {p: c for p, c in self.counts.items() if c > 0}
+        # after what is expected, and after what is held now (which queued drops may remove)
+        near = sorted({q for p in {**expected, **self.o.table(self.ex.held())}
+                       for q in self.successors(p)})
+        cand = st.sampled_from(self.pool) if initial or not near else \
+            st.one_of(st.sampled_from(self.pool), st.sampled_from(near))
+        lo = 1 if initial else -2
+        batch = data.draw(st.dictionaries(cand, st.integers(lo, 2).filter(bool), min_size=1,
+                                          max_size=4))
+        if not initial and expected and data.draw(st.booleans()):
+            p = data.draw(st.sampled_from(sorted(expected)))     # drop what a batch made
+            batch[p] = -expected[p]
+        self.ex.perform_batch(*rows(self.g, list(batch.items())))
+        self.counts = zadd(self.counts, batch)
+        # admissions are a new Init: Mono restarts right after them
+        self.prev_globs = [self.o.table(w.glob) for w in self.ex.workers]
+
+    @rule(data=st.data())
+    def queue_batch(self, data):
+        self.queue(data)
+
+    def fronts(self):
+        return [w for w in range(self.K) if self.ex.pending[w]]
+
+    @precondition(lambda self: self.fronts())
+    @rule(data=st.data())
+    def next_operation(self, data):
+        """A worker's next queued operation: enabled exactly when the paper's guards hold."""
+        w = data.draw(st.sampled_from(self.fronts()))
+        op = self.ex.pending[w][0]
+        changes = [(p, d, t) for p, d, t in zip(
+            [(l, tuple(r[:self.g.width(l)])) for l, r in zip(op.loc.tolist(), op.ts.tolist())],
+            op.diff.tolist(), op.to.tolist())]
+        ok = self.o.perf_op_ok(self.o.table(self.ex.workers[w].caps), changes)
+        assert (exchange._Event("perform", (w,)) in self.ex.events()) == ok
+        if ok:
+            self.ex.pending[w].popleft()
+            self.ex.perform(w, op.loc, op.ts, op.diff, to=op.to)
+        else:
+            event("a queued operation waits for capabilities in flight or pending")
+
+
+def test_exchange_state_machine_batches_back_to_back():
+    run_state_machine_as_test(BatchedExchangeMachine, settings=settings(
+        max_examples=15, stateful_step_count=20, deadline=None))
 
 
 # --------------------------------------------------------------------------------------------

@@ -495,6 +495,27 @@ def test_perf_op_data_needs_a_capability_strictly_before_it():
     assert w.caps[2].tolist() == [1] and w.temp[2].tolist() == [3]   # data is in temp, not caps
 
 
+def test_perf_op_follows_the_paper_drops_are_not_netted_with_additions():
+    """The paper checks ``Delta_neg <= caps`` before anything is added: creating and
+    dropping in one operation a capability the worker does not hold is refused, though the
+    rows sum to a valid drop; and an operation must change something."""
+    w = _worker(caps=((0, 5, 1),))
+    before = _state(w)
+    # +1 and -2 of (0, 5), holding 1: summed it is a drop of 1, but Delta_neg = 2 > 1
+    with pytest.raises(ExchangeCapabilityError, match=r"worker 0: row 1: drops 2 of \(source src.*\(5,\)\) but holds 1"):
+        w.perform(*rows(w.graph, [((0, (5,)), 1), ((0, (5,)), -2)]))
+    with pytest.raises(ExchangeCapabilityError, match=r"worker 0: row 1: drops 1 of \(target mid.*\(6,\)\) but holds 0"):
+        w.perform(*rows(w.graph, [((1, (6,)), 1), ((1, (6,)), -1)]))
+    # both guards hold, but the rows sum to no change of the configuration
+    with pytest.raises(ExchangeCapabilityError, match="worker 0: the operation changes nothing"):
+        w.perform(*rows(w.graph, [((0, (5,)), 1), ((0, (5,)), -1)]))
+    with pytest.raises(ExchangeCapabilityError, match="worker 0: the operation changes nothing"):
+        w.perform(*rows(w.graph, []))
+    assert _state(w) == before
+    w.perform(*rows(w.graph, [((0, (5,)), 1), ((0, (5,)), -1), ((1, (6,)), 1)]))
+    assert sorted(zip(w.caps[0].tolist(), w.caps[2].tolist())) == [(0, 1), (1, 1)]
+
+
 def test_send_refuses_to_leave_temp_unjustified():
     w = _worker(policy="all")
     w.perform(*rows(w.graph, [((1, (5,)), 1), ((0, (5,)), -1)]))    # move the capability on
@@ -665,6 +686,73 @@ def test_batch_policy_waits_for_size_or_time():
     assert w.send(now=5) is None and w.send(now=10) is not None
     w.perform(*rows(w.graph, [((1, (6,)), 1), ((1, (7,)), 1), ((2, (8,)), 1)]), now=11)
     assert w.send(now=11) is not None       # three rows: the size is reached
+
+
+def test_batch_policy_clock_restarts_after_a_partial_send():
+    """What a partial send (quiesce's settling) leaves behind does not make the next batch
+    due early: the clock restarts at the next operation."""
+    w = _worker(policy=exchange.SendBatched(size=100, interval=10))
+    w.perform(*rows(w.graph, [((1, (6,)), 1), ((1, (7,)), 1)]), now=0)
+    assert w.send(now=1, select=np.array([True, False])) is not None   # (1, 7) stays
+    assert not w.wants_to_send(50)       # nothing performed since the send
+    w.perform(*rows(w.graph, [((2, (8,)), 1)]), now=50)
+    assert not w.wants_to_send(59) and w.wants_to_send(60)
+
+
+def test_batches_queued_back_to_back_are_split_against_what_is_pending():
+    """A batch queued before the last one's operations ran must not lean on a capability a
+    queued drop removes (it is admitted instead), and an operation that drops a capability
+    still in flight as data waits for it."""
+    g, src, mid, sink = _chain()
+    ex = Exchange(g, 1, check=True)
+    ex.run([src], [(5,)], [1])
+    ex.perform_batch([src], [(5,)], [-1])       # queued: drop (src, 5)
+    ex.perform_batch([mid], [(5,)], [1])        # (src, 5) will be gone: admitted
+    ex.quiesce()
+    ex.check_agreement()
+    assert Oracle(g).table(ex.rec()) == {(mid, (5,)): 1}
+    ex = Exchange(g, 2, check=True)             # src is worker 0's, mid worker 1's
+    ex.run([src], [(5,)], [1])
+    ex.perform_batch([mid], [(6,)], [1])        # worker 0 sends (mid, 6) to worker 1
+    ex.perform_batch([mid], [(6,)], [-1])       # worker 1 drops it: only once it arrived
+    assert [e.args for e in ex.events() if e.kind == "perform"] == [(0,)]
+    assert "drops 1 of" in str(ex._front_admissible(1))
+    ex.step()                                   # worker 0's operation: data in flight
+    assert "data" in [e.kind for e in ex.events()]
+    assert (1,) not in [e.args for e in ex.events() if e.kind == "perform"]
+    ex.deliver_data(1)
+    assert (1,) in [e.args for e in ex.events() if e.kind == "perform"]
+    ex.quiesce()
+    ex.check_agreement()
+    assert Oracle(g).table(ex.rec()) == {(src, (5,)): 1}
+
+
+def test_quiesce_names_an_operation_that_can_never_be_performed():
+    """Capabilities moved by hand away from the batch's bookkeeping: the queued drop can
+    never pass its guard, and quiesce says so instead of leaving it behind silently."""
+    g, src, mid, sink = _chain()
+    ex = Exchange(g, 2, check=True)
+    ex.run([src, mid], [(5,), (5,)], [1, 1])
+    ex.perform(1, *rows(g, [((mid, (5,)), -1), ((mid, (6,)), 1)]))   # not through a batch
+    ex.quiesce()
+    ex.perform_batch([mid], [(5,)], [-1])
+    with pytest.raises(ExchangeStateError, match=r"worker 1's next pending operation can never be performed.*drops 1 of \(target mid"):
+        ex.quiesce()
+    assert len(ex.pending[1]) == 1
+
+
+def test_mono_is_checked_right_after_an_admission():
+    """A batch with an unjustified row admits it; the next check still checks Mono, from
+    the state right after the admission."""
+    g, src, mid, sink = _chain()
+    ex = Exchange(g, 2, check=True)
+    ex.run([src], [(5,)], [1])
+    ex.perform_batch([sink, mid], [(1,), (6,)], [1, 1])     # (sink, 1) admitted, (mid, 6) queued
+    assert len(ex.pending[0]) == 1
+    # a forged update that brings back a pointstamp before anything worker 1 has seen
+    ex.workers[1].receive(Update(0, 0, *rows(g, [((src, (2,)), 1)])))
+    with pytest.raises(SafetyError, match="Mono fails: worker 1's view moved back"):
+        ex.check_safety()
 
 
 @settings(max_examples=25, deadline=None)

@@ -757,8 +757,11 @@ def split_batch(graph: Graph, loc, ts, diff, workers: int, *, held=None,
     list[Operation]
         First one ``INITIAL`` operation per owner that has such rows, then one operation per
         worker with rows (its own positives and data messages, and its drops). Every guard is
-        checked against the capabilities held before the batch and each worker drops only
-        pointstamps it owns, so the operations are admissible in any order and interleaving.
+        checked against ``held`` and each worker drops only pointstamps it owns, so once the
+        workers hold (at least) ``held``, the operations are admissible in any order and
+        interleaving. A batch queued while earlier operations are still pending or their
+        data in flight is split against what will be held after them
+        (:meth:`Exchange.perform_batch`).
     """
     from .batch_arrays import batch_arrays
     order = order if order is not None else PointstampOrder(graph)
@@ -1071,7 +1074,14 @@ class Exchange:
         a ``temp`` then is only positive counts that the worker's own capabilities justify:
         each lies at or after a pointstamp every ``glob`` has, so every worker's frontiers
         equal the true ones (:meth:`check_agreement`) though ``glob`` may differ from ``rec``.
-        :meth:`flush` empties the ``temp`` too."""
+        :meth:`flush` empties the ``temp`` too.
+
+        Raises
+        ------
+        ExchangeStateError
+            A queued operation that can never pass its guards (capabilities moved by
+            :meth:`perform` outside the batches' bookkeeping); it stays queued, named.
+        """
         settle = HoldBack()
         while True:
             if self.step():

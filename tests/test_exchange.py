@@ -205,17 +205,20 @@ class ExchangeMachine(RuleBasedStateMachine):
             for p in data.draw(st.lists(st.sampled_from(sorted(caps)), max_size=2, unique=True)):
                 extra = data.draw(st.integers(0, 9)) == 0
                 changes.append((p, -data.draw(st.integers(1, caps[p])) - extra, OWN))
+            if changes and data.draw(st.integers(0, 3)) == 0:   # and re-create a dropped one
+                changes.append((changes[0][0], data.draw(st.integers(1, 2)), OWN))
         for p in data.draw(st.lists(cand, min_size=0 if changes else 1, max_size=2)):
             to = data.draw(st.sampled_from([OWN] + list(range(self.K))))
             changes.append((p, data.draw(st.integers(1, 2)), to))
         # the oracle's verdict: the paper's guards (against the capabilities held before)
         ok = self.o.perf_op_ok(caps, changes)
-        own = {}
-        for p, d, to in changes:
-            if to == OWN:
-                own[p] = own.get(p, 0) + d
-        if not ok and all(caps.get(p, 0) >= -d for p, d in own.items() if d < 0):
-            event("perf_op refused, though its own changes summed per pointstamp hold")
+        net = zadd({}, *[{p: d} for p, d, to in changes if to == OWN])
+        held = [q for q, v in caps.items() if v > 0]
+        summed_ok = (all(caps.get(p, 0) >= -d for p, d in net.items() if d < 0)
+                     and all(any(self.o.le(q, p) for q in held) for p, d in net.items() if d > 0)
+                     and all(any(self.o.lt(q, p) for q in held) for p, _, to in changes if to != OWN))
+        if summed_ok and not ok:    # where the paper differs from netting own rows first
+            event("refused by the paper's perf_op, though its own rows, summed first, pass")
         loc, ts, diff = rows(self.g, [(p, d) for p, d, _ in changes])
         to = np.array([t for _, _, t in changes], np.int64)
         if ok:

@@ -397,7 +397,10 @@ class BatchedExchangeMachine(ExchangeMachine):
         batch = data.draw(st.dictionaries(cand, st.integers(lo, 2).filter(bool), min_size=1,
                                           max_size=4))
         if not initial and expected and data.draw(st.booleans()):
-            p = data.draw(st.sampled_from(sorted(expected)))     # drop what a batch made
+            # drop what a batch made, preferably what is not held yet (queued or in flight)
+            held = self.o.table(self.ex.held())
+            coming = sorted(p for p in expected if expected[p] > held.get(p, 0))
+            p = data.draw(st.sampled_from(coming or sorted(expected)))
             batch[p] = -expected[p]
         self.ex.perform_batch(*rows(self.g, list(batch.items())))
         self.counts = zadd(self.counts, batch)

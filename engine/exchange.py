@@ -570,7 +570,7 @@ class Worker:
             self.stats["rows_performed"] += n
         return out
 
-    def admissible(self, loc, ts, diff, *, to=None) -> ExchangeError | None:
+    def admissible(self, loc, ts, diff, *, to=None) -> ExchangeError | BatchError | None:
         """Whether :meth:`perform` would accept this operation now: None if so, else the
         error it would raise (nothing changes either way)."""
         saved = self._caps, self._temp, self.temp_since, dict(self.stats)
@@ -1013,7 +1013,7 @@ class Exchange:
         # Init again: Mono is a property of steps, not of Init; it restarts from here
         self._prev_globs = [w._glob for w in self.workers]
 
-    def _front_admissible(self, w: int) -> ExchangeError | None:
+    def _front_admissible(self, w: int) -> ExchangeError | BatchError | None:
         """None if worker ``w``'s next pending operation passes its guards now, else the
         error (remembered until the operation or the worker's capabilities change)."""
         op, caps = self.pending[w][0], self.workers[w]._caps

@@ -62,8 +62,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .choices import Choice
-from .errors import (ExchangeCapabilityError, ExchangeError, ExchangeStateError, NegativeCountError,
-                     SafetyError, UnjustifiedSendError, UpdateOrderError)
+from .errors import (BatchError, ExchangeCapabilityError, ExchangeError, ExchangeStateError,
+                     NegativeCountError, SafetyError, UnjustifiedSendError, UpdateOrderError)
 from .graph import Graph
 from .timestamp import le
 
@@ -303,8 +303,10 @@ class SendAll(Policy):
 
 
 class SendBatched(Policy):
-    """Send everything, but only once ``temp`` holds ``size`` rows or its oldest unsent
-    change is ``interval`` old (in the caller's clock: :class:`Exchange` steps, or seconds).
+    """Send everything, but only once ``temp`` holds ``size`` rows or the first operation
+    since it was last empty or sent from (:attr:`Worker.temp_since`) is ``interval`` old (in
+    the caller's clock: :class:`Exchange` steps, or seconds): what a partial send -- such as
+    :meth:`Exchange.quiesce`'s settling -- leaves behind does not make the next batch due early.
     Holding everything back is always allowed (no send happens) and sending everything is
     always justified, so this policy needs no check of its own.
     """
@@ -394,8 +396,9 @@ class Worker:
         (:attr:`Update.nbytes` per broadcast, once however many receive it),
         ``updates_received``, ``operations`` (``perf_op``s), ``rows_performed`` (their rows).
     temp_since
-        The ``now`` of the first :meth:`perform` since ``temp`` was last empty (None if
-        unknown), for time-based policies.
+        The ``now`` of the first :meth:`perform` since ``temp`` was last empty or last sent
+        from (None if unknown, or if nothing was performed since), for time-based policies:
+        what a partial send leaves in ``temp`` ages from the next operation on.
     """
 
     def __init__(self, graph: Graph, index: int, workers: int, *, backend="cpu",
@@ -456,16 +459,21 @@ class Worker:
         """``perf_op``: one operation of this worker, as signed changes.
 
         Rows with ``to[i] == OWN`` (the default for every row) change the worker's own
-        capabilities: after summing equal pointstamps, a negative net count drops held
-        capabilities, a positive one creates capabilities. Rows with ``to[i] = r >= 0``
-        must be positive: capabilities sent to worker ``r`` as data (``r`` may be this worker).
+        capabilities: the negative rows, summed per pointstamp, are the paper's ``Delta_neg``
+        (drops), the positive ones its ``Delta_self`` (new capabilities). Rows with
+        ``to[i] = r >= 0`` must be positive: capabilities sent to worker ``r`` as data
+        (``r`` may be this worker), the paper's ``Delta_data``.
 
-        Guards, checked against the capabilities held *before* the operation (all of them
-        before anything changes):
+        Guards, exactly the paper's, checked against the capabilities held *before* the
+        operation (all of them before anything changes):
 
-        * a drop of ``k`` at ``p`` needs ``caps(p) >= k``;
+        * the drops of ``p``, summed, need ``caps(p) >= Delta_neg(p)`` (a drop and an
+          addition of the same pointstamp are not netted first: creating and dropping a
+          capability one does not hold is refused);
         * a new capability at ``p`` needs a held capability at or before ``p``;
-        * a data message at ``p`` needs a held capability strictly before ``p``.
+        * a data message at ``p`` needs a held capability strictly before ``p``;
+        * the operation changes something: a data message, or own changes that do not
+          sum to zero.
 
         ``temp`` gains the operation's whole change (data included: it is in ``rec`` from now).
 
@@ -501,30 +509,39 @@ class Worker:
                                   f"{int(to_a[i])} must carry a positive count, got "
                                   f"{int(b_diff[i])}")
         own = to_a == OWN
-        net = _zsum((b_loc[own], b_ts[own], b_diff[own]))
         caps = self._caps
+        # the paper's perf_op: drops (Delta_neg, own negative rows summed) and new own
+        # capabilities (Delta_self, own positive rows summed) are checked separately, each
+        # against the capabilities held before the operation -- never netted
+        negr = own & (b_diff < 0)
+        posr = own & (b_diff > 0)
+        dneg = _zsum((b_loc[negr], b_ts[negr], -b_diff[negr]))
+        dself = _zsum((b_loc[posr], b_ts[posr], b_diff[posr]))
         # drop only held capabilities
-        neg = net[2] < 0
-        if neg.any():
-            held = _lookup(caps, net[0][neg], net[1][neg])
-            short = np.flatnonzero(held < -net[2][neg])
+        if len(dneg[0]):
+            held = _lookup(caps, dneg[0], dneg[1])
+            short = np.flatnonzero(held < dneg[2])
             if len(short):
-                j = np.flatnonzero(neg)[short[0]]
+                j = int(short[0])
                 raise ExchangeCapabilityError(
-                    f"worker {self.index}: row {self._row_of(b_loc, b_ts, net, j)}: drops "
-                    f"{-int(net[2][j])} of {self.order.name(net[0][j], net[1][j])} but holds "
-                    f"{int(held[short[0]])}")
+                    f"worker {self.index}: row {self._row_of(b_loc, b_ts, dneg, j, negr)}: drops "
+                    f"{int(dneg[2][j])} of {self.order.name(dneg[0][j], dneg[1][j])} but holds "
+                    f"{int(held[j])}")
         # a new own capability: a held one at or before it
-        pos = np.flatnonzero(net[2] > 0)
-        if len(pos):
-            ok = (_lookup(caps, net[0][pos], net[1][pos]) > 0)
-            ok |= self.order.below(caps, net[0][pos], net[1][pos]) > 0
+        if len(dself[0]):
+            ok = (_lookup(caps, dself[0], dself[1]) > 0)
+            ok |= self.order.below(caps, dself[0], dself[1]) > 0
             if not ok.all():
-                j = pos[np.flatnonzero(~ok)[0]]
+                j = int(np.flatnonzero(~ok)[0])
                 raise ExchangeCapabilityError(
-                    f"worker {self.index}: row {self._row_of(b_loc, b_ts, net, j)}: new "
-                    f"capability {self.order.name(net[0][j], net[1][j])} is not justified: the "
-                    f"worker holds no capability at or before it")
+                    f"worker {self.index}: row {self._row_of(b_loc, b_ts, dself, j, posr)}: new "
+                    f"capability {self.order.name(dself[0][j], dself[1][j])} is not justified: "
+                    f"the worker holds no capability at or before it")
+        net = _zsum(dself, dneg, signs=(1, -1))
+        if not len(net[0]) and own.all():
+            raise ExchangeCapabilityError(
+                f"worker {self.index}: the operation changes nothing ({n} rows, no data "
+                f"message, own changes that sum to zero): perf_op must change the configuration")
         # a data message: a held capability strictly before it
         data_rows = np.flatnonzero(~own)
         if len(data_rows):
@@ -543,7 +560,9 @@ class Worker:
         for r in np.unique(to_a[~own]).tolist():
             sel = to_a == r
             out.append(DataMessage(int(r), *_zsum((b_loc[sel], b_ts[sel], b_diff[sel]))))
-        if len(self._temp[0]) == 0 and len(new_temp[0]):
+        if not len(new_temp[0]):
+            self.temp_since = None
+        elif self.temp_since is None:
             self.temp_since = now
         self._caps, self._temp = new_caps, new_temp
         if n:
@@ -551,10 +570,24 @@ class Worker:
             self.stats["rows_performed"] += n
         return out
 
+    def admissible(self, loc, ts, diff, *, to=None) -> ExchangeError | BatchError | None:
+        """Whether :meth:`perform` would accept this operation now: None if so, else the
+        error it would raise (nothing changes either way)."""
+        saved = self._caps, self._temp, self.temp_since, dict(self.stats)
+        try:
+            self.perform(loc, ts, diff, to=to)
+        except (ExchangeError, BatchError) as err:
+            return err
+        finally:
+            self._caps, self._temp, self.temp_since = saved[:3]
+            self.stats = saved[3]
+        return None
+
     @staticmethod
-    def _row_of(b_loc, b_ts, net, j) -> int:
-        """The first input row of consolidated row ``j`` (for messages)."""
-        hit = (b_loc == net[0][j]) & (b_ts == net[1][j]).all(axis=1)
+    def _row_of(b_loc, b_ts, table, j, among) -> int:
+        """The first input row (of those in ``among``) of consolidated row ``j`` of ``table``
+        (for messages)."""
+        hit = among & (b_loc == table[0][j]) & (b_ts == table[1][j]).all(axis=1)
         return int(np.flatnonzero(hit)[0])
 
     # -- recv_cap ------------------------------------------------------------------------------
@@ -604,8 +637,7 @@ class Worker:
         gamma = _take(self._temp, mask)
         update = Update(self.index, self._seq, *gamma)
         self._temp = rest
-        if not len(rest[0]):
-            self.temp_since = None
+        self.temp_since = None    # what stays (if anything) ages from the next perform
         self._seq += 1
         self.stats["updates_sent"] += 1
         self.stats["pointstamps_sent"] += len(update)
@@ -725,8 +757,11 @@ def split_batch(graph: Graph, loc, ts, diff, workers: int, *, held=None,
     list[Operation]
         First one ``INITIAL`` operation per owner that has such rows, then one operation per
         worker with rows (its own positives and data messages, and its drops). Every guard is
-        checked against the capabilities held before the batch and each worker drops only
-        pointstamps it owns, so the operations are admissible in any order and interleaving.
+        checked against ``held`` and each worker drops only pointstamps it owns, so once the
+        workers hold (at least) ``held``, the operations are admissible in any order and
+        interleaving. A batch queued while earlier operations are still pending or their
+        data in flight is split against what will be held after them
+        (:meth:`Exchange.perform_batch`).
     """
     from .batch_arrays import batch_arrays
     order = order if order is not None else PointstampOrder(graph)
@@ -820,6 +855,7 @@ class Exchange:
         self._counts = _empty(W)           # the workload's signed counts
         self.truth = make_tracker(graph, backend)   # implied frontiers of rec
         self._prev_globs = None
+        self._verdicts = [None] * self.K    # (op, caps, verdict) of each worker's next op
         self.data_messages = 0
 
     # -- state ---------------------------------------------------------------------------------
@@ -831,6 +867,12 @@ class Exchange:
     def held(self) -> Table:
         """Every capability held by a worker (data in flight excluded)."""
         return _zsum(*[w._caps for w in self.workers])
+
+    def expected(self) -> Table:
+        """``rec`` once every operation in :attr:`pending` is performed: the capabilities the
+        workers will hold when those operations are done and their data delivered. A batch
+        queued now is split against this (:meth:`perform_batch`)."""
+        return _zsum(self.rec(), *[(op.loc, op.ts, op.diff) for q in self.pending for op in q])
 
     def info(self, w: int) -> Table:
         """Worker ``w``'s incoming information: every ``temp`` and every update queued to ``w``."""
@@ -914,6 +956,15 @@ class Exchange:
         every count ``c`` -- the same frontiers -- while the negative part stays here. Rows
         that nothing held justifies are admitted at once as initial capabilities
         (:meth:`admit`). The other operations wait in :attr:`pending` for :meth:`step`.
+
+        Batches may be queued back to back, before the operations of earlier ones are
+        performed: the split is made against :meth:`expected` -- what is held once everything
+        pending is performed and its data delivered -- not against what is held now, so it
+        never leans on a capability that a pending drop removes. A worker's operations are
+        performed in the order queued, each only once its guards hold
+        (:meth:`Worker.admissible`): an operation that needs a capability still pending or
+        in flight as data waits for it (:meth:`events`); it becomes admissible at the latest
+        once the earlier batches' operations are performed and their data delivered.
         """
         from .kernels import cpu_kernels
         b = cpu_kernels.intake(self.graph, self.order.ga.depth, loc, ts, diff)
@@ -930,7 +981,7 @@ class Exchange:
         dpos = np.maximum(new, 0) - np.maximum(old, 0)
         keep = dpos != 0
         ops = split_batch(self.graph, b[0][keep], b[1][keep], dpos[keep], self.K,
-                          held=self.held(), order=self.order)
+                          held=self.expected(), order=self.order)
         initial = [op for op in ops if op.initial]
         self._counts = _zsum(self._counts, b)
         for op in initial:
@@ -943,7 +994,8 @@ class Exchange:
         """Initial capabilities of worker ``owner``, admitted by every worker in one step: the
         owner holds them and every worker's ``glob`` (and tracker) has them, as in ``Init``.
         ``rec`` and every ``glob`` grow alike, so invariants 1-3 and with them Safe hold on;
-        Mono restarts (a new ``Init``).
+        Mono restarts from the state right after the admission (a new ``Init``): the next
+        :meth:`check_safety` compares with it.
 
         Raises
         ------
@@ -958,13 +1010,25 @@ class Exchange:
             if w.index != owner:
                 w.admit(*rows, owner=owner)
         _feed(self.truth, self.graph, rows)
-        self._prev_globs = None   # Init again: Mono is a property of steps, not of Init
+        # Init again: Mono is a property of steps, not of Init; it restarts from here
+        self._prev_globs = [w._glob for w in self.workers]
+
+    def _front_admissible(self, w: int) -> ExchangeError | BatchError | None:
+        """None if worker ``w``'s next pending operation passes its guards now, else the
+        error (remembered until the operation or the worker's capabilities change)."""
+        op, caps = self.pending[w][0], self.workers[w]._caps
+        seen = self._verdicts[w]
+        if seen is None or seen[0] is not op or seen[1] is not caps:
+            seen = (op, caps, self.workers[w].admissible(op.loc, op.ts, op.diff, to=op.to))
+            self._verdicts[w] = seen
+        return seen[2]
 
     def events(self) -> list[_Event]:
-        """The transitions enabled now (sends only where the policy releases something)."""
+        """The transitions enabled now (sends only where the policy releases something; a
+        worker's next pending operation only once its guards hold)."""
         ev = []
         for w in range(self.K):
-            if self.pending[w]:
+            if self.pending[w] and self._front_admissible(w) is None:
                 ev.append(_Event("perform", (w,)))
             if self.workers[w].wants_to_send(self.clock):
                 ev.append(_Event("send", (w,)))
@@ -1010,7 +1074,14 @@ class Exchange:
         a ``temp`` then is only positive counts that the worker's own capabilities justify:
         each lies at or after a pointstamp every ``glob`` has, so every worker's frontiers
         equal the true ones (:meth:`check_agreement`) though ``glob`` may differ from ``rec``.
-        :meth:`flush` empties the ``temp`` too."""
+        :meth:`flush` empties the ``temp`` too.
+
+        Raises
+        ------
+        ExchangeStateError
+            A queued operation that can never pass its guards (capabilities moved by
+            :meth:`perform` outside the batches' bookkeeping); it stays queued, named.
+        """
         settle = HoldBack()
         while True:
             if self.step():
@@ -1018,6 +1089,13 @@ class Exchange:
             unsettled = [w.index for w in self.workers if len(w._temp[0])
                          and settle.release(w).any()]
             if not unsettled:
+                stuck = [w for w in range(self.K) if self.pending[w]]
+                if stuck:   # nothing in flight can make them admissible: never drop them
+                    w = stuck[0]
+                    raise ExchangeStateError(
+                        f"worker {w}'s next pending operation can never be performed, and "
+                        f"nothing in flight can change that ({len(self.pending[w])} "
+                        f"operation(s) left in its queue): {self._front_admissible(w)}")
                 return
             w = self.rng.choice(unsettled)
             self.send(w, select=settle.release(self.workers[w]))

@@ -21,8 +21,8 @@ from engine.cuda_backend import usable_device
 from engine.errors import BackendError
 from spark_plugin import device
 from spark_plugin.device import AUTO_GPU_MIN_ROWS, place_kernels
-from spark_plugin.wcc import (WCC_BACKENDS, _requested_backend, _Stage, _stage_schema, run_wcc,
-                              wcc_graph, wcc_kernels)
+from spark_plugin.job import requested_backend as _requested_backend
+from spark_plugin.wcc import WCC_BACKENDS, _Stage, run_wcc, wcc_graph, wcc_kernels
 from test_wcc_labels import Families, expected_labels
 
 LOCS = {"b_in0": wcc_graph().b_in0, "b_in1": wcc_graph().b_in1, "s_in0": wcc_graph().s_in0}
@@ -33,7 +33,7 @@ def run_stage(kind, backend, a, b, f, seq=3):
     batch = pa.record_batch([pa.array(a, pa.int64()), pa.array(b, pa.int64()),
                              pa.array(f, pa.bool_())], names=["a", "b", "f"])
     fn = _Stage(kind, 1, 2, seq, LOCS, False, None, backend)
-    out = pa.Table.from_batches(list(fn(iter([batch]))), schema=_stage_schema(False))
+    out = pa.Table.from_batches(list(fn(iter([batch]))), schema=fn.schema())
     isd = out.column("loc").is_valid()
     data = out.filter(pc.invert(isd))
     deltas = out.filter(isd)
@@ -147,7 +147,7 @@ def test_backend_cuda_job_equals_scipy_and_reports_its_kernels(spark, tmp_path, 
     src, dst = fam.arrays()
     path = tmp_path / "g.txt"
     path.write_text("".join(f"{s} {d}\n" for s, d in zip(src.tolist(), dst.tolist())))
-    with caplog.at_level(logging.WARNING, logger="spark_plugin.wcc"):
+    with caplog.at_level(logging.WARNING, logger="spark_plugin"):
         res = run_wcc(spark, path, epochs=2, partitions=2, progress=False, backend="cuda")
     got = dict(zip(*(res.labels.column(c).to_pylist() for c in ("vertex", "component"))))
     assert got == expected_labels(src, dst)

@@ -60,6 +60,7 @@ from engine import Backend
 from engine.backend import ENV_VAR
 from engine.errors import BackendError, TimelyFrontierError
 from engine.jit import CompileWatch
+from engine.operate import Dataflow, Report
 
 from .device import KernelPlacement
 from .progress_log import ProgressRecorder
@@ -74,14 +75,16 @@ __all__ = ["EpochJob", "EpochInput", "EpochOutcome", "JobDriver", "JobResult", "
 
 log = logging.getLogger(__name__)
 
-#: The progress columns every stage's task emits beside its data columns: the pointstamp
-#: changes ``(loc, ts, diff)`` with the task's ``producer`` and ``seq``, and the backend its
-#: kernels ran on with the reason. A data row has nulls there; a progress row nulls in the
-#: data columns.
-PROGRESS_DDL = ("loc int, ts array<bigint>, diff bigint, producer string, seq bigint, "
-                "kernels string, kernels_reason string")
-#: The columns of a stage's progress rows the frontier service applies.
-DELTA_COLUMNS = ["loc", "ts", "diff", "producer", "seq"]
+#: The progress columns every stage's task emits beside its data columns: the task's
+#: :class:`~engine.operate.Report` as rows (``kind`` a :class:`~engine.operate.ReportKind`,
+#: ``op`` the operator's path, ``port``, ``ts``, ``count``), its ``producer`` and ``seq``,
+#: and the backend its kernels ran on with the reason. A data row has nulls there; a
+#: progress row nulls in the data columns. A task with nothing to report sends one row with
+#: an empty ``op``: the marker by which its ``(producer, seq)`` arrives.
+PROGRESS_DDL = ("kind tinyint, op string, port int, ts array<bigint>, count bigint, "
+                "producer string, seq bigint, kernels string, kernels_reason string")
+#: The report columns of the progress rows.
+REPORT_COLUMNS = ["kind", "op", "port", "ts", "count"]
 
 
 class JobProtocolError(TimelyFrontierError, RuntimeError):
@@ -184,8 +187,11 @@ class StageTask:
 
     Subclass it, set :attr:`data_schema` (the stage's input and output data columns) and
     define :meth:`work`. An instance is pickled to the tasks: keep its state small (the
-    epoch, iteration, locations, backend). ``wrap`` (the job's ``task_wrapper``, a testing
-    hook) wraps the task function.
+    epoch, iteration, backend). ``wrap`` (the job's ``task_wrapper``, a testing hook) wraps
+    the task function. The task's progress is a :class:`~engine.operate.Report` in the
+    operators' words -- messages consumed per input, produced per output, capability
+    changes -- shipped as rows (:data:`PROGRESS_DDL`); the driver guards it against the
+    capabilities held and translates it into pointstamps (:meth:`JobDriver.apply_stage`).
     """
 
     #: The data columns a stage reads and writes (name, Arrow type).
@@ -194,10 +200,10 @@ class StageTask:
     def __init__(self, seq: int, producer: str, large: bool, wrap: Callable | None = None):
         self.seq, self.producer, self.large, self.wrap = seq, producer, large, wrap
 
-    def work(self, cols: dict) -> tuple[dict, list, KernelPlacement]:
-        """The task's work on its rows ``cols`` (column name -> NumPy array): returns the
-        output columns (same names as :attr:`data_schema`), the progress as pointstamp rows
-        ``(loc, ts, diff)``, and where its kernels ran."""
+    def work(self, cols: dict, part: int) -> tuple[dict, Report, KernelPlacement]:
+        """The work of task ``part`` on its rows ``cols`` (column name -> NumPy array):
+        returns the output columns (same names as :attr:`data_schema`), the task's progress
+        report, and where its kernels ran."""
         raise NotImplementedError(f"{type(self).__name__} must define work()")
 
     @classmethod
@@ -209,10 +215,12 @@ class StageTask:
             ", " + PROGRESS_DDL
 
     def schema(self) -> pa.Schema:
+        """The Arrow schema of the stage's output (what ``mapInArrow`` expects)."""
         lst, txt = arrow_types(self.large)
         return pa.schema(list(self.data_schema) + [
-            ("loc", pa.int32()), ("ts", lst), ("diff", pa.int64()), ("producer", txt),
-            ("seq", pa.int64()), ("kernels", txt), ("kernels_reason", txt)])
+            ("kind", pa.int8()), ("op", txt), ("port", pa.int32()), ("ts", lst),
+            ("count", pa.int64()), ("producer", txt), ("seq", pa.int64()), ("kernels", txt),
+            ("kernels_reason", txt)])
 
     def __call__(self, batches):
         fn = self._run if self.wrap is None else self.wrap(self._run)
@@ -229,14 +237,9 @@ class StageTask:
                                                                copy=False)
                          if t is not None else np.zeros(0, f.type.to_pandas_dtype()))
                 for f in self.data_schema}
-        out, rows, placement = self.work(cols)
+        out, report, placement = self.work(cols, part)
         yield from self._data_batches(out)
-        rows = [r for r in rows if r[2] != 0] or [(0, (0,) * self._width(rows), 0)]
-        yield self._progress_batch(rows, f"{self.producer}-{part}", placement)
-
-    @staticmethod
-    def _width(rows) -> int:
-        return len(rows[0][1]) if rows else 2
+        yield self._progress_batch(report, f"{self.producer}-{part}", placement)
 
     def _data_batches(self, out: dict, chunk: int = 1 << 16):
         schema = self.schema()
@@ -249,44 +252,91 @@ class StageTask:
             arrays += [pa.nulls(k, f.type) for f in list(schema)[nd:]]
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
-    def _progress_batch(self, rows, producer: str, placement: KernelPlacement) -> pa.RecordBatch:
-        """The task's progress rows ``(loc, ts, diff)``, each also naming the backend its
-        kernels ran on (``placement``) and why. A task with no change sends one zero row:
-        the marker by which its ``(producer, seq)`` arrives."""
+    def _progress_batch(self, report: Report, producer: str,
+                        placement: KernelPlacement) -> pa.RecordBatch:
+        """The task's report as progress rows, each also naming the backend its kernels ran
+        on (``placement``) and why; an empty report is one marker row (``op`` empty)."""
         schema = self.schema()
-        k = len(rows)
-        nd = len(self.data_schema)
+        c = report.to_arrays()
+        k = len(c["count"])
+        if k:
+            ops = np.array(c["ops"], object)[c["op"]].tolist()
+            width = c["width"].astype(np.int64)
+            ts = [tuple(int(x) for x in row[:w]) for row, w in zip(c["ts"].tolist(), width)]
+            kind, port, count = c["kind"], c["port"], c["count"]
+        else:   # the marker: the (producer, seq) arrives with nothing in it
+            k, ops, ts = 1, [""], [()]
+            kind, port, count = (np.zeros(1, np.int8), np.zeros(1, np.int32),
+                                 np.zeros(1, np.int64))
         arrays = [pa.nulls(k, f.type) for f in self.data_schema]
         arrays += [
-            arrow_fixed(pa.int32(), np.array([r[0] for r in rows], np.int32)),
-            arrow_lists(schema.field("ts").type, [r[1] for r in rows]),
-            arrow_fixed(pa.int64(), np.array([r[2] for r in rows], np.int64)),
+            arrow_fixed(pa.int8(), kind), arrow_strings(schema.field("op").type, ops),
+            arrow_fixed(pa.int32(), port), arrow_lists(schema.field("ts").type, ts),
+            arrow_fixed(pa.int64(), count),
             arrow_strings(schema.field("producer").type, [producer] * k),
             arrow_fixed(pa.int64(), np.full(k, self.seq, np.int64)),
             arrow_strings(schema.field("kernels").type, [placement.backend.value] * k),
             arrow_strings(schema.field("kernels_reason").type, [placement.reason] * k)]
-        assert len(arrays) == len(schema) and nd == len(self.data_schema)
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-class JobDriver:
-    """The driver side of a job: its :class:`~spark_plugin.service.FrontierService`, the
-    tracking thread that applies the driver's own progress, the stages, the kernel counts.
+def reports_of(progress: pa.Table) -> dict[str, Report]:
+    """The report of every producer in the progress rows ``progress`` (columns
+    :data:`REPORT_COLUMNS` and ``producer``; marker rows give an empty report), in order of
+    first appearance."""
+    producers = progress.column("producer").to_pylist()
+    names, codes = np.unique(np.array(progress.column("op").to_pylist(), object).astype(str),
+                             return_inverse=True)
+    kind = arrow_numpy(progress.column("kind")).astype(np.int64)
+    port = arrow_numpy(progress.column("port")).astype(np.int64)
+    count = arrow_numpy(progress.column("count")).astype(np.int64)
+    ts_rows = progress.column("ts").to_pylist()
+    width = max((len(t) for t in ts_rows), default=0)
+    ts = np.zeros((len(ts_rows), width), np.int64)
+    widths = np.zeros(len(ts_rows), np.int64)
+    for k, t in enumerate(ts_rows):
+        ts[k, :len(t)] = t
+        widths[k] = len(t)
+    out: dict[str, Report] = {}
+    order: dict[str, list[int]] = {}
+    for k, p in enumerate(producers):
+        order.setdefault(p, []).append(k)
+    for p, rows in order.items():
+        idx = np.array([k for k in rows if names[codes[k]] != ""], np.int64)
+        out[p] = (Report.from_arrays(kind[idx], codes[idx], port[idx], ts[idx], count[idx],
+                                     list(names), width=widths[idx])
+                  if len(idx) else Report())
+    return out
 
-    The driver's own progress batches (:meth:`report`) are applied on a tracking thread, in
-    order, while the driver goes on (reading the epoch, submitting its Spark job); every
-    frontier query and every stage's apply first waits for them (:meth:`sync`), so no
-    decision sees a stale count.
+
+class JobDriver:
+    """The driver side of a job: its :class:`~spark_plugin.service.FrontierService` over
+    the job's :class:`~engine.operate.Dataflow`, the tracking thread that applies the
+    driver's own reports, the stages, the kernel counts.
+
+    Every report -- the driver's and the tasks' -- is guarded first
+    (:meth:`~engine.operate.Dataflow.check` against the service's counts: production needs a
+    capability or a consumed message that could result in it, capabilities only move
+    forward, only held ones are dropped; a violation is a named
+    :class:`~engine.errors.ReportError` and nothing is applied), then translated into
+    pointstamps (:meth:`~engine.operate.Ports.pointstamps`) and applied as one batch of its
+    producer -- ``(producer, seq)`` exactly once, as the service does for any batch. The
+    driver's own reports (:meth:`report`) are applied on a tracking thread, in order, while
+    the driver goes on (reading the epoch, submitting its Spark job); every frontier query
+    and every stage's apply first waits for them (:meth:`sync`), so no decision sees a
+    stale count.
     """
 
-    def __init__(self, spark, graph, *, name: str, requested: Backend, partitions: int,
-                 task_wrapper=None, checkpoint_dir=None, progress_log=None, meta=None):
+    def __init__(self, spark, dataflow: Dataflow, *, name: str, requested: Backend,
+                 partitions: int, task_wrapper=None, checkpoint_dir=None, progress_log=None,
+                 meta=None):
         from .batch import large_var_types
 
-        self.spark, self.graph, self.name = spark, graph, name
+        self.spark, self.dataflow, self.name = spark, dataflow, name
+        self.graph = dataflow.graph
         self.requested = requested
         self.service_backend = service_backend(requested)
-        self.service = FrontierService(graph, backend=self.service_backend, strict=True)
+        self.service = FrontierService(self.graph, backend=self.service_backend, strict=True)
         self.P = partitions
         self.large = large_var_types(spark)
         self.task_wrapper = task_wrapper
@@ -301,8 +351,8 @@ class JobDriver:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"{name}-tracking")
         self._pending: list = []
         self._loading: list = []
-        self.steps = ProgressRecorder(spark.sparkContext, progress_log, graph=graph, job=name,
-                                      meta=meta)
+        self.steps = ProgressRecorder(spark.sparkContext, progress_log, graph=self.graph,
+                                      job=name, meta=meta)
         self.steps.attach(self.service)
 
     # -- the driver's own progress ---------------------------------------------------------
@@ -311,20 +361,32 @@ class JobDriver:
         tracking thread; the first :meth:`sync` waits for it outside the tracking time."""
         self._loading.append(self._pool.submit(load))
 
-    def _timed_apply(self, rows, producer, s):
+    def _timed_apply(self, report, producer, s):
+        """On the tracking thread: guard and translate ``report`` (``None``: the operators'
+        initial capabilities), apply it as batch ``s`` of ``producer``."""
         t0 = time.perf_counter()
-        self.service.apply(delta_table([r[0] for r in rows], [list(r[1]) for r in rows],
-                                       [r[2] for r in rows], producer, s))
+        if report is None:
+            loc, ts, diff = self.dataflow.initial()
+        else:
+            loc, ts, diff = self.dataflow.check(report, self.service)
+        self.service.apply(self._delta_table(loc, ts, diff, producer, s))
         return time.perf_counter() - t0
 
-    def report(self, rows, producer: str | None = None) -> None:
-        """Apply the pointstamp changes ``rows`` (``(loc, ts, diff)``) as the next batch of
-        ``producer`` (default ``<name>-driver``), on the tracking thread."""
+    def _delta_table(self, loc, ts, diff, producer, s) -> pa.Table:
+        if not len(loc):   # the marker: the (producer, seq) arrives with nothing in it
+            loc, ts, diff = [0], np.zeros((1, self.graph.m + self.graph.max_depth), np.int64), [0]
+        return delta_table(np.asarray(loc, np.int32), np.asarray(ts, np.int64),
+                           np.asarray(diff, np.int64), producer, s)
+
+    def report(self, report: Report | None, producer: str | None = None) -> None:
+        """Apply ``report`` as the next batch of ``producer`` (default ``<name>-driver``), on
+        the tracking thread (guarded there, against the counts of every earlier batch).
+        ``None`` applies the operators' initial capabilities (the job's first batch)."""
         t0 = time.perf_counter()
         producer = producer or f"{self.name}-driver"
         s = self.seq.get(producer, 0)
         self.steps.tag(producer, s)
-        self._pending.append(self._pool.submit(self._timed_apply, list(rows), producer, s))
+        self._pending.append(self._pool.submit(self._timed_apply, report, producer, s))
         self.seq[producer] = s + 1
         self.tracking += time.perf_counter() - t0
 
@@ -340,12 +402,16 @@ class JobDriver:
             self.tracking += time.perf_counter() - t0
 
     def frontier(self, loc: int) -> list:
-        """The frontier at ``loc`` after every batch reported so far."""
+        """The frontier at location ``loc`` after every batch reported so far."""
         self.sync()
         t0 = time.perf_counter()
         f = self.service.frontier(loc)
         self.tracking += time.perf_counter() - t0
         return f
+
+    def frontier_at(self, op: str, input: int) -> list:
+        """The frontier at input ``input`` of operator ``op`` (its path)."""
+        return self.frontier(self.dataflow.target(op, input))
 
     # -- stages ----------------------------------------------------------------------------
     def new_stage(self, step: str, epoch: int, iteration: int) -> int:
@@ -356,24 +422,39 @@ class JobDriver:
         self.steps.step(step, epoch, iteration, s)
         return s
 
-    def apply_stage(self, deltas: pa.Table, s: int, what: str) -> None:
-        """Apply stage ``s``'s progress rows (one batch per task, producers
-        ``<name>-0 .. <name>-<P-1>``); raise :class:`MissingBatchError` if a task's batch is
-        missing. ``deltas`` may carry ``kernels, kernels_reason`` (counted per task)."""
+    def apply_stage(self, reports: dict, s: int, what: str, placements=None) -> None:
+        """Apply stage ``s``: ``reports`` maps each task's producer (``<name>-<partition>``)
+        to its :class:`~engine.operate.Report` (:func:`reports_of`). The stage's reports are
+        guarded together, as the one step they are (:meth:`~engine.operate.Dataflow.check`:
+        a violation raises and nothing is applied), then each is translated and applied as
+        its producer's batch ``s``, all in one ``apply``. Raises
+        :class:`~spark_plugin.errors.MissingBatchError` if a task's batch is missing.
+        ``placements``: ``(backend, reason)`` per task, counted (:meth:`count_kernels`)."""
         self.sync()
         t1 = time.perf_counter()
-        res = self.service.apply(deltas.select(DELTA_COLUMNS))
+        df = self.dataflow
+        df.check(Report.concat(reports.values()), self.service)
+        tables = [self._delta_table(*df.pointstamps(r), p, s) for p, r in reports.items()]
+        res = self.service.apply(pa.concat_tables(tables) if tables
+                                 else self._delta_table([], [], [], f"{self.name}-0", s))
         self.tracking += time.perf_counter() - t1
         want = {f"{self.name}-{p}": s for p in range(self.P)}
         got = {p for p, q in res.applied if q == s} | {p for p, q in res.duplicates if q == s}
         if set(want) - got:
             self.service.check_complete(want)  # raises MissingBatchError naming the producers
-        if "kernels" in deltas.column_names:
-            by_task = {}
-            for p, k, why in zip(*(deltas.column(c).to_pylist()
-                                   for c in ("producer", "kernels", "kernels_reason"))):
-                by_task.setdefault(p, (k, why))
-            self.count_kernels(s, what, by_task.values())
+        if placements is not None:
+            self.count_kernels(s, what, placements)
+
+    def apply_progress(self, progress: pa.Table, s: int, what: str) -> None:
+        """:meth:`apply_stage` from a stage's progress rows (:data:`PROGRESS_DDL`)."""
+        t0 = time.perf_counter()
+        reports = reports_of(progress)
+        self.tracking += time.perf_counter() - t0
+        by_task = {}
+        for p, k, why in zip(*(progress.column(c).to_pylist()
+                               for c in ("producer", "kernels", "kernels_reason"))):
+            by_task.setdefault(p, (k, why))
+        self.apply_stage(reports, s, what, by_task.values())
 
     def count_kernels(self, s: int, what: str, placements) -> None:
         """Count stage ``s``'s tasks per backend from their ``(backend, reason)`` pairs; a
@@ -397,9 +478,9 @@ class JobDriver:
                   epoch: int, iteration: int):
         """Run one stage on ``df`` (the task's data columns) repartitioned into ``P`` by
         ``key``: ``make_task(seq)`` is its :class:`StageTask`. The output is checkpointed
-        (:class:`Checkpoints`), its progress rows collected and applied (:meth:`apply_stage`)
-        before this returns. Returns the data rows (a DataFrame) and the ids of the
-        checkpoint, for :meth:`Checkpoints.release`."""
+        (:class:`Checkpoints`), its progress rows collected and applied
+        (:meth:`apply_progress`) before this returns. Returns the data rows (a DataFrame)
+        and the ids of the checkpoint, for :meth:`Checkpoints.release`."""
         from pyspark.sql import functions as F
 
         from .batch import collect_arrow
@@ -409,12 +490,13 @@ class JobDriver:
         done, ids = self.checkpoints.checkpoint(df.repartition(self.P, key)
                                                 .mapInArrow(task, task.ddl()))
         t0 = time.perf_counter()
-        deltas = collect_arrow(done.filter(F.col("loc").isNotNull())
-                               .select(*DELTA_COLUMNS, "kernels", "kernels_reason"))
+        progress = collect_arrow(done.filter(F.col("kind").isNotNull())
+                                 .select(*REPORT_COLUMNS, "producer", "seq", "kernels",
+                                         "kernels_reason"))
         self.collecting += time.perf_counter() - t0
-        self.apply_stage(deltas, s, f"{step}, epoch {epoch} iteration {iteration}")
+        self.apply_progress(progress, s, f"{step}, epoch {epoch} iteration {iteration}")
         names = [f.name for f in task.data_schema]
-        return done.filter(F.col("loc").isNull()).select(*names), ids
+        return done.filter(F.col("kind").isNull()).select(*names), ids
 
     def close(self, error: BaseException | None) -> None:
         """Stop the tracking thread and end the progress log (``error``: what ended the job)."""
@@ -426,12 +508,14 @@ class JobDriver:
 class EpochInput:
     """The input of one epoch: ``source`` (an :class:`~spark_plugin.wcc_io.EpochSource`),
     its ``rows``, and ``scan`` -- a :class:`~spark_plugin.wcc_io.ParquetSlice` the tasks
-    read themselves, when the job lets them -- or ``None``. :meth:`table` reads it on the
+    read themselves, when the job lets them -- or ``None``; ``more``: whether another
+    epoch may follow (the input keeps a capability for it). :meth:`table` reads it on the
     driver (once)."""
 
     source: object
     rows: int
     scan: object = None
+    more: bool = True
     _table: pa.Table | None = None
 
     def table(self) -> pa.Table:
@@ -500,15 +584,22 @@ class EpochJob:
         self.executor_input = executor_input
         self.driver: JobDriver | None = None
 
+    #: The input operator and its output port (path, port): it holds a capability ``(e, 0)``
+    #: for the next epoch ``e`` (an initial capability ``(0, 0)`` in its description).
+    input: tuple = ("input", 0)
+    #: The output operator and its input port (path, port): epoch ``e`` is final when the
+    #: frontier there has no element ``(e', _)`` with ``e' <= e``.
+    output: tuple = ("output", 0)
+
     # -- what a job defines ----------------------------------------------------------------
-    def dataflow(self) -> tuple:
-        """``(graph, input_source, output_target)``: the job's :class:`engine.Graph`, the
-        location of the input operator's output (its capability ``(e, 0)``) and of the output
-        operator's input (an epoch is final when its frontier has passed the epoch)."""
+    def dataflow(self) -> Dataflow:
+        """The job's :class:`~engine.operate.Dataflow` (a root
+        :class:`~engine.operate.Scope` built), timestamps ``(epoch, iteration)``; it has the
+        operators :attr:`input` and :attr:`output` name."""
         raise NotImplementedError(f"{type(self).__name__} must define dataflow()")
 
     def start(self) -> None:
-        """Called once the driver exists, before the first epoch (e.g. to warm workers)."""
+        """Called once the driver exists, before the input is opened (e.g. to warm workers)."""
 
     def prepare(self) -> None:
         """Called after the input is opened, before the first epoch (e.g. to load the
@@ -518,20 +609,29 @@ class EpochJob:
         """Take the loop's state from ``table``, the result of the last epoch final in a
         resumed ``out`` (its ``result_columns``)."""
 
-    def input_progress(self, e: int, epoch_input: EpochInput) -> list:
-        """Pointstamp changes when epoch ``e``'s input arrives, besides the input operator's
-        capability (the framework moves it)."""
-        return []
+    def input_report(self, e: int, epoch_input: EpochInput) -> Report:
+        """The progress of epoch ``e``'s input arriving, besides the input operator's
+        capability (the framework moves it on): by default, the input operator produces
+        the epoch's rows as messages at ``(e, 0)``."""
+        op, port = self.input
+        return Report().produced(op, port, (e, 0), epoch_input.rows)
 
     def epoch(self, e: int, epoch_input: EpochInput) -> EpochOutcome:
         """Compute epoch ``e`` (the algorithm)."""
         raise NotImplementedError(f"{type(self).__name__} must define epoch()")
 
-    def output_progress(self, e: int, outcome: EpochOutcome) -> list:
-        """Pointstamp changes that deliver epoch ``e``'s result to the output operator (at
-        ``(e, outcome.iteration)``) and release what the job held for it; the framework then
-        lets the output operator consume it."""
-        return [(self.output_loc, (e, outcome.iteration), 1)]
+    def output_report(self, e: int, outcome: EpochOutcome, more: bool) -> Report:
+        """The progress of delivering epoch ``e``'s result to the output operator (one
+        message at ``(e, outcome.iteration)``, from an operator that holds a capability for
+        it) and of releasing what the job held for the epoch (``more``: another epoch may
+        come). The framework then lets the output operator consume it."""
+        raise NotImplementedError(f"{type(self).__name__} must define output_report()")
+
+    def end_report(self, e: int) -> Report:
+        """Drop the capabilities the job's operators hold for epoch ``e`` when the input ends
+        without a last epoch (a followed stream that stops, or every epoch already final);
+        the framework drops the input operator's."""
+        return Report()
 
     def summary(self, e: int, outcome: EpochOutcome, *, seconds: float, frontier: tuple,
                 kernels: tuple, source: str, new_rows: int, rows_so_far: int):
@@ -559,9 +659,9 @@ class EpochJob:
             edges = self.edges = edges_table(collect_arrow(edges.select("src", "dst")),
                                              "edge DataFrame")
         requested = requested_backend(self.backend, self.backends, self.name)
-        graph, self.input_loc, self.output_loc = self.dataflow()
+        dataflow = self.dataflow()
         d = self.driver = JobDriver(
-            spark, graph, name=self.name, requested=requested, partitions=self.P,
+            spark, dataflow, name=self.name, requested=requested, partitions=self.P,
             task_wrapper=self.task_wrapper, checkpoint_dir=self.checkpoint_dir,
             progress_log=self.progress_log,
             meta={"edges": str(edges), "partitions": self.P, "backend": requested.value})
@@ -580,8 +680,13 @@ class EpochJob:
         self.prepare()
         cap = first         # the epoch the input holds a capability for (None: dropped)
         kept: set = set()   # the checkpoints of the newest final epoch
+        in_op, in_port = self.input
+        out_op, out_port = self.output
+        output_loc = dataflow.target(out_op, out_port)
         try:
-            d.report([(self.input_loc, (first, 0), 1)])   # the input's first capability
+            d.report(None)   # the operators' initial capabilities, at (0, 0)
+            if first:        # resumed: every one moves on to the first epoch not final
+                d.report(self._move_initial(first))
             for e, source in enumerate(sources):
                 if e < first:   # final in out: neither re-read nor recomputed nor written
                     out_log.check_source(e, source)
@@ -598,21 +703,22 @@ class EpochJob:
                 # EdgeInputError before anything of this epoch happens
                 inp.rows = inp.table().num_rows if scan is None else scan.rows
                 self.rows_so_far += inp.rows
-                more = total is None or e + 1 < total   # a stream: the next epoch may come
-                rows = self.input_progress(e, inp) + [(self.input_loc, (e, 0), -1)]
+                more = inp.more = total is None or e + 1 < total   # a stream: one may come
+                # the input sends the epoch and moves its capability on (or drops it)
+                report = self.input_report(e, inp).capabilities(in_op, in_port, (e, 0), -1)
                 cap = e + 1 if more else None
                 if more:
-                    rows.append((self.input_loc, (e + 1, 0), 1))
-                d.report([r for r in rows if r[2] != 0])
+                    report.capabilities(in_op, in_port, (e + 1, 0), 1)
+                d.report(report)
                 outcome = self.epoch(e, inp)
                 d.steps.step("output", e, outcome.iteration)
-                d.report(self.output_progress(e, outcome))
-                d.report([(self.output_loc, (e, outcome.iteration), -1)],
+                d.report(self.output_report(e, outcome, more))
+                d.report(Report().consumed(out_op, out_port, (e, outcome.iteration), 1),
                          producer=f"{self.name}-output")
-                fd = d.frontier(self.output_loc)
+                fd = d.frontier(output_loc)
                 if any(t[0] <= e for t in fd):
                     raise self.protocol_error(
-                        f"epoch {e}: the frontier at {self._name(self.output_loc)} "
+                        f"epoch {e}: the frontier at {out_op}.in{out_port} "
                         f"{fmt_frontier(fd)} has not passed epoch {e}")
                 source.check()   # the tasks read what the driver recorded: else nothing written
                 self._write(out_log, e, outcome)
@@ -630,7 +736,7 @@ class EpochJob:
                 if self.on_epoch is not None:
                     self.on_epoch(summary)
             if cap is not None:   # the stream ended (or every epoch was final): the input
-                d.report([(self.input_loc, (cap, 0), -1)])   # drops its capability
+                d.report(self.end_report(cap).capabilities(in_op, in_port, (cap, 0), -1))
                 cap = None
             if out_log is not None:
                 out_log.finish(first + len(result.epochs))
@@ -662,9 +768,15 @@ class EpochJob:
     def finish(self) -> None:
         """Called once at the end of :meth:`run`, also after an error."""
 
-    def _name(self, loc: int) -> str:
-        from .progress_log import input_names
-        return input_names(self.driver.graph).get(loc, f"location {loc}")
+    def _move_initial(self, first: int) -> Report:
+        """Every initial capability ``(0, ...)`` moved on to ``(first, 0, ...)``."""
+        ports, report = self.driver.dataflow.ports, Report()
+        for loc, t in zip(ports.initial_loc.tolist(), ports.initial_ts.tolist()):
+            leaf, port = int(ports.loc_leaf[loc]), int(ports.loc_port[loc])
+            op, w = ports.names[leaf], ports.m + int(ports.depth[leaf])
+            t = tuple(t[:w])
+            report.capabilities(op, port, t, -1).capabilities(op, port, (first,) + t[1:], 1)
+        return report
 
     def _open_out(self, result: JobResult):
         """The manifest of a local ``out`` (resuming it), or ``None``; a non-local ``out``

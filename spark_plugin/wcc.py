@@ -47,15 +47,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine import Backend, GraphBuilder, Summary
+from engine import Backend, Summary
 from engine.errors import TimelyFrontierError
 from engine.jit import CompileWatch
+from engine.operate import Dataflow, Operate, Report, Scope
 from gpu_kernels.unionfind import compact_ids
 
 from .device import KernelPlacement, place_kernels
 from .job import (EpochJob, EpochOutcome, JobProtocolError, JobResult, StageTask, arrow_bool,
                   arrow_fixed, arrow_numpy, fmt_frontier, from_ipc, le, to_ipc, write_line)
-from .schema import delta_table
 from .wcc_io import EdgeInputError, check_input, edge_files, edge_format, even_cuts, read_edges
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
@@ -99,7 +99,8 @@ class WccProtocolError(JobProtocolError):
 
 @dataclass(frozen=True)
 class WccGraph:
-    """The job's dataflow graph and the locations the driver reads.
+    """The job's dataflow (:func:`wcc_graph`), its flat graph and the locations the driver
+    reads.
 
     Operators (all at loop depth 1, timestamps ``(epoch, iteration)``): ``edges`` (a), ``label``
     (b: union-find / large-star; in0 labels from the feedback, in1 edges), ``star`` (s:
@@ -114,30 +115,44 @@ class WccGraph:
     s_in0: int
     s_out1: int
     d_in0: int
+    dataflow: Dataflow | None = None
 
 
 def wcc_graph() -> WccGraph:
-    """Build the WCC dataflow graph (Figure 2 of the verified-progress-tracking paper, with the
-    label operator split into its two exchange stages)."""
-    g = GraphBuilder(m=1)
-    d = g.add_operator(1, 0, depth=1, name="output")
-    a = g.add_operator(0, 1, depth=1, name="edges")
-    b = g.add_operator(2, 1, depth=1, name="label")
-    s = g.add_operator(1, 2, depth=1, name="star")
-    c = g.add_operator(1, 1, depth=1, name="feedback")
-    for i in (0, 1):
-        g.add_summary(b, i, 0, Summary.identity(1))
-    for o in (0, 1):
-        g.add_summary(s, 0, o, Summary.identity(1))
-    g.add_summary(c, 0, 0, Summary.feedback(1))
-    g.connect(a, 0, b, 1)
-    g.connect(b, 0, s, 0)
-    g.connect(s, 0, c, 0)
-    g.connect(c, 0, b, 0)
-    g.connect(s, 1, d, 0)
-    graph = g.build()
-    return WccGraph(graph, graph.source(a, 0), graph.target(b, 0), graph.target(b, 1),
-                    graph.target(s, 0), graph.source(s, 1), graph.target(d, 0))
+    """Build the WCC dataflow (Figure 2 of the verified-progress-tracking paper, with the
+    label operator split into its two exchange stages) as operators in a loop scope.
+
+    The scope is the root and runs at loop depth 1, so that every operator -- the edge input
+    and the output too -- speaks of ``(epoch, iteration)``, as the progress log always did.
+    Initial capabilities, all at ``(0, 0)``: the edge input's (for the next epoch), the
+    label operator's on its output (it re-sends its state, the previous epoch's stars, in
+    the contract stage) and the star operator's on its results output (held until the
+    epoch's labels are delivered).
+
+    >>> wg = wcc_graph()
+    >>> wg.dataflow.external_summary("star")
+    {(0, 0): (Summary(1->1, keep=1, d_out=(0,), d_cnt=(1,), reset=()),)}
+    >>> wg.graph.describe(wg.b_in0)
+    'target label[2].in0 (depth 1)'
+    """
+    loop = Scope("wcc", depth=1, m=1)
+    step = Summary.identity(1)
+    d = loop.add(Operate("output", 1, 0))
+    a = loop.add(Operate("edges", 0, 1, capabilities={0: [(0, 0)]}))
+    b = loop.add(Operate("label", 2, 1, summary={(0, 0): step, (1, 0): step},
+                         capabilities={0: [(0, 0)]}))
+    s = loop.add(Operate("star", 1, 2, summary={(0, 0): step, (0, 1): step},
+                         capabilities={1: [(0, 0)]}))
+    c = loop.add(Operate("feedback", 1, 1, summary={(0, 0): Summary.feedback(1)}))
+    loop.connect(a, 0, b, 1)
+    loop.connect(b, 0, s, 0)
+    loop.connect(s, 0, c, 0)
+    loop.connect(c, 0, b, 0)
+    loop.connect(s, 1, d, 0)
+    df = loop.build()
+    return WccGraph(df.graph, df.source("edges", 0), df.target("label", 0),
+                    df.target("label", 1), df.target("star", 0), df.source("star", 1),
+                    df.target("output", 0), df)
 
 
 @dataclass(frozen=True)
@@ -253,44 +268,53 @@ def _on_device(fn, device: int) -> Callable:
 
 
 class _Stage(StageTask):
-    """The ``mapInArrow`` function of one stage: the round's work plus its progress deltas.
+    """The ``mapInArrow`` function of one stage: the round's work plus its progress report.
 
     kind ``contract`` consumes edge messages (``f``) at ``label.in1 (e, 0)``; ``large``
     consumes new edges (``f``, counted once per undirected edge) at ``label.in0 (e, i)``; both
-    send every output edge to ``star.in0 (e, i)``, flagged new unless it is unchanged (a star
-    of the previous epoch, or a large-star edge whose centre did not move). ``small`` consumes
-    every row at ``star.in0 (e, i)`` and sends its new edges to ``label.in0 (e, i + 1)`` (via
-    the feedback). The kernels are :func:`wcc_kernels`' for ``backend``; the progress rows
-    name where they ran.
+    produce every output edge on ``label.out0`` (to ``star.in0``) at ``(e, i)``, flagged new
+    unless it is unchanged (a star of the previous epoch, or a large-star edge whose centre
+    did not move). In the contract stage the label operator also re-sends its state, the
+    previous epoch's stars, under its capability ``(e, 0)``, which task 0 moves on to
+    ``(e + 1, 0)`` (or drops, when no epoch follows: ``more``). ``small`` consumes every row
+    at ``star.in0 (e, i)`` and produces its new edges on ``star.out0``, which the feedback
+    operator consumes at ``(e, i)`` and produces at ``(e, i + 1)`` (to ``label.in0``). The
+    kernels are :func:`wcc_kernels`' for ``backend``; the progress rows name where they ran.
     """
 
     data_schema = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("f", pa.bool_())])
 
-    def __init__(self, kind: str, epoch: int, it: int, seq: int, locs: dict, large: bool,
-                 wrap: Callable | None, backend: Backend = Backend.CPU):
+    def __init__(self, kind: str, epoch: int, it: int, seq: int, large: bool,
+                 wrap: Callable | None, backend: Backend = Backend.CPU, more: bool = True):
         super().__init__(seq, PRODUCER, large, wrap)
-        self.kind, self.epoch, self.it = kind, epoch, it
-        self.locs, self.backend = locs, backend
+        self.kind, self.epoch, self.it, self.backend, self.more = kind, epoch, it, backend, more
 
-    def work(self, cols):
+    def work(self, cols, part):
         a, b, f = cols["a"], cols["b"], cols["f"]
-        e, i, L = self.epoch, self.it, self.locs
+        t = (self.epoch, self.it)
         kernels = wcc_kernels(self.backend, len(a))
-        rows = []  # (loc, (epoch, iteration), diff)
+        report = Report()
         if self.kind == "contract":
-            rows.append((L["b_in1"], (e, 0), -int(f.sum())))
+            report.consumed("label", 1, t, int(f.sum()))
             oa, ob = kernels.contract(a, b)
             of = _changed_stars(a, b, f, oa, ob)
-            rows.append((L["s_in0"], (e, i), len(oa)))
+            report.produced("label", 0, t, len(oa))
+            if part == 0:   # the label operator's capability for its state moves on
+                report.capabilities("label", 0, t, -1)
+                if self.more:
+                    report.capabilities("label", 0, (self.epoch + 1, 0), 1)
         elif self.kind == "large":
-            rows.append((L["b_in0"], (e, i), -int((f & (a < b)).sum())))
+            report.consumed("label", 0, t, int((f & (a < b)).sum()))
             oa, ob, of = kernels.large(a, b)
-            rows.append((L["s_in0"], (e, i), len(oa)))
+            report.produced("label", 0, t, len(oa))
         else:
-            rows.append((L["s_in0"], (e, i), -len(a)))
+            report.consumed("star", 0, t, len(a))
             oa, ob, of = kernels.small(a, b, f)
-            rows.append((L["b_in0"], (e, i + 1), int(of.sum())))
-        return {"a": oa, "b": ob, "f": of}, rows, kernels.placement
+            new = int(of.sum())
+            report.produced("star", 0, t, new)
+            report.consumed("feedback", 0, t, new)   # around the loop: (e, i) -> (e, i + 1)
+            report.produced("feedback", 0, (self.epoch, self.it + 1), new)
+        return {"a": oa, "b": ob, "f": of}, report, kernels.placement
 
 
 class _IpcTask:
@@ -411,6 +435,8 @@ class WccJob(EpochJob):
     """
 
     name = PRODUCER
+    input = ("edges", 0)
+    output = ("output", 0)
     result_columns = ("vertex", "component")
     backends = WCC_BACKENDS
     protocol_error = WccProtocolError
@@ -424,17 +450,18 @@ class WccJob(EpochJob):
     # -- the dataflow ----------------------------------------------------------------------
     def dataflow(self):
         self.wg = wcc_graph()
-        self.locs = {"b_in0": self.wg.b_in0, "b_in1": self.wg.b_in1, "s_in0": self.wg.s_in0}
-        return self.wg.graph, self.wg.a_out, self.wg.d_in0
+        return self.wg.dataflow
 
-    def input_progress(self, e, inp):
-        # the edges go to label.in1 at (e, 0); the star operator takes a capability for the
-        # epoch's results (the framework moves the input's capability on, or drops it)
-        return [(self.wg.b_in1, (e, 0), inp.rows), (self.wg.s_out1, (e, 0), 1)]
+    def output_report(self, e, outcome, more):
+        # the star operator sends the epoch's labels to the output under its capability
+        # (e, 0), which moves on to the next epoch (or is dropped)
+        t = (e, outcome.iteration)
+        report = Report().produced("star", 1, t, 1).capabilities("star", 1, (e, 0), -1)
+        return report.capabilities("star", 1, (e + 1, 0), 1) if more else report
 
-    def output_progress(self, e, outcome):
-        # the labels reach the output operator; the star operator's capability is released
-        return [(self.wg.d_in0, (e, outcome.iteration), 1), (self.wg.s_out1, (e, 0), -1)]
+    def end_report(self, e):
+        # the input ended: label and star drop the capabilities they held for epoch e
+        return Report().capabilities("label", 0, (e, 0), -1).capabilities("star", 1, (e, 0), -1)
 
     # -- start, resume, end ----------------------------------------------------------------
     def start(self):
@@ -512,6 +539,7 @@ class WccJob(EpochJob):
         if isinstance(self.labels, pa.Table) and not on_driver:
             self.labels = spark.createDataFrame(self.labels,
                                                 schema="vertex bigint, component bigint")
+        self.more = inp.more
         if on_driver:
             return self._finish_on_driver(e, inp.scan if new_tbl is None else new_tbl)
         return self._spark_loop(e, new_tbl)
@@ -519,8 +547,8 @@ class WccJob(EpochJob):
     def _stage(self, kind, df, e, it, key):
         """One Spark stage of ``kind`` on ``df``, partitioned by ``key``."""
         d = self.driver
-        return d.run_stage(lambda s: _Stage(kind, e, it, s, self.locs, d.large, d.task_wrapper,
-                                            d.requested),
+        return d.run_stage(lambda s: _Stage(kind, e, it, s, d.large, d.task_wrapper,
+                                            d.requested, self.more),
                            df, key, _STEP_NAMES.get(kind, kind), e, it)
 
     def _spark_loop(self, e, new_tbl) -> EpochOutcome:
@@ -610,7 +638,7 @@ class WccJob(EpochJob):
         (numpy)."""
         d, P = self.driver, self.P
         s = d.new_stage("contract", e, it)
-        fn = _Stage("contract", e, it, s, self.locs, d.large, d.task_wrapper, d.requested)
+        fn = _Stage("contract", e, it, s, d.large, d.task_wrapper, d.requested, self.more)
         t0 = time.perf_counter()
 
         def part(t, p):
@@ -629,7 +657,7 @@ class WccJob(EpochJob):
         deltas = pa.concat_tables([from_ipc(x[1]) for x, _, _ in out])
         loops = np.concatenate([x for _, x, _ in out])
         d.collecting += time.perf_counter() - t0
-        d.apply_stage(deltas, s, f"contract, epoch {e} iteration {it}")
+        d.apply_progress(deltas, s, f"contract, epoch {e} iteration {it}")
         return (data.column("a").to_numpy(zero_copy_only=False).astype(np.int64),
                 data.column("b").to_numpy(zero_copy_only=False).astype(np.int64), loops)
 
@@ -645,13 +673,11 @@ class WccJob(EpochJob):
         oa, ob = kernels.contract(a, b)
         d.count_kernels(s, f"driver union-find, epoch {e} iteration {it}",
                         [(kernels.placement.backend.value, kernels.placement.reason)])
-        t0 = time.perf_counter()
-        rows = [(self.wg.s_in0, (e, it), -len(a), f"{PRODUCER}-0")] if len(a) else []
-        rows += [(0, (0, 0), 0, f"{PRODUCER}-{p}") for p in range(P) if p > 0 or not len(a)]
-        tbl = delta_table([r[0] for r in rows], [list(r[1]) for r in rows],
-                          [r[2] for r in rows], [r[3] for r in rows], s)
-        d.tracking += time.perf_counter() - t0
-        d.apply_stage(tbl, s, f"driver union-find, epoch {e} iteration {it}")
+        # the star operator consumed every row at star.in0 (e, it) (task 0 reports it; the
+        # other producers send their markers) and sends nothing around the loop
+        reports = {f"{PRODUCER}-{p}": Report() for p in range(P)}
+        reports[f"{PRODUCER}-0"].consumed("star", 0, (e, it), len(a))
+        d.apply_stage(reports, s, f"driver union-find, epoch {e} iteration {it}")
         return oa, ob
 
 

@@ -5,40 +5,43 @@ into slices, a directory of epoch files, or a followed directory stream), runs S
 per epoch until its frontiers say the epoch is done, and writes each *final* epoch -- one
 whose frontier at the output operator's input has passed it -- to a Parquet dataset, with a
 manifest that makes a local output resumable (:mod:`spark_plugin.wcc_recovery`). What is the
-same for every such job lives here; a job supplies its dataflow graph and its algorithm.
+same for every such job lives here; a job supplies its dataflow and its algorithm, and
+speaks of progress only in its operators' words (:class:`engine.operate.Report`).
 
 Writing a job
 -------------
 Subclass :class:`EpochJob` and define:
 
-* ``name`` (the producer prefix ``name-<partition>``, ``name-driver``, ``name-output``, the
-  Spark job descriptions and the progress bar), ``result_columns`` (the columns of an
-  epoch's result besides ``epoch``; the first one is the key the result is sorted by) and
-  ``backends`` (the kernel backends the job accepts);
-* :meth:`EpochJob.dataflow` -- the graph and the two locations the framework reads: the
-  source of the input operator (it holds a capability ``(e, 0)`` for the next epoch) and
-  the target of the output operator (an epoch is final when this target's frontier has
-  no element of that epoch or earlier);
-* :meth:`EpochJob.input_progress` -- the pointstamp changes when epoch ``e``'s input arrives
-  (its messages; capabilities the job takes for the epoch); the framework adds the input
-  operator's capability move and applies all of it as one batch;
+* ``name`` (producers ``name-<partition>``, ``name-driver``, ``name-output``; Spark job
+  descriptions; the progress bar), ``input`` and ``output`` (``(operator path, port)`` of
+  the input operator's output, which holds a capability for the next epoch, and of the
+  output operator's input, whose frontier says when an epoch is final),
+  ``result_columns`` (the int64 columns of an epoch's result besides ``epoch``, sorted by
+  the first) and ``backends`` (the kernel backends the job accepts);
+* :meth:`EpochJob.dataflow` -- the operators (:class:`engine.operate.Operate`) in a root
+  :class:`engine.operate.Scope`, built; the input operator declares an initial capability
+  at epoch 0;
 * :meth:`EpochJob.epoch` -- the algorithm: run stages (:meth:`JobDriver.run_stage` for a
-  ``mapInArrow`` stage over a DataFrame, :meth:`JobDriver.apply_stage` for rows computed
+  ``mapInArrow`` stage over a DataFrame; :meth:`JobDriver.apply_stage` for reports made
   elsewhere), decide from :meth:`JobDriver.frontier`, return an :class:`EpochOutcome`
   with the epoch's result;
-* :meth:`EpochJob.output_progress` -- the changes that deliver the result to the output
-  operator (the framework then lets the output operator consume it, as producer
-  ``name-output``, and checks the output frontier);
-* :meth:`EpochJob.summary` and, for a resumable output, :meth:`EpochJob.resume`.
+* :meth:`EpochJob.output_report` -- the report that delivers the result to the output
+  operator and moves on (or drops) the capability it was sent under; optionally
+  :meth:`EpochJob.input_report`, :meth:`EpochJob.end_report`, :meth:`EpochJob.resume`,
+  :meth:`EpochJob.summary` and the hooks ``start``, ``prepare``, ``finish``, ``holding``.
 
-The task side of a stage is a :class:`StageTask` subclass: its :meth:`StageTask.work`
-gets the partition's rows as NumPy arrays and returns the output rows, the task's
-progress and where its kernels ran; the framework ships the progress beside the data
-rows, and the driver applies each stage's progress exactly once per task (producer
+The framework reports the rest: the operators' initial capabilities, the input's messages
+and capability per epoch, the output operator consuming the result; it checks the output
+frontier before writing. The task side of a stage is a :class:`StageTask` subclass whose
+:meth:`StageTask.work` gets the partition's rows as NumPy arrays and returns the output
+rows, the task's :class:`~engine.operate.Report` and where its kernels ran; the framework
+ships the report as progress rows beside the data, and the driver guards a stage's reports
+against the capabilities held (:meth:`engine.operate.Dataflow.check`), translates them
+(:meth:`engine.operate.Ports.pointstamps`) and applies them once per task (producer
 ``name-<partition>``, ``seq`` = the stage number) before any frontier is read.
 
-``run()`` returns a :class:`JobResult`. :func:`spark_plugin.wcc.run_wcc` is the worked
-example (``docs/jobs.md``).
+:meth:`EpochJob.run` returns a :class:`JobResult`. :class:`spark_plugin.wcc.WccJob` is the
+complete example (``docs/jobs.md``, "The job framework").
 """
 
 from __future__ import annotations
@@ -584,8 +587,9 @@ class EpochJob:
         self.executor_input = executor_input
         self.driver: JobDriver | None = None
 
-    #: The input operator and its output port (path, port): it holds a capability ``(e, 0)``
-    #: for the next epoch ``e`` (an initial capability ``(0, 0)`` in its description).
+    #: The input operator and its output port (path, port): it holds a capability at epoch
+    #: ``e`` (:meth:`time`: ``(e,)`` outside a loop, ``(e, 0)`` inside) for the next epoch,
+    #: an initial capability at epoch 0 in its description.
     input: tuple = ("input", 0)
     #: The output operator and its input port (path, port): epoch ``e`` is final when the
     #: frontier there has no element ``(e', _)`` with ``e' <= e``.
@@ -594,8 +598,8 @@ class EpochJob:
     # -- what a job defines ----------------------------------------------------------------
     def dataflow(self) -> Dataflow:
         """The job's :class:`~engine.operate.Dataflow` (a root
-        :class:`~engine.operate.Scope` built), timestamps ``(epoch, iteration)``; it has the
-        operators :attr:`input` and :attr:`output` name."""
+        :class:`~engine.operate.Scope` built, ``m = 1``: the epoch; loops add the
+        iteration); it has the operators :attr:`input` and :attr:`output` name."""
         raise NotImplementedError(f"{type(self).__name__} must define dataflow()")
 
     def start(self) -> None:
@@ -614,7 +618,7 @@ class EpochJob:
         capability (the framework moves it on): by default, the input operator produces
         the epoch's rows as messages at ``(e, 0)``."""
         op, port = self.input
-        return Report().produced(op, port, (e, 0), epoch_input.rows)
+        return Report().produced(op, port, self.time(op, e), epoch_input.rows)
 
     def epoch(self, e: int, epoch_input: EpochInput) -> EpochOutcome:
         """Compute epoch ``e`` (the algorithm)."""
@@ -705,15 +709,17 @@ class EpochJob:
                 self.rows_so_far += inp.rows
                 more = inp.more = total is None or e + 1 < total   # a stream: one may come
                 # the input sends the epoch and moves its capability on (or drops it)
-                report = self.input_report(e, inp).capabilities(in_op, in_port, (e, 0), -1)
+                report = self.input_report(e, inp).capabilities(in_op, in_port,
+                                                                 self.time(in_op, e), -1)
                 cap = e + 1 if more else None
                 if more:
-                    report.capabilities(in_op, in_port, (e + 1, 0), 1)
+                    report.capabilities(in_op, in_port, self.time(in_op, e + 1), 1)
                 d.report(report)
                 outcome = self.epoch(e, inp)
                 d.steps.step("output", e, outcome.iteration)
                 d.report(self.output_report(e, outcome, more))
-                d.report(Report().consumed(out_op, out_port, (e, outcome.iteration), 1),
+                d.report(Report().consumed(out_op, out_port,
+                                           self.time(out_op, e, outcome.iteration), 1),
                          producer=f"{self.name}-output")
                 fd = d.frontier(output_loc)
                 if any(t[0] <= e for t in fd):
@@ -736,7 +742,8 @@ class EpochJob:
                 if self.on_epoch is not None:
                     self.on_epoch(summary)
             if cap is not None:   # the stream ended (or every epoch was final): the input
-                d.report(self.end_report(cap).capabilities(in_op, in_port, (cap, 0), -1))
+                d.report(self.end_report(cap).capabilities(in_op, in_port,
+                                                           self.time(in_op, cap), -1))
                 cap = None
             if out_log is not None:
                 out_log.finish(first + len(result.epochs))
@@ -767,6 +774,14 @@ class EpochJob:
 
     def finish(self) -> None:
         """Called once at the end of :meth:`run`, also after an error."""
+
+    def time(self, op: str, epoch: int, iteration: int = 0) -> tuple:
+        """The timestamp ``(epoch, iteration)`` as operator ``op`` sees it: ``(epoch,)``
+        outside any loop, ``(epoch, iteration)`` in a loop of depth 1, padded with zeros
+        deeper."""
+        ports = self.driver.dataflow.ports
+        w = ports.m + int(ports.depth[ports.leaf(op)])
+        return ((epoch, iteration) + (0,) * w)[:w]
 
     def _move_initial(self, first: int) -> Report:
         """Every initial capability ``(0, ...)`` moved on to ``(first, 0, ...)``."""

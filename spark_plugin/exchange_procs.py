@@ -68,7 +68,7 @@ from .errors import WorkerProcessError, WorkerTimeoutError
 from .schema import (DIFF, LOC, PRODUCER, SEQ, TS, check_delta_schema, delta_schema, int_column,
                      text_column, ts_array, ts_matrix)
 
-__all__ = ["ProcessExchange", "BatchReport", "replay_processes", "update_batch", "data_batch",
+__all__ = ["ProcessExchange", "BatchReport", "replay_processes", "replay_command", "update_batch", "data_batch",
            "read_batch", "producer_name", "operation_parts", "settle", "HOST"]
 
 #: Every socket of the exchange is on the loopback interface, on a port the OS assigns.
@@ -647,6 +647,31 @@ def _tail(log, lines: int = 12) -> str:
     except (OSError, ValueError):
         return ""
     return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def replay_command(args, workload, out) -> int:
+    """``tfront replay FILE --workers K --processes`` (the entry point ``processes`` of
+    ``engine.cli.RUNNERS_GROUP``): ``workload``'s batches on ``args.workers`` processes, each
+    run to quiescence and every worker's frontiers checked against a single tracker's; worker
+    0's written to ``out`` in the replay format. ``--time`` writes each batch's
+    :class:`BatchReport` as one JSON line on stderr."""
+    import json
+
+    from engine.workload import REPLAY_HEADER, write_frontier_report
+
+    options = {} if args.worker_timeout is None else {"timeout": args.worker_timeout}
+    with ProcessExchange(workload.graph, args.workers, policy=args.policy or "all",
+                         backend=args.backend, oracle=args.backend, **options) as ex:
+        if not args.quiet:
+            out.write(REPLAY_HEADER + "\n")
+        for k, batch in enumerate(workload.batches):
+            report = ex.run_batch(batch.loc, batch.ts, batch.diff)
+            if args.time:
+                print(json.dumps(report.as_dict()), file=sys.stderr)
+            if not args.quiet:
+                write_frontier_report(out, workload, k, ex.last_frontiers[0].__getitem__,
+                                      sources=args.sources)
+    return 0
 
 
 def replay_processes(path, workers: int, *, on_batch=None, allow_zero_cycles: bool = False,

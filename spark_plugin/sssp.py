@@ -59,6 +59,9 @@ log = logging.getLogger(__name__)
 
 PRODUCER = "sssp"
 DRIVER = "sssp-driver"
+#: A round's active vertices travel inside its task closures up to this many; beyond it they
+#: are broadcast (one copy per executor instead of one per task).
+BROADCAST_ACTIVE = 1 << 16
 
 
 class SsspProtocolError(TimelyFrontierError, RuntimeError):
@@ -183,7 +186,7 @@ class _Relax:
 
     def _run(self, p, elements):
         e, i, L = self.epoch, self.it, self.locs
-        av, ad = self.active.value[p]
+        av, ad = (self.active if isinstance(self.active, list) else self.active.value)[p]
         # the active vertices: the seeds in round 0, then what came around the feedback
         report = [(L["relax_in2"] if i == 0 else L["relax_in0"], (e, i), -len(av))]
         cv = np.zeros(0, np.int64)
@@ -370,11 +373,13 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
                 seq["stage"] += 1
                 sc.setJobDescription(f"sssp epoch {e} round {it}")
                 split = active_v % P
-                bc = sc.broadcast([(active_v[split == p], active_d[split == p])
-                                   for p in range(P)])
-                fn = _Relax(e, it, bc, locs, task_wrapper)
+                shares = [(active_v[split == p], active_d[split == p]) for p in range(P)]
+                # a small active set travels with the task; a large one is broadcast once
+                bc = sc.broadcast(shares) if len(active_v) > BROADCAST_ACTIVE else None
+                fn = _Relax(e, it, shares if bc is None else bc, locs, task_wrapper)
                 got = merged.mapPartitionsWithIndex(fn).collect()
-                bc.destroy()
+                if bc is not None:
+                    bc.destroy()
                 for p, _, _, report in got:
                     apply(report, f"{PRODUCER}-{p}", stage)
                 want = {f"{PRODUCER}-{p}": stage for p in range(P)}

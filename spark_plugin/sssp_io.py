@@ -45,7 +45,7 @@ def _check_weights(w: np.ndarray, where: str, rows) -> np.ndarray:
     bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
     if bad.size:
         k = int(bad[0])
-        raise EdgeInputError(f"{where}:{rows[k]}: weight {w[k]!r} is not a finite number >= 0",
+        raise EdgeInputError(f"{where}:{rows[k]}: weight {float(w[k])!r} is not a finite number >= 0",
                              where, int(rows[k]))
     return w
 

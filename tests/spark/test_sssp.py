@@ -1,0 +1,163 @@
+"""The shortest-paths job (spark_plugin.sssp): every epoch's distances equal scipy's, every
+decision came from a frontier, a lost report stops the epoch before it is written."""
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from perf import graphs as G
+from spark_plugin.errors import MissingBatchError
+from spark_plugin.sssp import SsspProtocolError, run_sssp
+from spark_plugin.sssp_io import read_weighted_edges
+from spark_plugin.wcc_io import EdgeInputError
+from strategies import SCALE, weighted_edge_lists
+from test_shortest_paths import scipy_distances
+
+pytestmark = pytest.mark.spark
+
+
+def written(out) -> dict:
+    """``{epoch: {vertex: distance}}`` of the dataset ``out``."""
+    if not os.path.exists(out):
+        return {}
+    t = pq.read_table(out)
+    res: dict = {}
+    for e, v, d in zip(*(t.column(c).to_pylist() for c in ("epoch", "vertex", "distance"))):
+        assert v not in res.setdefault(e, {}), f"vertex {v} written twice in epoch {e}"
+        res[e][v] = d
+    return res
+
+
+def check_epochs(out, src, dst, w, source, epochs, undirected=False):
+    """Every epoch in ``out`` equals scipy's distances on the edges of epochs 0..e; vertices
+    scipy cannot reach are absent."""
+    got = written(out)
+    assert sorted(got) == list(range(epochs))
+    cuts = [(i * len(src)) // epochs for i in range(epochs + 1)]
+    for e in range(epochs):
+        s, d, x = src[:cuts[e + 1]], dst[:cuts[e + 1]], w[:cuts[e + 1]]
+        if undirected:
+            s, d, x = np.r_[s, d], np.r_[d, s], np.r_[x, x]
+        verts = np.unique(np.r_[s, d, [source]])
+        expect = scipy_distances(s, d, x, verts, source)
+        reached = {int(v): float(t) for v, t in zip(verts, expect) if np.isfinite(t)}
+        assert set(got[e]) == set(reached), f"epoch {e}: reached vertices differ"
+        for v, t in reached.items():
+            assert got[e][v] == pytest.approx(t), f"epoch {e} vertex {v}"
+
+
+@settings(max_examples=2 * SCALE, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(weighted_edge_lists(max_vertices=10, max_edges=25), st.integers(1, 2), st.data())
+def test_every_epoch_equals_scipy_on_random_graphs(spark, tmp_path_factory, g, epochs, data):
+    src, dst, w = g
+    if len(src) < epochs:
+        src, dst, w = np.r_[src, [0] * epochs], np.r_[dst, [1] * epochs], np.r_[w, [1] * epochs]
+        w = w.astype(g[2].dtype)
+    weighted = w.dtype.kind == "f"
+    source = int(data.draw(st.sampled_from(np.unique(np.r_[src, dst]).tolist()), label="source"))
+    table = pa.table({"src": src, "dst": dst, "weight": w})
+    out = str(tmp_path_factory.mktemp("sssp") / "out")
+    res = run_sssp(spark, table, source, epochs=epochs, out=out, weighted=weighted,
+                   partitions=2)
+    check_epochs(out, src, dst, w, source, epochs)
+    assert res.service.counts().num_rows == 0   # everything consumed, every capability dropped
+
+
+def test_grid_and_rmat_of_the_benchmark_equal_scipy_every_epoch(spark, tmp_path):
+    """Unweighted (BFS levels) on perf/graphs.py's grid (from a corner: a long chain of
+    rounds) and R-MAT (skewed degrees, unreachable vertices), text and Parquet input."""
+    s, d = G.grid(4)
+    G.write_snap(tmp_path / "grid.txt", s, d)
+    run_sssp(spark, str(tmp_path / "grid.txt"), 0, epochs=2, out=str(tmp_path / "g"))
+    check_epochs(str(tmp_path / "g"), s, d, np.ones(len(s)), 0, 2)
+    s, d = G.rmat(6, 200, seed=3)
+    G.write_parquet(tmp_path / "rmat.parquet", s, d)
+    source = int(s[0])
+    res = run_sssp(spark, str(tmp_path / "rmat.parquet"), source, epochs=2,
+                   out=str(tmp_path / "r"), undirected=True, partitions=3)
+    check_epochs(str(tmp_path / "r"), s, d, np.ones(len(s)), source, 2, undirected=True)
+    assert res.epochs[-1].edges == 2 * len(s)
+
+
+def test_every_decision_came_from_a_frontier_and_epochs_are_written_after_it(spark, tmp_path):
+    """Rounds complete only when the frontiers at relax.in0 and min.in0 passed (e, i); an epoch
+    converges when relax.in0 has no element of epoch e; it is written only after output.in0
+    passed e -- checked from the frontiers recorded at each decision and from what is on
+    disk when each epoch is announced."""
+    src = np.array([0, 1, 2, 3, 10, 4, 0, 5], np.int64)   # epoch 1 links 3 -> 10 -> 4 ...
+    dst = np.array([1, 2, 3, 10, 4, 5, 6, 7], np.int64)
+    out = str(tmp_path / "out")
+    seen = []
+    res = run_sssp(spark, pa.table({"src": src, "dst": dst}), 0, epochs=2, out=out,
+                   on_epoch=lambda s: seen.append((s.epoch, sorted(written(out)),
+                                                   s.output_frontier)))
+    for e, on_disk, fo in seen:
+        assert on_disk == list(range(e + 1))            # nothing of a later epoch yet
+        assert all(t[0] > e for t in fo)                  # output frontier passed e
+    kinds = [(e, what) for e, _, what, _ in res.decisions]
+    rounds = {e: sum(1 for x in kinds if x == (e, "round")) for e in (0, 1)}
+    assert [r.rounds for r in res.epochs] == [rounds[0], rounds[1]] == [5, 4]
+    for e, it, what, frontier in res.decisions:
+        if what == "round":
+            assert not any(all(x <= y for x, y in zip(t, (e, it))) for t in frontier)
+        elif what == "converged":
+            assert not any(t[0] <= e for t in frontier)
+        else:
+            assert what == "final" and not any(t[0] <= e for t in frontier)
+    assert kinds.index((0, "final")) < kinds.index((1, "round"))
+    assert written(out)[1] == {0: 0, 1: 1, 2: 2, 3: 3, 10: 4, 4: 5, 5: 6, 6: 1, 7: 7}
+    assert res.service.counts().num_rows == 0
+
+
+def test_a_lost_report_stops_the_epoch_before_it_is_written(spark, tmp_path):
+    """Partition 1's reports of epoch 1 never arrive: the frontiers cannot pass, the job fails
+    with a named error naming the producer, and only epoch 0 is on disk."""
+    src = np.arange(0, 6, dtype=np.int64)
+    dst = src + 1
+    out = str(tmp_path / "out")
+
+    class DropReport:
+        def __init__(self, run):
+            self.run, self.epoch = run, run.__self__.epoch
+
+        def __call__(self, p, rows):
+            for part, v, d, report in self.run(p, rows):
+                if self.epoch == 1 and part == 1:
+                    continue   # the candidates and the report are lost together
+                yield part, v, d, report
+
+    with pytest.raises((MissingBatchError, SsspProtocolError), match="sssp-1"):
+        run_sssp(spark, pa.table({"src": src, "dst": dst}), 0, epochs=2, out=out,
+                 partitions=2, task_wrapper=DropReport)
+    assert sorted(written(out)) == [0]
+
+
+def test_weighted_input_is_validated_naming_file_and_line(tmp_path):
+    p = tmp_path / "w.txt"
+    p.write_text("# src dst weight\n1 2 0.5\n2 3 -1\n")
+    with pytest.raises(EdgeInputError, match=r"w\.txt:3: weight -1\.0 is not a finite number"):
+        read_weighted_edges(p)
+    p.write_text("1 2 0.5\n2 3\n")
+    with pytest.raises(EdgeInputError, match=r"w\.txt:2: malformed line"):
+        read_weighted_edges(p)
+    p.write_text("src,dst,weight\n1,2,0.5\n2,3,x\n")
+    with pytest.raises(EdgeInputError, match=r"w\.txt:3: weight 'x' is not a number"):
+        read_weighted_edges(p)
+    p.write_text("1 2 0.5\n2 3 4\n")
+    t = read_weighted_edges(p)
+    assert t.column("weight").to_pylist() == [0.5, 4.0]
+
+
+def test_bad_source_and_partitions_are_refused_before_anything_runs(spark, tmp_path):
+    t = pa.table({"src": [1], "dst": [2]})
+    with pytest.raises(ValueError, match="source must be a vertex id"):
+        run_sssp(spark, t, -1)
+    with pytest.raises(ValueError, match="partitions must be a positive integer"):
+        run_sssp(spark, t, 1, partitions=0)
+    with pytest.raises(EdgeInputError, match="no column 'weight'"):
+        run_sssp(spark, t, 1, weighted=True)

@@ -3,7 +3,9 @@
 The semantics layer: timestamps and their order, path summaries, antichains, the graph
 builder, the path-summary closure ``Psi``, and three trackers that agree by construction
 and by test -- the reference (implied frontiers from ``Psi``), timely-style local
-propagation, and Naiad's occurrence/precursor counts. See ``docs/semantics.md`` for the definitions.
+propagation, and Naiad's occurrence/precursor counts. Above them, the operator-facing
+interface (``engine.operate``): ``Operate`` descriptions, nested ``Scope``s and progress
+``Report``s in the operators' words (docs/operate.md). See ``docs/semantics.md`` for the definitions.
 
 >>> import engine
 >>> b = engine.GraphBuilder(m=1)
@@ -24,6 +26,7 @@ from .errors import *  # noqa: F401,F403 -- the named exceptions are part of the
 from .errors import __all__ as _errors_all
 from .graph import Edge, Graph, GraphBuilder, Location, PortKind
 from .naiad import NaiadTracker
+from .operate import BOUNDARY, Dataflow, DataflowTracker, Operate, Ports, Report, ReportKind, Scope
 from .propagation import PropagationTracker
 from .psi import PsiArrays, compute_psi
 from .reference import ImpliedFrontierTracker, implied_frontier
@@ -35,10 +38,12 @@ from .workload import Workload, parse_workload, read_workload
 __version__ = "0.1.0"
 
 __all__ = [
-    "Backend", "BatchedTracker", "Edge", "FrontierChange", "FrontierTracker", "Graph", "GraphBuilder",
-    "ImpliedFrontierTracker", "Location", "MAX_COORD", "NaiadTracker", "PointstampCounts",
-    "PortKind", "PropagationTracker", "PsiArrays", "Strategy", "Summary", "SummaryAntichain", "Workload",
-    "check_timestamp", "closure", "closure_row", "compute_psi", "could_result_in", "frontier",
-    "implied_frontier", "make_tracker", "parse_workload", "read_workload", "resolve_backend",
+    "BOUNDARY", "Backend", "BatchedTracker", "Dataflow", "DataflowTracker", "Edge",
+    "FrontierChange", "FrontierTracker", "Graph", "GraphBuilder", "ImpliedFrontierTracker",
+    "Location", "MAX_COORD", "NaiadTracker", "Operate", "PointstampCounts", "PortKind", "Ports",
+    "PropagationTracker", "PsiArrays", "Report", "ReportKind", "Scope", "Strategy", "Summary",
+    "SummaryAntichain", "Workload", "check_timestamp", "closure", "closure_row", "compute_psi",
+    "could_result_in", "frontier", "implied_frontier", "make_tracker", "parse_workload",
+    "read_workload", "resolve_backend",
     *_errors_all,
 ]

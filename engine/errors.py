@@ -30,6 +30,16 @@ __all__ = [
     "ConvergenceError",
     "ProgressLogError",
     "DependencyError",
+    "OperatorNameError",
+    "ScopeError",
+    "ReportError",
+    "ReportOperatorError",
+    "ReportPortError",
+    "ReportCountError",
+    "CapabilityError",
+    "NoCapabilityError",
+    "CapabilityRegressionError",
+    "UnheldCapabilityError",
 ]
 
 
@@ -150,3 +160,51 @@ class ProgressLogError(TimelyFrontierError, ValueError):
 class DependencyError(TimelyFrontierError, RuntimeError):
     """An optional package a command needs is not installed; the message names it and the
     ``pip install`` that adds it."""
+
+
+class OperatorNameError(GraphError):
+    """An operator or scope name (``engine.operate``) that is not a non-empty string without
+    ``/``, or that repeats the name of a sibling in the same scope."""
+
+
+class ScopeError(GraphError):
+    """A scope (``engine.operate.Scope``) used in a way its nesting does not allow: a child at
+    the wrong depth, a scope added twice, a root scope with boundary ports."""
+
+
+class ReportError(BatchError):
+    """A progress report in the operators' words (``engine.operate.Report``) is malformed or
+    breaks a guard; nothing of it was applied."""
+
+
+class ReportOperatorError(ReportError, UnknownOperatorError):
+    """A report names an operator the dataflow does not have (or a scope, which reports
+    nothing of its own)."""
+
+
+class ReportPortError(ReportError, UnknownPortError):
+    """A report names an input or output port that its operator does not have."""
+
+
+class ReportCountError(ReportError):
+    """A report's consumed or produced count is negative, or its columns do not fit together."""
+
+
+class CapabilityError(ReportError):
+    """A report breaks the capability discipline of an operator (the guards of
+    ``engine.operate``); the message names the operator, the port and the time."""
+
+
+class NoCapabilityError(CapabilityError):
+    """A message produced at a time for which the operator holds no capability on that output
+    and consumed nothing that could result in it."""
+
+
+class CapabilityRegressionError(CapabilityError):
+    """A capability acquired at a time that is not at or after a capability held on that
+    output, nor justified by a message consumed in the same report: capabilities only move
+    forward."""
+
+
+class UnheldCapabilityError(CapabilityError):
+    """A report drops more capabilities at a time than the operator holds there."""

@@ -1,6 +1,16 @@
 """The ``tfront`` command line: ``tfront replay FILE``, ``tfront psi FILE``, ``tfront info``,
-``tfront wcc EDGES`` (the Spark WCC job, :mod:`spark_plugin.wcc`) and ``tfront progress LOG``
-(draws a progress log of ``tfront wcc --progress-log``, :mod:`engine.progress_view`).
+``tfront progress LOG`` (draws a progress log of ``tfront wcc --progress-log``,
+:mod:`engine.progress_view`), and the commands other packages add (``tfront wcc EDGES``, the
+Spark WCC job: :mod:`spark_plugin.commands`).
+
+The engine does not import those packages: a command of another package is an entry point of
+the group :data:`COMMANDS_GROUP` (``tfront.commands``), named after the command, whose object
+``add(subparsers)`` adds the command's parser and sets its default ``run`` to a function
+``run(args, parser) -> int`` (the exit status; ``parser`` is ``tfront``'s).
+:func:`plugin_commands` loads them. When a command's package cannot be imported (its extra,
+e.g. ``spark``, is not installed), the command still exists and says so: ``tfront wcc ...``
+prints ``tfront wcc: error: ...`` naming the missing module and the ``pip install`` that
+provides it, exit status 2.
 
 ``replay`` applies a workload's batches one by one and prints the frontiers after each, in
 the format of ``docs/formats.md``; ``psi`` prints the path-summary
@@ -29,44 +39,25 @@ import time
 from typing import Sequence
 
 from .backend import Backend, make_tracker, resolve_backend
-from .errors import TimelyFrontierError, ZeroAdvanceCycleError
+from .errors import DependencyError, TimelyFrontierError, ZeroAdvanceCycleError
 from .workload import REPLAY_HEADER, read_workload, write_frontier_report, write_psi_report
 
-__all__ = ["main", "EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED"]
+__all__ = ["main", "plugin_commands", "positive_int", "positive_seconds", "COMMANDS_GROUP",
+           "EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED"]
 
 #: Exit status when stdout is closed early (128 + SIGPIPE, what a shell reports for a tool
 #: killed by SIGPIPE).
 EXIT_BROKEN_PIPE = 141
 #: Exit status on Ctrl-C (128 + SIGINT).
 EXIT_INTERRUPTED = 130
-
-#: Spark master URLs ``--master`` accepts (their form only; Spark checks the rest).
-_MASTER = re.compile(
-    r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?"
-    r"|local-cluster\[[1-9][0-9]*, *[1-9][0-9]*, *[1-9][0-9]*\]"
-    r"|yarn|spark://[^\s/]+(,[^\s/]+)*|(k8s|mesos)://\S+")
-_MASTER_FORMS = ("local, local[N], local[*], local[N,F], local-cluster[N,C,M], "
-                 "spark://HOST:PORT, yarn, k8s://URL or mesos://URL")
-
-_WCC_INPUT = """\
-input formats (EDGES):
-  text (any other name; .gz decompressed): one edge 'src dst' per line, separated by white
-    space or a comma; '#' starts a comment; blank lines are skipped.
-  CSV (*.csv, *.csv.gz): fields separated by ',', ';' or a tab, optionally double-quoted;
-    the first row is a header unless its first two fields are integers (then columns
-    src,dst are used, else the first two); otherwise it is the first edge.
-  Parquet (*.parquet, *.pq): integer columns src and dst.
-  a directory: one epoch per file, in natural order of the names (e2 before e10; hidden
-    and '_' files skipped); each epoch's line names its file.
-  Vertex ids are non-negative int64. Bad input stops with the file and line named (exit
-  2) before Spark starts where the first rows show it; an input without edges is refused.
-
-Without --out the labels are computed but not saved (the total line says so).
-exit status: 0 done, 2 bad option or input, 130 interrupted (Ctrl-C), 141 stdout closed.
-"""
+#: The entry-point group of the commands other packages add to ``tfront``.
+COMMANDS_GROUP = "tfront.commands"
+#: The commands defined here (the others are loaded only when asked for, or for help).
+BUILTIN_COMMANDS = ("replay", "psi", "progress", "rollback", "info")
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: a positive integer (``--partitions``, ``--epochs``)."""
     try:
         v = int(text)
     except ValueError:
@@ -76,7 +67,8 @@ def _positive_int(text: str) -> int:
     return v
 
 
-def _positive_seconds(text: str) -> float:
+def positive_seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds (``--interval``, ``--follow``)."""
     try:
         v = float(text)
     except ValueError:
@@ -87,14 +79,59 @@ def _positive_seconds(text: str) -> float:
     return v
 
 
-def _master_url(text: str) -> str:
-    if not _MASTER.fullmatch(text.strip()):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a Spark master URL; expected "
-                                         f"{_MASTER_FORMS}")
-    return text.strip()
+def plugin_commands(sub) -> list[str]:
+    """Add the commands of the entry points of :data:`COMMANDS_GROUP` to ``sub`` (the
+    ``tfront`` parser's subparsers), in the order of their names; returns the names.
+
+    An entry point whose object cannot be imported becomes a command of its name that
+    accepts any arguments and fails with :class:`~engine.errors.DependencyError` (exit
+    status 2) naming the missing module and the extra of the distribution that requires it
+    (``pip install 'timely-frontier[spark]'``)."""
+    from importlib.metadata import entry_points
+
+    names = []
+    for ep in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
+        if ep.name in sub.choices:   # a name already taken: the first one wins
+            continue
+        try:
+            add = ep.load()
+        except ImportError as e:
+            _unavailable(sub, ep, e)
+        else:
+            add(sub)
+        names.append(ep.name)
+    return names
 
 
-def _parser() -> argparse.ArgumentParser:
+def _unavailable(sub, ep, err: ImportError) -> None:
+    """The command ``ep.name`` whose package does not import: it says so when run."""
+    why = (f"the {ep.name} command cannot run here: {err}; {_install_hint(ep, err.name)}")
+    u = sub.add_parser(ep.name, help=f"unavailable here ({err})", add_help=False)
+    u.add_argument("rest", nargs=argparse.REMAINDER)
+
+    def run(args, parser) -> int:
+        raise DependencyError(why)
+
+    u.set_defaults(run=run)
+
+
+def _install_hint(ep, missing: str | None) -> str:
+    """``pip install 'DIST[EXTRA]'`` for the extra of ``ep``'s distribution that requires the
+    module ``missing`` (``pyarrow`` -> ``timely-frontier[spark]``), else ``pip install
+    MISSING``."""
+    top = (missing or "").partition(".")[0]
+    dist = getattr(ep, "dist", None)
+    norm = lambda s: re.sub(r"[-_.]+", "-", s).lower()   # noqa: E731 -- PEP 503 names
+    for req in (getattr(dist, "requires", None) or []):
+        m = re.match(r"\s*([A-Za-z0-9._-]+).*;.*extra\s*==\s*[\"']([^\"']+)[\"']", req)
+        if m and top and norm(m.group(1)) == norm(top):
+            return f"install its extra: pip install '{dist.name}[{m.group(2)}]'"
+    return f"pip install {top}" if top else "reinstall the package that provides it"
+
+
+def _parser(plugins: bool = True) -> argparse.ArgumentParser:
+    """``tfront``'s parser; ``plugins=False`` leaves out the commands of other packages
+    (:func:`plugin_commands`), so that running a built-in command imports none of them."""
     p = argparse.ArgumentParser(prog="tfront", description="Progress tracking for timely dataflow.")
     p.add_argument("--version", action="version",
                    version=f"tfront (timely-frontier) {_version('timely-frontier')}")
@@ -120,55 +157,8 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--allow-zero-cycles", action="store_true",
                    help="accept cycles that do not advance time (asynchronous loops)")
 
-    w = sub.add_parser("wcc", help="incremental weakly connected components on Spark (needs pyspark)",
-                       epilog=_WCC_INPUT, formatter_class=argparse.RawDescriptionHelpFormatter)
-    w.add_argument("edges", help="edge file (text, CSV, Parquet; see below) or directory of epoch files")
-    w.add_argument("--epochs", type=_positive_int, default=None, metavar="K",
-                   help="split a single edge file into K epochs (default 1; not for a directory)")
-    w.add_argument("--out", default=None,
-                   help="Parquet dataset to append epoch,vertex,component to (without it the "
-                        "labels are not saved). A run on an existing OUT of the same job "
-                        "resumes it: epochs already final there are skipped (docs/wcc.md)")
-    w.add_argument("--overwrite", action="store_true",
-                   help="remove the content of an existing --out and start from epoch 0")
-    w.add_argument("--master", type=_master_url, default=None, metavar="URL",
-                   help=f"Spark master URL (default local[*]): {_MASTER_FORMS}")
-    w.add_argument("--partitions", type=_positive_int, default=None, metavar="P",
-                   help="Spark partitions per round (default: cores)")
-    w.add_argument("--backend", choices=[b.value for b in (Backend.AUTO, Backend.CPU, Backend.CUDA)],
-                   default=None,
-                   help="where the WCC kernels run, decided per task: cuda = each task's GPU where "
-                        "usable, else the CPU (reason logged and printed); auto = the same for large "
-                        "inputs; cpu = Numba kernels only. Also the driver's frontier-service backend "
-                        "(cpu when the driver has no GPU). Default: $TFRONT_BACKEND or auto")
-    w.add_argument("--checkpoint-dir", default=None,
-                   help="checkpoint the Spark loop's stages reliably here (e.g. an HDFS path on a "
-                        "cluster) instead of localCheckpoint")
-    talk = w.add_mutually_exclusive_group()
-    talk.add_argument("-q", "--quiet", action="store_true",
-                      help="print only warnings and errors (no progress bar, epoch lines or totals)")
-    talk.add_argument("-v", "--verbose", action="count", default=0,
-                      help="-v: also a line per round, which task ran which kernels, and Spark's "
-                           "warnings; -vv: also debug output and Spark's INFO log")
-    w.add_argument("--follow", type=_positive_seconds, nargs="?", const=float("inf"), default=None,
-                   metavar="IDLE",
-                   help="consume the directory EDGES as a stream: new files become epochs as they "
-                        "appear, until a _DONE file exists (or IDLE seconds pass without a new file). "
-                        "A file is taken once its size is unchanged over one 0.5 s poll (Parquet: "
-                        "once it has its footer); a taken file that changes stops the job. Write "
-                        "each file under a hidden or _ name and rename it when complete. Ctrl-C "
-                        "stops (exit 130)")
-    w.add_argument("--progress-log", default=None, metavar="FILE",
-                   help="record every frontier change at every operator input (time, epoch, "
-                        "iteration, Spark job) and the messages in flight in FILE, one JSON "
-                        "object per line, flushed as the job runs; draw it with tfront progress")
-    w.add_argument("--driver-memory", type=_memory_size, default=None, metavar="SIZE",
-                   help="heap of the Spark driver JVM, e.g. 8g (default: 35%% of this machine's "
-                        "memory, at least 1g; embedded Spark runs its tasks there too). Under "
-                        "spark-submit, pass spark-submit --driver-memory instead")
-    w.add_argument("--conf", type=_conf_pair, action="append", default=None, metavar="KEY=VALUE",
-                   help="a Spark setting (repeatable), e.g. --conf spark.executor.memory=4g; wins "
-                        "over the defaults and over spark-submit's settings")
+    if plugins:
+        plugin_commands(sub)   # tfront wcc, ... (the entry points of COMMANDS_GROUP)
 
     g = sub.add_parser("progress", help="draw a progress log (tfront wcc --progress-log) as a "
                                         "PNG and/or a live HTML page")
@@ -181,7 +171,7 @@ def _parser() -> argparse.ArgumentParser:
                         "the page reloads itself every few seconds")
     g.add_argument("--watch", action="store_true",
                    help="keep redrawing --png/--html as the log grows, until the job ends")
-    g.add_argument("--interval", type=_positive_seconds, default=1.0, metavar="SECONDS",
+    g.add_argument("--interval", type=positive_seconds, default=1.0, metavar="SECONDS",
                    help="how often --watch looks at the log (default 1)")
 
     rb = sub.add_parser("rollback", help="the largest consistent rollback of a problem (timely-rollback v1)")
@@ -226,25 +216,6 @@ def _progress(args) -> int:
         if path is not None:
             print(f"{what}: {path}")
     return 0
-
-
-def _memory_size(text: str) -> str:
-    """``--driver-memory``: a JVM memory size such as ``512m`` or ``8g``."""
-    t = text.strip().lower()
-    if len(t) < 2 or t[-1] not in "kmgt" or not t[:-1].isdigit() or int(t[:-1]) == 0:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a memory size: a whole number with a unit k, m, g or t (e.g. 8g)")
-    return t
-
-
-def _conf_pair(text: str) -> tuple[str, str]:
-    """``--conf KEY=VALUE``: a Spark setting (the key must start with ``spark.``)."""
-    key, eq, value = text.partition("=")
-    key = key.strip()
-    if not eq or not key.startswith("spark.") or len(key) <= len("spark."):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not KEY=VALUE with a Spark key (e.g. spark.executor.memory=4g)")
-    return key, value.strip()
 
 
 def _replay(args) -> int:
@@ -402,22 +373,19 @@ def _rollback(args) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tfront`` console script; returns the exit status."""
-    parser = _parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = _parser(plugins=command not in BUILTIN_COMMANDS)
     args = parser.parse_args(argv)
     if args.command == "progress" and args.watch and args.html is None and args.png is None:
         parser.error("progress --watch needs --html and/or --png to redraw")
-    if args.command == "wcc" and args.overwrite and args.out is None:
-        parser.error("wcc --overwrite needs --out")
     try:
         if args.command == "info":
             status = _info(args)
         elif args.command == "rollback":
             status = _rollback(args)
-        elif args.command == "wcc":
-            if not os.path.exists(args.edges):   # a typo: before importing the Spark side
-                raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
-            from spark_plugin.wcc import main_wcc  # imports pyspark only on this path
-            status = main_wcc(args)
+        elif getattr(args, "run", None) is not None:   # a command of another package
+            status = args.run(args, parser)
         elif args.command == "progress":
             status = _progress(args)
         else:

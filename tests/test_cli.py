@@ -150,3 +150,34 @@ def test_wcc_input_is_checked_before_spark_starts(tmp_path):
     assert len(errs) == len(cases), proc.stderr
     for line, (_, what) in zip(errs, cases):
         assert line.startswith("tfront wcc: error: ") and what in line, line
+
+
+NO_SPARK_EXTRA = r"""
+import json, sys
+sys.modules["pyarrow"] = None   # as if the spark extra were not installed: import fails
+from engine.cli import main
+status = [main(["psi", sys.argv[1]])]
+light = "spark_plugin" not in sys.modules   # a built-in command loads no other package
+status.append(main(["wcc", "edges.txt", "--epochs", "2"]))
+print(json.dumps({"status": status, "light": light}))
+"""
+
+
+def test_spark_commands_register_by_entry_point_and_say_when_their_extra_is_missing(tmp_path):
+    """Issue 13: ``engine.cli`` does not import ``spark_plugin``; ``tfront wcc`` comes from
+    the ``tfront.commands`` entry point, and without pyarrow it exits 2 naming the extra."""
+    from importlib.metadata import entry_points
+
+    from engine.cli import COMMANDS_GROUP
+    assert "wcc" in {ep.name for ep in entry_points(group=COMMANDS_GROUP)}
+    wl = tmp_path / "w.txt"
+    wl.write_text("timely-reach v1\nnode 0 1 0\nnode 1 0 1\nedge 1 0 0 0\n")
+    proc = subprocess.run([sys.executable, "-c", NO_SPARK_EXTRA, str(wl)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.splitlines()[-1])
+    assert got == {"status": [0, 2], "light": True}, (got, proc.stderr)
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tfront wcc: error: the wcc command cannot run "
+                                               "here: "), proc.stderr
+    assert "pyarrow" in err[0] and "pip install 'timely-frontier[spark]'" in err[0], err

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from engine import GraphBuilder, Summary
+from engine import Report
 from engine.errors import TimelyFrontierError
 from gpu_kernels.shortest_paths import (csr_by_source, improve, merge_csr, relax, unreached)
 
@@ -53,7 +53,7 @@ from .sssp_io import weighted_epoch_sources
 from .wcc_io import EdgeInputError, epoch_sources
 
 __all__ = ["run_sssp", "SsspResult", "SsspEpoch", "SsspProtocolError", "sssp_dataflow",
-           "SsspDataflow", "EdgeInputError"]
+           "EdgeInputError"]
 
 log = logging.getLogger(__name__)
 
@@ -68,46 +68,46 @@ class SsspProtocolError(TimelyFrontierError, RuntimeError):
     """A frontier did not advance as the protocol requires (a lost or duplicated report)."""
 
 
-@dataclass(frozen=True)
-class SsspDataflow:
-    """The job's dataflow graph and the locations the driver reads."""
-
-    graph: object
-    in_edges_out: int    # input.out0 -> relax.in1
-    in_seeds_out: int    # input.out1 -> relax.in2
-    relax_in0: int       # from the feedback
-    relax_in1: int       # edges
-    relax_in2: int       # seeds
-    relax_out: int
-    min_in: int
-    min_out0: int        # -> feedback -> relax.in0
-    min_out1: int        # -> output
-    output_in: int
+#: Operator paths in the dataflow (:func:`sssp_dataflow`).
+INPUT, RELAX, MIN, FEEDBACK, OUTPUT = "input", "loop/relax", "loop/min", "loop/feedback", "output"
 
 
-def sssp_dataflow() -> SsspDataflow:
-    """Build the shortest-paths dataflow graph (module docstring)."""
-    g = GraphBuilder(m=1)
-    out = g.add_operator(1, 0, depth=1, name="output")
-    inp = g.add_operator(0, 2, depth=1, name="input")
-    rel = g.add_operator(3, 1, depth=1, name="relax")
-    mn = g.add_operator(1, 2, depth=1, name="min")
-    fb = g.add_operator(1, 1, depth=1, name="feedback")
-    for i in (0, 1, 2):
-        g.add_summary(rel, i, 0, Summary.identity(1))
-    for o in (0, 1):
-        g.add_summary(mn, 0, o, Summary.identity(1))
-    g.add_summary(fb, 0, 0, Summary.feedback(1))
-    g.connect(inp, 0, rel, 1)
-    g.connect(inp, 1, rel, 2)
-    g.connect(rel, 0, mn, 0)
-    g.connect(mn, 0, fb, 0)
-    g.connect(fb, 0, rel, 0)
-    g.connect(mn, 1, out, 0)
-    graph = g.build()
-    return SsspDataflow(graph, graph.source(inp, 0), graph.source(inp, 1), graph.target(rel, 0),
-                        graph.target(rel, 1), graph.target(rel, 2), graph.source(rel, 0), graph.target(mn, 0),
-                        graph.source(mn, 0), graph.source(mn, 1), graph.target(out, 0))
+def sssp_dataflow():
+    """The job's dataflow as operators and a loop scope (:mod:`engine.operate`).
+
+    ``input`` (epochs ``(e,)``; out0 edges, out1 seeds) feeds the scope ``loop`` (timestamps
+    ``(e, round)``) at its inputs 0 and 1; inside, ``relax`` takes the feedback (in0), the
+    edges (in1) and the seeds (in2) and sends candidates to ``min``, whose out0 goes around
+    ``feedback`` (``round + 1``) and whose out1 leaves the scope to ``output``. ``input``
+    holds a capability for epoch 0 on both outputs, ``min`` one for ``(0, 0)`` on out1 (the
+    epoch's distances).
+
+    >>> df = sssp_dataflow()
+    >>> df.external_summary("loop/min")
+    {(0, 0): (Summary(1->1, keep=1, d_out=(0,), d_cnt=(1,), reset=()),)}
+    """
+    from engine import BOUNDARY, Operate, Scope, Summary
+
+    root = Scope("sssp", m=1)
+    inp = root.add(Operate(INPUT, 0, 2, capabilities={0: [(0,)], 1: [(0,)]}))
+    loop = Scope("loop", 2, 1, depth=1)
+    relax = loop.add(Operate("relax", 3, 1, summary={(i, 0): Summary.identity(1)
+                                                    for i in range(3)}))
+    mn = loop.add(Operate("min", 1, 2, summary={(0, o): Summary.identity(1) for o in (0, 1)},
+                          capabilities={1: [(0, 0)]}))
+    fb = loop.add(Operate("feedback", 1, 1, summary={(0, 0): Summary.feedback(1)}))
+    loop.connect(BOUNDARY, 0, relax, 1)
+    loop.connect(BOUNDARY, 1, relax, 2)
+    loop.connect(relax, 0, mn, 0)
+    loop.connect(mn, 0, fb, 0)
+    loop.connect(fb, 0, relax, 0)
+    loop.connect(mn, 1, BOUNDARY, 0)
+    lp = root.add(loop)
+    out = root.add(Operate(OUTPUT, 1, 0))
+    root.connect(inp, 0, lp, 0)
+    root.connect(inp, 1, lp, 1)
+    root.connect(lp, 0, out, 0)
+    return root.build()
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ class SsspResult:
     tracking_seconds: float = 0.0
     distances: pa.Table | None = None
     service: FrontierService | None = None
-    dataflow: SsspDataflow | None = None
+    dataflow: object = None
     stages: int = 0
     decisions: list = field(default_factory=list)
     weighted: bool = False
@@ -173,30 +173,32 @@ class SsspResult:
 class _Relax:
     """The ``mapPartitionsWithIndex`` function of one round: the ``relax`` operator on one
     partition. Its element is ``(csr, added)``: the partition's edges and how many of them
-    the epoch added (consumed at ``relax.in1 (e, 0)`` in round 0). It yields one
-    ``(partition, vertices, distances, report)``: the candidates and the report rows
-    ``(location, (epoch, round), count)`` -- messages consumed (negative) and produced."""
+    the epoch added (consumed at ``relax.in1`` in round 0). It yields one
+    ``(partition, vertices, distances, report)``: the candidates and the task's
+    :class:`~engine.operate.Report` as plain arrays (``to_arrays``)."""
 
-    def __init__(self, epoch: int, it: int, active, locs: dict, wrap=None):
-        self.epoch, self.it, self.active, self.locs, self.wrap = epoch, it, active, locs, wrap
+    def __init__(self, epoch: int, it: int, active, wrap=None):
+        self.epoch, self.it, self.active, self.wrap = epoch, it, active, wrap
 
     def __call__(self, p, elements):
         fn = self._run if self.wrap is None else self.wrap(self._run)
         return fn(p, elements)
 
     def _run(self, p, elements):
-        e, i, L = self.epoch, self.it, self.locs
+        from engine import Report
+
+        t = (self.epoch, self.it)
         av, ad = (self.active if isinstance(self.active, list) else self.active.value)[p]
-        # the active vertices: the seeds in round 0, then what came around the feedback
-        report = [(L["relax_in2"] if i == 0 else L["relax_in0"], (e, i), -len(av))]
+        # the active vertices: the seeds (in2) in round 0, then what came around the feedback
+        report = Report().consumed(RELAX, 2 if self.it == 0 else 0, t, len(av))
         cv = np.zeros(0, np.int64)
         cd = np.zeros(0, ad.dtype)
         for csr, added in elements:
-            if i == 0:
-                report.append((L["relax_in1"], (e, 0), -int(added)))
+            if self.it == 0:
+                report.consumed(RELAX, 1, t, int(added))
             cv, cd = relax(csr, av, ad)
-        report.append((L["min_in"], (e, i), len(cv)))   # produced: at the channel's target
-        yield p, cv, cd, [r for r in report if r[2] != 0]
+        report.produced(RELAX, 0, t, len(cv))
+        yield p, cv, cd, report.to_arrays()
 
 
 def _merge(pair):
@@ -292,8 +294,6 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
     P = int(partitions or sc.defaultParallelism)
     df = sssp_dataflow()
     svc = FrontierService(df.graph, strict=True)
-    locs = {"relax_in0": df.relax_in0, "relax_in1": df.relax_in1, "relax_in2": df.relax_in2,
-            "min_in": df.min_in}
     result = SsspResult(service=svc, dataflow=df, weighted=weighted)
     total, sources = (weighted_epoch_sources if weighted else epoch_sources)(edges, epochs)
     dtype = np.float64 if weighted else np.int64
@@ -301,16 +301,19 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
     seq = {"stage": 0, "driver": 0}
     tracking = 0.0
 
-    def apply(rows, producer, s):
+    def apply(report, producer, s):
+        """Guard ``report`` against the capabilities held (a rejected one changes nothing)
+        and apply its pointstamps as the delivery unit ``(producer, s)``."""
         nonlocal tracking
         t0 = time.perf_counter()
-        rows = [r for r in rows if r[2] != 0] or [(0, (0, 0), 0)]   # marker: the seq arrives
-        svc.apply(delta_table([r[0] for r in rows], [list(r[1]) for r in rows],
-                              [r[2] for r in rows], producer, s))
+        loc, ts, diff = df.check(report, svc)
+        if not len(loc):   # nothing changed: the unit still arrives, as a marker row
+            loc, ts, diff = [0], np.zeros((1, df.ports.W), np.int64), [0]
+        svc.apply(delta_table(loc, ts, diff, producer, s))
         tracking += time.perf_counter() - t0
 
-    def driver(rows):
-        apply(rows, DRIVER, seq["driver"])
+    def driver(report):
+        apply(report, DRIVER, seq["driver"])
         seq["driver"] += 1
 
     def frontier(loc):
@@ -329,9 +332,12 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
     dist = np.zeros(1, dtype)
     edges_rdd = None
     n_edges = 0
-    # the input's capabilities for its first epoch; min's for the first epoch's distances
-    driver([(df.in_edges_out, (0, 0), 1), (df.in_seeds_out, (0, 0), 1),
-            (df.min_out1, (0, 0), 1)])
+    relax_in0, min_in0 = df.target(RELAX, 0), df.target(MIN, 0)
+    output_in0 = df.target(OUTPUT, 0)
+    # the initial capabilities: the input's for epoch 0, min's for epoch 0's distances
+    loc, ts, diff = df.ports.initial()
+    svc.apply(delta_table(loc, ts, diff, DRIVER, seq["driver"]))
+    seq["driver"] += 1
     try:
         for e, src_epoch in enumerate(sources):
             t_epoch = time.perf_counter()
@@ -355,11 +361,14 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
             keep = seed_d != inf
             active_v, active_d = seeds[keep], seed_d[keep]
             more = total is None or e + 1 < total
-            rows = [(df.relax_in1, (e, 0), n_new), (df.relax_in2, (e, 0), len(active_v)),
-                    (df.in_edges_out, (e, 0), -1), (df.in_seeds_out, (e, 0), -1)]
-            if more:   # the input moves its capabilities on to the next epoch
-                rows += [(df.in_edges_out, (e + 1, 0), 1), (df.in_seeds_out, (e + 1, 0), 1)]
-            driver(rows)
+            # input: sends the edges and the seeds, moves its capabilities to the next epoch
+            report = Report().produced(INPUT, 0, (e,), n_new).produced(INPUT, 1, (e,),
+                                                                        len(active_v))
+            for o in (0, 1):
+                report.capabilities(INPUT, o, (e,), -1)
+                if more:
+                    report.capabilities(INPUT, o, (e + 1,), 1)
+            driver(report)
             # the new edges, partitioned by source, join each partition's CSR in round 0
             part = s % P
             new = sc.parallelize([(s[part == p], d[part == p], w[part == p]) for p in range(P)], P)
@@ -376,12 +385,12 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
                 shares = [(active_v[split == p], active_d[split == p]) for p in range(P)]
                 # a small active set travels with the task; a large one is broadcast once
                 bc = sc.broadcast(shares) if len(active_v) > BROADCAST_ACTIVE else None
-                fn = _Relax(e, it, shares if bc is None else bc, locs, task_wrapper)
+                fn = _Relax(e, it, shares if bc is None else bc, task_wrapper)
                 got = merged.mapPartitionsWithIndex(fn).collect()
                 if bc is not None:
                     bc.destroy()
-                for p, _, _, report in got:
-                    apply(report, f"{PRODUCER}-{p}", stage)
+                for p, _, _, cols in got:
+                    apply(Report.from_arrays(**cols), f"{PRODUCER}-{p}", stage)
                 want = {f"{PRODUCER}-{p}": stage for p in range(P)}
                 have = {f"{PRODUCER}-{p}" for p, _, _, _ in got}
                 if set(want) - have:
@@ -392,9 +401,10 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
                 cd = np.concatenate([g[2] for g in got]) if got else np.zeros(0, dtype)
                 # min: consumes the candidates, sends the lowered distances around the loop
                 active_v, active_d = improve(vertices, dist, cv, cd.astype(dtype, copy=False))
-                driver([(df.min_in, (e, it), -len(cv)), (df.relax_in0, (e, it + 1),
-                                                          len(active_v))])
-                fr, fm = frontier(df.relax_in0), frontier(df.min_in)
+                k = len(active_v)
+                driver(Report().consumed(MIN, 0, (e, it), len(cv)).produced(MIN, 0, (e, it), k)
+                       .consumed(FEEDBACK, 0, (e, it), k).produced(FEEDBACK, 0, (e, it + 1), k))
+                fr, fm = frontier(relax_in0), frontier(min_in0)
                 if any(_le(t, (e, it)) for t in fr) or any(_le(t, (e, it)) for t in fm):
                     raise SsspProtocolError(
                         f"epoch {e} round {it}: every task reported, but the frontier at "
@@ -408,12 +418,12 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
                 it += 1
             edges_rdd = merged
             # min sends the epoch's distances to the output and moves its capability on
-            rows = [(df.output_in, (e, it), 1), (df.min_out1, (e, 0), -1)]
+            report = Report().produced(MIN, 1, (e, 0), 1).capabilities(MIN, 1, (e, 0), -1)
             if more:
-                rows.append((df.min_out1, (e + 1, 0), 1))
-            driver(rows)
-            driver([(df.output_in, (e, it), -1)])   # the output consumes them
-            fo = frontier(df.output_in)
+                report.capabilities(MIN, 1, (e + 1, 0), 1)
+            driver(report)
+            driver(Report().consumed(OUTPUT, 0, (e,), 1))   # the output takes them
+            fo = frontier(output_in0)
             if any(t[0] <= e for t in fo):
                 raise SsspProtocolError(f"epoch {e}: the frontier at output.in0 {_fmt(fo)} has "
                                         f"not passed epoch {e}")

@@ -74,7 +74,9 @@ def add_sssp(sub) -> argparse.ArgumentParser:
 
 def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
     """Run ``tfront sssp``: check the input, start Spark, print one line per final epoch and
-    a total line on stdout."""
+    a total line on stdout. In a process that already has an active Spark session (a test,
+    a notebook) that session is used -- its settings win over ``--master`` and ``--conf`` --
+    and left running."""
     if not os.path.exists(args.edges):   # a typo: before importing the Spark side
         raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
     if not args.weighted:
@@ -96,6 +98,9 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
                                       "spark.ui.showConsoleProgress": "false"})
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     level = 0 if args.quiet else 1 + min(args.verbose, 1)
+    from pyspark.sql import SparkSession
+
+    running = SparkSession.getActiveSession()   # a caller's session (a test, a notebook)
     spark = build_session("local", app_name="tfront-sssp", conf=settings, log_level="error")
     try:
         res = run_sssp(spark, args.edges, args.source, epochs=args.epochs or 1, out=args.out,
@@ -106,5 +111,6 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
         if level:
             write_line(res.total_line(args.out))
     finally:
-        spark.stop()
+        if running is None:   # the session this command started; a caller's is left running
+            spark.stop()
     return 0

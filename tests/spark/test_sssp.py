@@ -52,7 +52,7 @@ def check_epochs(out, src, dst, w, source, epochs, undirected=False):
 
 @settings(max_examples=2 * SCALE, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(weighted_edge_lists(max_vertices=10, max_edges=25), st.integers(1, 2), st.data())
+@given(weighted_edge_lists(max_vertices=8, max_edges=20), st.integers(1, 2), st.data())
 def test_every_epoch_equals_scipy_on_random_graphs(spark, tmp_path_factory, g, epochs, data):
     src, dst, w = g
     if len(src) < epochs:
@@ -71,15 +71,15 @@ def test_every_epoch_equals_scipy_on_random_graphs(spark, tmp_path_factory, g, e
 def test_grid_and_rmat_of_the_benchmark_equal_scipy_every_epoch(spark, tmp_path):
     """Unweighted (BFS levels) on perf/graphs.py's grid (from a corner: a long chain of
     rounds) and R-MAT (skewed degrees, unreachable vertices), text and Parquet input."""
-    s, d = G.grid(4)
+    s, d = G.grid(3)
     G.write_snap(tmp_path / "grid.txt", s, d)
     run_sssp(spark, str(tmp_path / "grid.txt"), 0, epochs=2, out=str(tmp_path / "g"))
     check_epochs(str(tmp_path / "g"), s, d, np.ones(len(s)), 0, 2)
-    s, d = G.rmat(6, 200, seed=3)
+    s, d = G.rmat(5, 100, seed=3)
     G.write_parquet(tmp_path / "rmat.parquet", s, d)
     source = int(s[0])
     res = run_sssp(spark, str(tmp_path / "rmat.parquet"), source, epochs=2,
-                   out=str(tmp_path / "r"), undirected=True, partitions=3)
+                   out=str(tmp_path / "r"), undirected=True, partitions=2)
     check_epochs(str(tmp_path / "r"), s, d, np.ones(len(s)), source, 2, undirected=True)
     assert res.epochs[-1].edges == 2 * len(s)
 
@@ -89,8 +89,8 @@ def test_every_decision_came_from_a_frontier_and_epochs_are_written_after_it(spa
     converges when relax.in0 has no element of epoch e; it is written only after output.in0
     passed e -- checked from the frontiers recorded at each decision and from what is on
     disk when each epoch is announced."""
-    src = np.array([0, 1, 2, 3, 10, 4, 0, 5], np.int64)   # epoch 1 links 3 -> 10 -> 4 ...
-    dst = np.array([1, 2, 3, 10, 4, 5, 6, 7], np.int64)
+    src = np.array([0, 1, 2, 10, 0], np.int64)   # epoch 1 (rows 3-5) links 2 -> 10 -> 4
+    dst = np.array([1, 2, 10, 4, 6], np.int64)
     out = str(tmp_path / "out")
     seen = []
     res = run_sssp(spark, pa.table({"src": src, "dst": dst}), 0, epochs=2, out=out,
@@ -101,7 +101,7 @@ def test_every_decision_came_from_a_frontier_and_epochs_are_written_after_it(spa
         assert all(t[0] > e for t in fo)                  # output frontier passed e
     kinds = [(e, what) for e, _, what, _ in res.decisions]
     rounds = {e: sum(1 for x in kinds if x == (e, "round")) for e in (0, 1)}
-    assert [r.rounds for r in res.epochs] == [rounds[0], rounds[1]] == [5, 4]
+    assert [r.rounds for r in res.epochs] == [rounds[0], rounds[1]] == [3, 3]
     for e, it, what, frontier in res.decisions:
         if what == "round":
             assert not any(all(x <= y for x, y in zip(t, (e, it))) for t in frontier)
@@ -110,14 +110,14 @@ def test_every_decision_came_from_a_frontier_and_epochs_are_written_after_it(spa
         else:
             assert what == "final" and not any(t[0] <= e for t in frontier)
     assert kinds.index((0, "final")) < kinds.index((1, "round"))
-    assert written(out)[1] == {0: 0, 1: 1, 2: 2, 3: 3, 10: 4, 4: 5, 5: 6, 6: 1, 7: 7}
+    assert written(out) == {0: {0: 0, 1: 1, 2: 2}, 1: {0: 0, 1: 1, 2: 2, 10: 3, 4: 4, 6: 1}}
     assert res.service.counts().num_rows == 0
 
 
 def test_a_lost_report_stops_the_epoch_before_it_is_written(spark, tmp_path):
     """Partition 1's reports of epoch 1 never arrive: the frontiers cannot pass, the job fails
     with a named error naming the producer, and only epoch 0 is on disk."""
-    src = np.arange(0, 6, dtype=np.int64)
+    src = np.arange(0, 4, dtype=np.int64)
     dst = src + 1
     out = str(tmp_path / "out")
 
@@ -161,3 +161,24 @@ def test_bad_source_and_partitions_are_refused_before_anything_runs(spark, tmp_p
         run_sssp(spark, t, 1, partitions=0)
     with pytest.raises(EdgeInputError, match="no column 'weight'"):
         run_sssp(spark, t, 1, weighted=True)
+
+
+def test_tfront_sssp_prints_epoch_lines_and_writes_distances(spark, tmp_path, capsys):
+    """The command (in this process: it uses the session running here and leaves it
+    running): one line per final epoch, a total line, every epoch's distances in --out; a
+    missing input is refused with exit status 2."""
+    from engine.cli import main
+
+    edges = tmp_path / "roads.txt"
+    edges.write_text("# src dst\n0 1\n0 2\n1 3\n2 3\n6 7\n3 5\n")
+    out = tmp_path / "dist"
+    assert main(["sssp", str(edges), "--source", "0", "--epochs", "2", "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("epoch 0: vertices 4, reached 4, edges 3, rounds 3, max distance 2")
+    assert lines[0].endswith(f" s; input {edges} rows 1-3")
+    assert lines[1].startswith("epoch 1: vertices 7, reached 5, edges 6, rounds 2, max distance 3")
+    assert lines[2].startswith("total: 2 epochs, 5 rounds") and lines[2].endswith(f"distances in {out}")
+    assert written(str(out)) == {0: {0: 0, 1: 1, 2: 1, 3: 2}, 1: {0: 0, 1: 1, 2: 1, 3: 2, 5: 3}}
+    assert not spark.sparkContext._jsc.sc().isStopped()
+    assert main(["sssp", str(tmp_path / "nope.txt"), "--source", "0"]) == 2
+    assert "does not exist" in capsys.readouterr().err

@@ -325,8 +325,7 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
 
     def say(text):
         if progress >= 2:
-            from .wcc import write_line
-            write_line(f"sssp: {text}", sys.stderr)
+            print(f"sssp: {text}", file=sys.stderr, flush=True)
 
     vertices = np.array([source], np.int64)
     dist = np.zeros(1, dtype)

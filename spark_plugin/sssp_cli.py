@@ -86,7 +86,9 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
             print(f"tfront sssp: warning: {note}", file=sys.stderr, flush=True)
     from .config import build_session, session_conf, submitted_conf
     from .sssp import run_sssp
-    from .wcc import write_line
+
+    def write_line(text: str) -> None:
+        print(text, flush=True)
 
     conf = dict(args.conf or [])
     if args.master:

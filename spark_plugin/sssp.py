@@ -329,7 +329,7 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
 
     vertices = np.array([source], np.int64)
     dist = np.zeros(1, dtype)
-    edges_rdd = None
+    edges_rdd = merged = None   # the partitions' CSRs: the last epoch's, this epoch's
     n_edges = 0
     relax_in0, min_in0 = df.target(RELAX, 0), df.target(MIN, 0)
     output_in0 = df.target(OUTPUT, 0)
@@ -444,8 +444,8 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
             result.distances = table if result.epochs else None
     finally:
         sc.setJobDescription(None)
-        if edges_rdd is not None:
-            edges_rdd.unpersist(False)
+        for rdd in {id(r): r for r in (edges_rdd, merged) if r is not None}.values():
+            rdd.unpersist(False)
     result.seconds = time.perf_counter() - t_start
     result.tracking_seconds = tracking
     result.stages = seq["stage"]

@@ -105,7 +105,8 @@ def scipy_bfs(parquet: str, source: int) -> dict:
     t = pq.read_table(parquet, columns=["src", "dst"])
     src, dst = t.column("src").to_numpy(), t.column("dst").to_numpy()
     n = int(max(src.max(), dst.max(), source)) + 1
-    mat = csr_matrix((np.ones(len(src), np.int8), (src, dst)), shape=(n, n))
+    mat = csr_matrix((np.ones(len(src), np.float32), (src, dst)), shape=(n, n))
+    mat.data[:] = 1   # duplicate edges were summed: every edge is one hop
     d = shortest_path(mat, directed=True, unweighted=True, indices=source)
     job_s = time.perf_counter() - t0
     reached = np.flatnonzero(np.isfinite(d))

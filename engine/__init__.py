@@ -26,10 +26,11 @@ from .errors import *  # noqa: F401,F403 -- the named exceptions are part of the
 from .errors import __all__ as _errors_all
 from .graph import Edge, Graph, GraphBuilder, Location, PortKind
 from .naiad import NaiadTracker
-from .operate import BOUNDARY, Dataflow, DataflowTracker, Operate, Ports, Report, ReportKind, Scope
+from .operate import BOUNDARY, Dataflow, DataflowTracker, Operate, Scope
 from .propagation import PropagationTracker
 from .psi import PsiArrays, compute_psi
 from .reference import ImpliedFrontierTracker, implied_frontier
+from .report import Ports, Report, ReportKind
 from .summary import Summary
 from .timestamp import MAX_COORD, check_timestamp
 from .tracker import FrontierTracker

@@ -39,7 +39,7 @@ import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -47,31 +47,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine import Backend, GraphBuilder, Summary
-from engine.backend import ENV_VAR
-from engine.errors import BackendError, TimelyFrontierError
+from engine import Backend, Summary
+from engine.errors import TimelyFrontierError
 from engine.jit import CompileWatch
+from engine.operate import Dataflow, Operate, Report, Scope
 from gpu_kernels.unionfind import compact_ids
 
 from .device import KernelPlacement, place_kernels
-from .progress_log import ProgressRecorder
-from .schema import delta_table
-from .service import FrontierService
-from .wcc_io import (EdgeInputError, check_input, edge_files, edge_format, edges_table,
-                     epoch_sources, even_cuts, read_edges)
-from .wcc_recovery import OutputLog, crash_point, job_fingerprint
+from .job import (EpochJob, EpochOutcome, JobProtocolError, JobResult, StageTask, arrow_bool,
+                  arrow_fixed, arrow_numpy, fmt_frontier, from_ipc, le, to_ipc, write_line)
+from .wcc_io import EdgeInputError, check_input, edge_files, edge_format, even_cuts, read_edges
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
-           "EdgeInputError", "WccProtocolError", "WccKernels", "wcc_kernels", "WCC_BACKENDS"]
+           "EdgeInputError", "WccProtocolError", "WccKernels", "wcc_kernels", "WCC_BACKENDS",
+           "WccJob"]
 
 log = logging.getLogger(__name__)
 
-#: Output schema of every stage's ``mapInArrow``: data rows (a, b, f) and delta rows (the rest:
-#: the deltas, and the backend the task's kernels ran on with the reason).
-STAGE_DDL = ("a bigint, b bigint, f boolean, loc int, ts array<bigint>, diff bigint, "
-             "producer string, seq bigint, kernels string, kernels_reason string")
-#: The delta columns the frontier service applies.
-DELTA_COLUMNS = ["loc", "ts", "diff", "producer", "seq"]
 #: The backends ``run_wcc`` and ``tfront wcc --backend`` accept.
 WCC_BACKENDS = (Backend.AUTO, Backend.CPU, Backend.CUDA)
 PRODUCER = "wcc"
@@ -94,13 +86,21 @@ DRIVER_PYTHON_BYTES_PER_ROW = 256
 DRIVER_FINISH_ROWS = (1 << 30) // DRIVER_JVM_BYTES_PER_ROW
 
 
-class WccProtocolError(TimelyFrontierError, RuntimeError):
+#: The loop's data rows: an edge ``(a, b)`` and whether it is new (``f``).
+EDGE_DDL = "a bigint, b bigint, f boolean"
+_EDGE_SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.int64())])
+#: Stage kinds as their steps are called in job descriptions and the progress log.
+_STEP_NAMES = {"small": "small-star", "large": "large-star"}
+
+
+class WccProtocolError(JobProtocolError):
     """A frontier did not advance as the protocol requires (a lost or duplicated delta batch)."""
 
 
 @dataclass(frozen=True)
 class WccGraph:
-    """The job's dataflow graph and the locations the driver reads.
+    """The job's dataflow (:func:`wcc_graph`), its flat graph and the locations the driver
+    reads.
 
     Operators (all at loop depth 1, timestamps ``(epoch, iteration)``): ``edges`` (a), ``label``
     (b: union-find / large-star; in0 labels from the feedback, in1 edges), ``star`` (s:
@@ -115,30 +115,44 @@ class WccGraph:
     s_in0: int
     s_out1: int
     d_in0: int
+    dataflow: Dataflow | None = None
 
 
 def wcc_graph() -> WccGraph:
-    """Build the WCC dataflow graph (Figure 2 of the verified-progress-tracking paper, with the
-    label operator split into its two exchange stages)."""
-    g = GraphBuilder(m=1)
-    d = g.add_operator(1, 0, depth=1, name="output")
-    a = g.add_operator(0, 1, depth=1, name="edges")
-    b = g.add_operator(2, 1, depth=1, name="label")
-    s = g.add_operator(1, 2, depth=1, name="star")
-    c = g.add_operator(1, 1, depth=1, name="feedback")
-    for i in (0, 1):
-        g.add_summary(b, i, 0, Summary.identity(1))
-    for o in (0, 1):
-        g.add_summary(s, 0, o, Summary.identity(1))
-    g.add_summary(c, 0, 0, Summary.feedback(1))
-    g.connect(a, 0, b, 1)
-    g.connect(b, 0, s, 0)
-    g.connect(s, 0, c, 0)
-    g.connect(c, 0, b, 0)
-    g.connect(s, 1, d, 0)
-    graph = g.build()
-    return WccGraph(graph, graph.source(a, 0), graph.target(b, 0), graph.target(b, 1),
-                    graph.target(s, 0), graph.source(s, 1), graph.target(d, 0))
+    """Build the WCC dataflow (Figure 2 of the verified-progress-tracking paper, with the
+    label operator split into its two exchange stages) as operators in a loop scope.
+
+    The scope is the root and runs at loop depth 1, so that every operator -- the edge input
+    and the output too -- speaks of ``(epoch, iteration)``, as the progress log always did.
+    Initial capabilities, all at ``(0, 0)``: the edge input's (for the next epoch), the
+    label operator's on its output (it re-sends its state, the previous epoch's stars, in
+    the contract stage) and the star operator's on its results output (held until the
+    epoch's labels are delivered).
+
+    >>> wg = wcc_graph()
+    >>> wg.dataflow.external_summary("star")
+    {(0, 0): (Summary(1->1, keep=1, d_out=(0,), d_cnt=(1,), reset=()),)}
+    >>> wg.graph.describe(wg.b_in0)
+    'target label[2].in0 (depth 1)'
+    """
+    loop = Scope("wcc", depth=1, m=1)
+    step = Summary.identity(1)
+    d = loop.add(Operate("output", 1, 0))
+    a = loop.add(Operate("edges", 0, 1, capabilities={0: [(0, 0)]}))
+    b = loop.add(Operate("label", 2, 1, summary={(0, 0): step, (1, 0): step},
+                         capabilities={0: [(0, 0)]}))
+    s = loop.add(Operate("star", 1, 2, summary={(0, 0): step, (0, 1): step},
+                         capabilities={1: [(0, 0)]}))
+    c = loop.add(Operate("feedback", 1, 1, summary={(0, 0): Summary.feedback(1)}))
+    loop.connect(a, 0, b, 1)
+    loop.connect(b, 0, s, 0)
+    loop.connect(s, 0, c, 0)
+    loop.connect(c, 0, b, 0)
+    loop.connect(s, 1, d, 0)
+    df = loop.build()
+    return WccGraph(df.graph, df.source("edges", 0), df.target("label", 0),
+                    df.target("label", 1), df.target("star", 0), df.source("star", 1),
+                    df.target("output", 0), df)
 
 
 @dataclass(frozen=True)
@@ -174,90 +188,22 @@ class EpochSummary:
 
 
 @dataclass
-class WccResult:
-    """What :func:`run_wcc` did.
+class WccResult(JobResult):
+    """What :func:`run_wcc` did (:class:`~spark_plugin.job.JobResult`, which documents the
+    fields): ``labels`` (``vertex, component``, sorted by vertex) is the last epoch's labels
+    when no ``out`` was given; ``stages`` counts two Spark stages per iteration; the driver's
+    finishing union-find counts as one task in ``kernels``; ``checkpoints`` are the stars
+    and the labels of the newest final epoch run on Spark.
 
-    ``seconds`` is the job's wall time (the session already running); ``tracking_seconds``
-    the driver's progress-tracking time on its main thread (building the stages' delta
-    batches, ``FrontierService.apply`` of them, frontier queries, and waiting for its own
-    batches on the tracking thread); ``tracking_background_seconds`` the time the tracking
-    thread spent building and applying the driver's own batches (overlapped with Spark work,
-    except what ``tracking_seconds`` waited for); ``delta_collect_seconds`` the Spark jobs
-    that bring the tasks' delta rows to the driver (the checkpointed stage output's delta
-    rows, or the whole output of a stage collected to finish the epoch on the driver). ``labels`` (``vertex,
-    component``, sorted by vertex) is the last epoch's labels when no ``out`` was given;
-    ``service`` the frontier service (all its counts are zero at the end); ``stages`` the
-    number of Spark stages run (two per iteration). ``backend`` is the requested kernel
-    backend; ``kernels`` counts tasks per backend their kernels actually ran on (every
-    stage's tasks, and the driver's finishing union-find as one task); ``kernel_fallbacks``
-    maps each reason a task ran the CPU kernels although ``cuda`` or ``auto`` was requested
-    to its number of tasks; ``service_backend`` is the frontier service's engine backend.
-    ``kernel_seconds`` is the time the driver took to load its kernels from Numba's cache --
-    or to compile them, ``kernels_compiled`` > 0 (the number of compilations: a first run,
-    or an empty cache) -- on the tracking thread while the job read its first epoch and ran
-    its first Spark job; waiting for it is not part of ``tracking_seconds``. ``checkpoints``:
-    with a checkpoint directory, the checkpoints left
-    there -- the stars and the labels of the newest final epoch run on Spark, what a restart
-    from that epoch needs; everything superseded is deleted as the job goes.
-    ``resumed_at`` is the first epoch this run computed: the epochs before it were already
-    final in ``out`` (crash recovery); ``epochs`` lists only the epochs this run computed."""
+    >>> WccResult(seconds=4.0, tracking_seconds=0.05, kernel_seconds=0.2).total_line("o")
+    'total: 0 epochs, 4.00 s (kernels loaded 0.20 s, progress tracking 0.05 s); nothing written to o'
+    """
 
-    epochs: list[EpochSummary] = field(default_factory=list)
-    seconds: float = 0.0
-    tracking_seconds: float = 0.0
-    labels: pa.Table | None = None
-    service: FrontierService | None = None
-    stages: int = 0
-    delta_collect_seconds: float = 0.0
-    tracking_background_seconds: float = 0.0
-    backend: Backend = Backend.AUTO
-    kernels: dict = field(default_factory=dict)
-    kernel_fallbacks: dict = field(default_factory=dict)
-    service_backend: str = ""
-    kernel_seconds: float = 0.0
-    kernels_compiled: int = 0
-    checkpoints: tuple = ()
-    resumed_at: int = 0
+    what = "labels"
 
-    def total_line(self, out: str | None = None) -> str:
-        """The job's summary: epochs, job seconds, and apart from each other the time the
-        driver took to load (or, the first time, compile) its kernels and the progress
-        tracking time.
-
-        >>> WccResult(seconds=4.0, tracking_seconds=0.05, kernel_seconds=0.2).total_line("o")
-        'total: 0 epochs, 4.00 s (kernels loaded 0.20 s, progress tracking 0.05 s); nothing written to o'
-        """
-        if self.kernels_compiled:
-            kernels = f"kernels compiled {self.kernel_seconds:.2f} s (once: cached for later runs)"
-        else:
-            kernels = f"kernels loaded {self.kernel_seconds:.2f} s"
-        if not self.epochs:
-            saved = "; nothing written" + (f" to {out}" if out else "")
-        elif out:
-            saved = f", labels in {out}"
-        else:
-            saved = ", labels not saved (no --out given)"
-        if self.resumed_at:
-            kept = ("epoch 0 was" if self.resumed_at == 1
-                    else f"epochs 0-{self.resumed_at - 1} were")
-            saved += f" (resumed: {kept} already final there)"
-        return (f"total: {len(self.epochs)} epochs, {self.seconds:.2f} s ({kernels}, progress "
-                f"tracking {self.tracking_seconds:.2f} s){saved}")
-
-    def kernels_line(self) -> str:
-        """One line: the requested backend, tasks per backend, and each CPU fallback's reason.
-
-        >>> WccResult(backend=Backend.CUDA, kernels={"cpu": 3},
-        ...           kernel_fallbacks={"no GPU": 3}).kernels_line()
-        'kernels: cuda requested; tasks on cpu 3; on the CPU because: no GPU (3 tasks)'
-        """
-        text = f"kernels: {self.backend.value} requested; tasks on " + (", ".join(
-            f"{b} {n}" for b, n in sorted(self.kernels.items())) or "none")
-        if self.kernel_fallbacks:
-            text += "; on the CPU because: " + "; ".join(
-                f"{why} ({n} task{'s' if n != 1 else ''})"
-                for why, n in sorted(self.kernel_fallbacks.items()))
-        return text
+    @property
+    def labels(self) -> pa.Table | None:
+        return self.table
 
 
 @dataclass(frozen=True)
@@ -321,131 +267,54 @@ def _on_device(fn, device: int) -> Callable:
     return run
 
 
-class _Stage:
-    """The ``mapInArrow`` function of one stage: the round's work plus its progress deltas.
+class _Stage(StageTask):
+    """The ``mapInArrow`` function of one stage: the round's work plus its progress report.
 
     kind ``contract`` consumes edge messages (``f``) at ``label.in1 (e, 0)``; ``large``
     consumes new edges (``f``, counted once per undirected edge) at ``label.in0 (e, i)``; both
-    send every output edge to ``star.in0 (e, i)``, flagged new unless it is unchanged (a star
-    of the previous epoch, or a large-star edge whose centre did not move). ``small`` consumes every row at
-    ``star.in0 (e, i)`` and sends its new edges to ``label.in0 (e, i + 1)`` (via the feedback).
-    The kernels are :func:`wcc_kernels`' for ``backend``; the delta rows name where they ran.
+    produce every output edge on ``label.out0`` (to ``star.in0``) at ``(e, i)``, flagged new
+    unless it is unchanged (a star of the previous epoch, or a large-star edge whose centre
+    did not move). In the contract stage the label operator also re-sends its state, the
+    previous epoch's stars, under its capability ``(e, 0)``, which task 0 moves on to
+    ``(e + 1, 0)`` (or drops, when no epoch follows: ``more``). ``small`` consumes every row
+    at ``star.in0 (e, i)`` and produces its new edges on ``star.out0``, which the feedback
+    operator consumes at ``(e, i)`` and produces at ``(e, i + 1)`` (to ``label.in0``). The
+    kernels are :func:`wcc_kernels`' for ``backend``; the progress rows name where they ran.
     """
 
-    def __init__(self, kind: str, epoch: int, it: int, seq: int, locs: dict, large: bool,
-                 wrap: Callable | None, backend: Backend = Backend.CPU):
-        self.kind, self.epoch, self.it, self.seq = kind, epoch, it, seq
-        self.locs, self.large, self.wrap, self.backend = locs, large, wrap, backend
+    data_schema = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("f", pa.bool_())])
 
-    def __call__(self, batches):
-        fn = self._run if self.wrap is None else self.wrap(self._run)
-        return fn(batches)
+    def __init__(self, kind: str, epoch: int, it: int, seq: int, large: bool,
+                 wrap: Callable | None, backend: Backend = Backend.CPU, more: bool = True):
+        super().__init__(seq, PRODUCER, large, wrap)
+        self.kind, self.epoch, self.it, self.backend, self.more = kind, epoch, it, backend, more
 
-    def _run(self, batches):
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        part = ctx.partitionId() if ctx is not None else 0
-        bs = list(batches)
-        if bs:
-            t = pa.Table.from_batches(bs)
-            a = _numpy(t.column("a")).astype(np.int64, copy=False)
-            b = _numpy(t.column("b")).astype(np.int64, copy=False)
-            f = _numpy(t.column("f")).astype(np.bool_, copy=False)
-        else:
-            a = b = np.zeros(0, np.int64)
-            f = np.zeros(0, np.bool_)
-        e, i, L = self.epoch, self.it, self.locs
+    def work(self, cols, part):
+        a, b, f = cols["a"], cols["b"], cols["f"]
+        t = (self.epoch, self.it)
         kernels = wcc_kernels(self.backend, len(a))
-        rows = []  # (loc, (epoch, iteration), diff)
+        report = Report()
         if self.kind == "contract":
-            rows.append((L["b_in1"], (e, 0), -int(f.sum())))
+            report.consumed("label", 1, t, int(f.sum()))
             oa, ob = kernels.contract(a, b)
             of = _changed_stars(a, b, f, oa, ob)
-            rows.append((L["s_in0"], (e, i), len(oa)))
+            report.produced("label", 0, t, len(oa))
+            if part == 0:   # the label operator's capability for its state moves on
+                report.capabilities("label", 0, t, -1)
+                if self.more:
+                    report.capabilities("label", 0, (self.epoch + 1, 0), 1)
         elif self.kind == "large":
-            rows.append((L["b_in0"], (e, i), -int((f & (a < b)).sum())))
+            report.consumed("label", 0, t, int((f & (a < b)).sum()))
             oa, ob, of = kernels.large(a, b)
-            rows.append((L["s_in0"], (e, i), len(oa)))
+            report.produced("label", 0, t, len(oa))
         else:
-            rows.append((L["s_in0"], (e, i), -len(a)))
+            report.consumed("star", 0, t, len(a))
             oa, ob, of = kernels.small(a, b, f)
-            rows.append((L["b_in0"], (e, i + 1), int(of.sum())))
-        yield from _data_batches(oa, ob, of, self.large)
-        rows = [r for r in rows if r[2] != 0] or [(0, (0, 0), 0)]  # marker: the seq arrives
-        yield _delta_batch(rows, f"{PRODUCER}-{part}", self.seq, self.large, kernels.placement)
-
-
-# Arrays for the tasks' output are built from their buffers: ``pa.array`` asks pyarrow's
-# pandas shim whether its input is a pandas object, which imports pandas (about 0.3 s in
-# every fresh Python worker, on the first stage's critical path).
-
-def _arrow_fixed(typ: pa.DataType, x: np.ndarray) -> pa.Array:
-    """A null-free Arrow array of the fixed-width type ``typ`` over the numpy array ``x``."""
-    x = np.ascontiguousarray(x, typ.to_pandas_dtype())
-    return pa.Array.from_buffers(typ, len(x), [None, pa.py_buffer(x)])
-
-
-def _arrow_bool(x: np.ndarray) -> pa.Array:
-    bits = np.packbits(np.asarray(x, np.bool_), bitorder="little")
-    return pa.Array.from_buffers(pa.bool_(), len(x), [None, pa.py_buffer(bits)])
-
-
-def _arrow_lists(typ: pa.DataType, rows) -> pa.Array:
-    """A list array (``list<int64>`` or ``large_list<int64>``) of the int sequences ``rows``."""
-    lens = np.array([len(r) for r in rows], np.int64)
-    off = np.zeros(len(rows) + 1, np.int64 if pa.types.is_large_list(typ) else np.int32)
-    np.cumsum(lens, out=off[1:])
-    values = _arrow_fixed(pa.int64(), np.array([v for r in rows for v in r], np.int64))
-    return pa.Array.from_buffers(typ, len(rows), [None, pa.py_buffer(off)], children=[values])
-
-
-def _arrow_strings(typ: pa.DataType, items) -> pa.Array:
-    """A ``string`` / ``large_string`` array of the Python strings ``items``."""
-    data = [x.encode("utf-8") for x in items]
-    off = np.zeros(len(data) + 1, np.int64 if pa.types.is_large_string(typ) else np.int32)
-    np.cumsum([len(d) for d in data], out=off[1:])
-    return pa.Array.from_buffers(typ, len(data),
-                                 [None, pa.py_buffer(off), pa.py_buffer(b"".join(data))])
-
-
-def _numpy(col) -> np.ndarray:
-    """The values of an Arrow (chunked) array of a fixed-width or boolean type as a writable
-    numpy array, read from its buffers (``to_numpy`` imports pandas too); arrays with nulls
-    go through ``to_numpy``."""
-    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    typ = col.type
-    parts = []
-    for c in chunks:
-        n, off = len(c), c.offset
-        if c.null_count:
-            parts.append(c.to_numpy(zero_copy_only=False))
-        elif pa.types.is_boolean(typ):
-            bits = np.frombuffer(c.buffers()[1], np.uint8)
-            parts.append(np.unpackbits(bits, count=off + n, bitorder="little")[off:]
-                         .astype(np.bool_))
-        else:
-            dt = np.dtype(typ.to_pandas_dtype())
-            parts.append(np.frombuffer(c.buffers()[1], dt, count=n, offset=off * dt.itemsize))
-    if not parts:
-        return np.zeros(0, np.bool_ if pa.types.is_boolean(typ) else typ.to_pandas_dtype())
-    return np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
-
-
-def _to_ipc(batches, schema: pa.Schema) -> bytes:
-    """Arrow record batches as one Arrow IPC stream (the bytes a task ships)."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, schema) as w:
-        for b in batches:
-            w.write_batch(b)
-    return sink.getvalue().to_pybytes()
-
-
-_EDGE_SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.int64())])
-
-
-def _from_ipc(blob: bytes) -> pa.Table:
-    return pa.ipc.open_stream(blob).read_all()
+            new = int(of.sum())
+            report.produced("star", 0, t, new)
+            report.consumed("feedback", 0, t, new)   # around the loop: (e, i) -> (e, i + 1)
+            report.produced("feedback", 0, (self.epoch, self.it + 1), new)
+        return {"a": oa, "b": ob, "f": of}, report, kernels.placement
 
 
 class _IpcTask:
@@ -472,17 +341,17 @@ class _IpcTask:
         try:
             for state, new in elements:
                 if state is not None:
-                    batches += _from_ipc(state).to_batches()
+                    batches += from_ipc(state).to_batches()
                 if isinstance(new, (bytes, bytearray)):
-                    t = _from_ipc(new)
-                    a, b = (_numpy(t.column(c)) for c in ("a", "b"))
+                    t = from_ipc(new)
+                    a, b = (arrow_numpy(t.column(c)) for c in ("a", "b"))
                     batches += t.to_batches()
                 else:
                     t = new.read()
-                    a, b = (_numpy(t.column(c)) for c in ("src", "dst"))
+                    a, b = (arrow_numpy(t.column(c)) for c in ("src", "dst"))
                     batches.append(pa.RecordBatch.from_arrays(
-                        [_arrow_fixed(pa.int64(), a), _arrow_fixed(pa.int64(), b),
-                         _arrow_bool(np.ones(len(a), np.bool_))], names=["a", "b", "f"]))
+                        [arrow_fixed(pa.int64(), a), arrow_fixed(pa.int64(), b),
+                         arrow_bool(np.ones(len(a), np.bool_))], names=["a", "b", "f"]))
                 loops.append(np.unique(a[a == b]).astype(np.int64))
         except EdgeInputError as err:
             yield None, None, (str(err), err.path, err.line)
@@ -495,7 +364,7 @@ class _IpcTask:
                 deltas.append(batch.filter(isd))
             if isd.true_count < batch.num_rows:
                 data.append(batch.filter(pc.invert(isd)).select(["a", "b"]))
-        yield (_to_ipc(data, _EDGE_SCHEMA), _to_ipc(deltas, self.schema)), loops, None
+        yield (to_ipc(data, _EDGE_SCHEMA), to_ipc(deltas, self.schema)), loops, None
 
 
 class _WarmKernels:
@@ -523,83 +392,6 @@ class _WarmKernels:
             k.large(x, y)
             k.small(x, y, new)
         return iter(())
-
-
-def _local_path(out) -> bool:
-    """``out`` names the local file system (no URL scheme other than ``file:``)."""
-    text = str(out)
-    return "://" not in text or text.startswith("file://")
-
-
-def _fresh_remote_out(spark, out, overwrite: bool) -> None:
-    """A non-local ``out`` (HDFS, S3, ...) keeps no manifest, so the job cannot resume it:
-    it must not exist yet -- appending to it again would write its epochs twice -- unless
-    ``overwrite``, which deletes it first (through Hadoop's ``FileSystem``)."""
-    from .errors import OutputStateError
-
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(str(out))
-    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    if not fs.exists(path):
-        return
-    if not overwrite:
-        raise OutputStateError(
-            f"{out} exists: crash recovery keeps its records only in a local --out, so "
-            f"appending to this one again would write its epochs twice; pass --overwrite "
-            f"(overwrite=True) to start over, or choose a new path")
-    if not fs.delete(path, True):
-        raise OutputStateError(f"{out}: could not delete it to start over")
-
-
-def _append_local(out, epoch: int, labels: pa.Table, name: str | None = None) -> list[str]:
-    """Append one epoch's labels to the local Parquet dataset ``out`` as one part file,
-    written under a hidden name, fsynced and renamed when complete (readers -- pyarrow,
-    Spark -- skip hidden files, so they never see a partial part). Same columns as Spark's
-    writer: ``epoch, vertex, component`` (int64). No Spark job: the labels are on the
-    driver. Returns the file's name."""
-    import uuid
-
-    import pyarrow.parquet as pq
-
-    from .wcc_recovery import fsync_file
-
-    text = str(out)
-    d = Path(text[len("file://"):] if text.startswith("file://") else text)
-    d.mkdir(parents=True, exist_ok=True)
-    n = labels.num_rows
-    table = pa.table({"epoch": _arrow_fixed(pa.int64(), np.full(n, epoch, np.int64)),
-                      "vertex": labels.column("vertex"), "component": labels.column("component")})
-    name = name or f"part-epoch-{epoch:06d}-{uuid.uuid4().hex}.parquet"
-    tmp = d / f".{name}.tmp"
-    pq.write_table(table, tmp)
-    fsync_file(tmp)
-    os.replace(tmp, d / name)
-    return [name]
-
-
-def _spark_local(out_log, epoch: int, labels, F) -> list[str]:
-    """Write one epoch's labels (a DataFrame) into the local dataset of ``out_log``: Spark
-    writes a hidden directory inside it, whose part files are fsynced and renamed into the
-    dataset. Returns their names (the manifest names them afterwards)."""
-    from .wcc_recovery import fsync_file
-
-    tmp = out_log.out / f".epoch-{epoch:06d}.tmp"
-    labels.select(F.lit(epoch).cast("long").alias("epoch"), "vertex", "component") \
-        .write.mode("overwrite").parquet(str(tmp))
-    files = []
-    for k, part in enumerate(sorted(tmp.glob("part-*.parquet"))):
-        name = out_log.new_name(epoch, k)
-        fsync_file(part)
-        os.replace(part, out_log.out / name)
-        files.append(name)
-    shutil.rmtree(tmp)
-    return files
-
-
-def _is_dataframe(edges) -> bool:
-    """``edges`` is a Spark DataFrame (classic or Spark Connect)."""
-    return not isinstance(edges, (str, os.PathLike, pa.Table)) and all(
-        hasattr(edges, a) for a in ("columns", "select", "schema", "sparkSession"))
 
 
 def _tasks_read(edges) -> bool:
@@ -632,218 +424,261 @@ def _stars_table(a, b) -> pa.Table:
                      "f": pa.array(np.zeros(len(a), np.bool_))})
 
 
-def _types(large: bool):
-    return (pa.large_list(pa.int64()) if large else pa.list_(pa.int64()),
-            pa.large_string() if large else pa.string())
+class WccJob(EpochJob):
+    """Incremental WCC as an :class:`~spark_plugin.job.EpochJob` (:func:`run_wcc` runs it).
 
-
-def _stage_schema(large: bool) -> pa.Schema:
-    lst, txt = _types(large)
-    return pa.schema([("a", pa.int64()), ("b", pa.int64()), ("f", pa.bool_()),
-                      ("loc", pa.int32()), ("ts", lst), ("diff", pa.int64()),
-                      ("producer", txt), ("seq", pa.int64()), ("kernels", txt),
-                      ("kernels_reason", txt)])
-
-
-def _data_batches(a, b, f, large: bool, chunk: int = 1 << 16):
-    schema = _stage_schema(large)
-    n = len(a)
-    for s in range(0, n, chunk):
-        k = min(chunk, n - s)
-        yield pa.RecordBatch.from_arrays(
-            [_arrow_fixed(pa.int64(), a[s:s + k]), _arrow_fixed(pa.int64(), b[s:s + k]),
-             _arrow_bool(f[s:s + k]), pa.nulls(k, pa.int32()),
-             pa.nulls(k, schema.field("ts").type), pa.nulls(k, pa.int64()),
-             pa.nulls(k, schema.field("producer").type), pa.nulls(k, pa.int64()),
-             pa.nulls(k, schema.field("kernels").type),
-             pa.nulls(k, schema.field("kernels_reason").type)], schema=schema)
-
-
-def _delta_batch(rows, producer: str, seq: int, large: bool,
-                 placement: KernelPlacement) -> pa.RecordBatch:
-    """The task's delta rows ``(loc, (epoch, iteration), diff)``, each also naming the
-    backend its kernels ran on (``placement``) and why."""
-    schema = _stage_schema(large)
-    k = len(rows)
-    return pa.RecordBatch.from_arrays(
-        [pa.nulls(k, pa.int64()), pa.nulls(k, pa.int64()), pa.nulls(k, pa.bool_()),
-         _arrow_fixed(pa.int32(), np.array([r[0] for r in rows], np.int32)),
-         _arrow_lists(schema.field("ts").type, [r[1] for r in rows]),
-         _arrow_fixed(pa.int64(), np.array([r[2] for r in rows], np.int64)),
-         _arrow_strings(schema.field("producer").type, [producer] * k),
-         _arrow_fixed(pa.int64(), np.full(k, seq, np.int64)),
-         _arrow_strings(schema.field("kernels").type, [placement.backend.value] * k),
-         _arrow_strings(schema.field("kernels_reason").type, [placement.reason] * k)],
-        schema=schema)
-
-
-#: Stage kinds as their steps are called in job descriptions and the progress log.
-_STEP_NAMES = {"small": "small-star", "large": "large-star"}
-
-
-
-def write_line(text: str, file=None) -> None:
-    """Write one line to ``file`` (default stdout) through the progress bar: a tqdm bar on
-    the terminal is cleared first and redrawn after, so the two never share a line."""
-    file = sys.stdout if file is None else file
-    tqdm = sys.modules.get("tqdm")   # a bar exists only if tqdm was imported
-    if tqdm is None:
-        print(text, file=file, flush=True)
-        return
-    with tqdm.tqdm.external_write_mode(file=file):
-        file.write(text + "\n")
-        file.flush()
-
-
-class _Progress:
-    """What the job shows on stderr while it runs, by ``level``:
-
-    * 0: nothing;
-    * 1 (the default): on a terminal a tqdm bar of final epochs, its postfix the current
-      epoch's round and the frontier at ``label.in0``; nothing otherwise;
-    * 2 (``-v``): also one line per round, ``wcc: epoch E round R: frontier label.in0 {..}``
-      (written through the bar on a terminal).
-
-    Rounds are counted from 1: after round ``R`` of an epoch the bar and the round line say
-    ``round R``, and an epoch that ends there says ``rounds R`` (:class:`EpochSummary`).
+    Per epoch: the new edges and the previous epoch's stars are *contracted* (a union-find per
+    task), then *small-star* and *large-star* alternate until the frontier at ``label.in0``
+    shows that no edge of the epoch is in flight. An epoch whose loop input is small enough
+    (:func:`driver_finish_rows`) is finished on the driver instead: one Spark job contracts,
+    and one global union-find on the driver is the fixed point.
     """
 
-    @staticmethod
-    def level_of(progress: "bool | int | None") -> int:
-        """``run_wcc``'s ``progress`` as a level: ``None``/``True`` 1, ``False`` 0."""
-        return 1 if progress is None or progress is True else int(progress)
+    name = PRODUCER
+    input = ("edges", 0)
+    output = ("output", 0)
+    result_columns = ("vertex", "component")
+    backends = WCC_BACKENDS
+    protocol_error = WccProtocolError
+    result_type = WccResult
 
-    def __init__(self, level: "bool | int | None", total: int | None):
-        self.level = self.level_of(level)
-        self.bar = None
-        if self.level >= 1 and sys.stderr.isatty():
-            try:
-                from tqdm import tqdm
-                self.bar = tqdm(total=total, unit="epoch", desc="wcc", file=sys.stderr,
-                                dynamic_ncols=True)
-            except ImportError:  # pragma: no cover
-                self.bar = None
+    state = None        # converged stars (a = component, b = vertex): a DataFrame or arrays
+    labels = None       # vertex, component of all vertices seen so far
+    state_ids: set = frozenset()
+    labels_ids: set = frozenset()
 
-    def note(self, text: str) -> None:
-        """A one-off message (``wcc: text``) on stderr, shown from level 1."""
-        if self.level >= 1:
-            write_line(f"wcc: {text}", sys.stderr)
+    # -- the dataflow ----------------------------------------------------------------------
+    def dataflow(self):
+        self.wg = wcc_graph()
+        return self.wg.dataflow
 
-    def round(self, epoch: int, rounds: int, frontier) -> None:
-        """Round ``rounds`` (1, 2, ...) of ``epoch`` is complete; ``frontier`` at label.in0."""
-        if self.bar is not None:
-            self.bar.set_postfix_str(f"epoch {epoch} round {rounds}, frontier label.in0 "
-                                     f"{_fmt_frontier(frontier)}")
-        if self.level >= 2:
-            write_line(f"wcc: epoch {epoch} round {rounds}: frontier label.in0 "
-                       f"{_fmt_frontier(frontier)}", sys.stderr)
+    def output_report(self, e, outcome, more):
+        # the star operator sends the epoch's labels to the output under its capability
+        # (e, 0), which moves on to the next epoch (or is dropped)
+        t = (e, outcome.iteration)
+        report = Report().produced("star", 1, t, 1).capabilities("star", 1, (e, 0), -1)
+        return report.capabilities("star", 1, (e + 1, 0), 1) if more else report
 
-    def epoch(self, summary: EpochSummary) -> None:
-        if self.bar is not None:
-            self.bar.update(1)
+    def end_report(self, e):
+        # the input ended: label and star drop the capabilities they held for epoch e
+        return Report().capabilities("label", 0, (e, 0), -1).capabilities("star", 1, (e, 0), -1)
 
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+    # -- start, resume, end ----------------------------------------------------------------
+    def start(self):
+        # The driver loads its kernels while it reads the input and Spark runs the first
+        # stage. When the driver reads the input itself (text, CSV, or Parquet it ships), a
+        # small job starts the Python workers and loads their kernels meanwhile, so the first
+        # stage does not wait for both; when the tasks read Parquet themselves the first stage
+        # is submitted at once and starts the workers itself.
+        d = self.driver
+        self.driver_rows = driver_finish_rows(self.spark)[0]
+        self.requested = d.requested
+        warm = ThreadPoolExecutor(1, thread_name_prefix="wcc-warm")
+        self.warming = []
+        if not (self.executor_input and _tasks_read(self.edges)):
+            spark, P = self.spark, self.P
+            self.warming.append(warm.submit(lambda: spark.sparkContext.parallelize(range(P), P)
+                                            .mapPartitions(_WarmKernels(d.requested)).collect()))
+        warm.shutdown(wait=False)
 
+    def prepare(self):
+        # The driver's kernels (the WCC kernels for the epochs it finishes, and the frontier
+        # service's) are loaded first on the tracking thread; a first run compiles them into
+        # Numba's cache, which is not progress tracking (and says so once).
+        d, bar, wg = self.driver, self.bar, self.wg
 
-def _le(t, u) -> bool:
-    """The product order of timestamps: every coordinate of ``t`` at most ``u``'s."""
-    return all(x <= y for x, y in zip(t, u))
+        def load_kernels():
+            with CompileWatch(lambda: bar.note("compiling the Numba kernels (once: cached for "
+                                               "later runs) ...")) as watch:
+                _WarmKernels(d.requested)()
+                tracker = getattr(d.service, "_tracker", None)
+                if getattr(tracker, "kernels", None) is not None:
+                    from engine.batched import warm_up
+                    warm_up(wg.graph.m, wg.graph.max_depth, tracker.kernels,
+                            strategies=(tracker.strategy.value,))
+            return watch
 
+        d.load_kernels(load_kernels)
 
-def _fmt_frontier(frontier) -> str:
-    return "{" + ", ".join("(" + ", ".join(str(x) for x in t) + ")" for t in frontier) + "}"
+    def resume(self, table):
+        self.labels = table
+        vert = table.column("vertex").to_numpy()
+        comp = table.column("component").to_numpy()
+        leaf = vert != comp
+        self.state = (comp[leaf], vert[leaf])
 
+    def holding(self):
+        return set(self.state_ids) | set(self.labels_ids)
 
-class _Checkpoints:
-    """Truncates lineage after every stage. With no directory: ``localCheckpoint`` (executor
-    storage, fast), tracking the RDDs it persists to release them when superseded. With a
-    checkpoint directory (a reliable file system, e.g. HDFS on a cluster): ``checkpoint``,
-    written there (under the run's own ``<directory>/<uuid>``, which ``setCheckpointDir``
-    creates), so an executor lost mid-run costs a recomputation of nothing but its current
-    stage. Each checkpoint is then known by the ``rdd-*`` directories it added, and
-    :meth:`release` deletes them once superseded (through Hadoop's ``FileSystem``, so HDFS
-    too) -- Spark's own cleaner would only do so when the JVM collects the RDD, and only with
-    ``spark.cleaner.referenceTracking.cleanCheckpoints``. :meth:`close` deletes everything of
-    the run but what it is told to keep: the newest completed epoch's stars and labels, the
-    state a recovery would restart from."""
+    def finish(self):
+        for w in getattr(self, "warming", ()):   # a warm-up failure is not the job's
+            if w.exception() is not None:
+                log.warning("warming the WCC kernels failed: %s", w.exception())
 
-    def __init__(self, spark, directory: str | None = None):
-        self.sc = spark.sparkContext
-        self.reliable = directory is not None
-        self.root = None
-        if self.reliable:
-            self.sc.setCheckpointDir(str(directory))
-            jvm = self.sc._jvm
-            root = self.sc._jsc.sc().getCheckpointDir().get()   # <directory>/<uuid>
-            self.root = jvm.org.apache.hadoop.fs.Path(root)
-            self.fs = self.root.getFileSystem(self.sc._jsc.hadoopConfiguration())
+    def summary(self, e, outcome, *, seconds, frontier, kernels, source, new_rows,
+                rows_so_far):
+        return EpochSummary(e, outcome.rows, rows_so_far, outcome.stats["components"],
+                            outcome.rounds, seconds, frontier, kernels, source, new_rows)
 
-    def _ids(self) -> set:
-        from py4j.protocol import Py4JError
+    # -- the algorithm ---------------------------------------------------------------------
+    def epoch(self, e, inp):
+        spark = self.spark
+        held = isinstance(self.state, tuple)   # the previous stars are on the driver
+        n_state = len(self.state[0]) if held else 0
+        on_driver = (self.state is None or held) and inp.rows + n_state <= self.driver_rows
+        if not inp.read and not on_driver:
+            inp.table()
+        new_tbl = None
+        if inp.read:
+            t = inp.table()
+            src = t.column("src").combine_chunks() if inp.rows else pa.array([], pa.int64())
+            dst = t.column("dst").combine_chunks() if inp.rows else pa.array([], pa.int64())
+            new_tbl = pa.table({"a": src, "b": dst, "f": pa.array(np.ones(inp.rows, np.bool_))})
+        if held and not on_driver:        # back to Spark: the stars become a DataFrame
+            self.state = spark.createDataFrame(_stars_table(*self.state), schema=EDGE_DDL)
+        if isinstance(self.labels, pa.Table) and not on_driver:
+            self.labels = spark.createDataFrame(self.labels,
+                                                schema="vertex bigint, component bigint")
+        self.more = inp.more
+        if on_driver:
+            return self._finish_on_driver(e, inp.scan if new_tbl is None else new_tbl)
+        return self._spark_loop(e, new_tbl)
 
-        try:
-            return set(int(k) for k in self.sc._jsc.getPersistentRDDs().keySet().toArray())
-        except Py4JError as e:  # only a memory optimisation: keep going, say why
-            log.warning("cannot list persisted RDDs (%s); superseded checkpoints stay cached", e)
-            return set()
+    def _stage(self, kind, df, e, it, key):
+        """One Spark stage of ``kind`` on ``df``, partitioned by ``key``."""
+        d = self.driver
+        return d.run_stage(lambda s: _Stage(kind, e, it, s, d.large, d.task_wrapper,
+                                            d.requested, self.more),
+                           df, key, _STEP_NAMES.get(kind, kind), e, it)
 
-    def _files(self) -> set:
-        """The run's checkpoint directories (``.../<uuid>/rdd-N``, as URI strings)."""
-        if not self.fs.exists(self.root):
-            return set()
-        return {st.getPath().toString() for st in self.fs.listStatus(self.root)}
+    def _spark_loop(self, e, new_tbl) -> EpochOutcome:
+        """Contract, then small-star / large-star until the frontier at ``label.in0`` has no
+        element of epoch ``e``; the labels of every vertex seen so far, checkpointed."""
+        from pyspark.sql import functions as F
 
-    def checkpoint(self, df):
-        """``(checkpointed df, ids)``: ids name what :meth:`release` frees (persisted RDD ids,
-        or the checkpoint directories written)."""
-        if self.reliable:
-            before = self._files()
-            out = df.checkpoint(eager=True)
-            return out, self._files() - before
-        before = self._ids()
-        out = df.localCheckpoint(eager=True)
-        return out, self._ids() - before
+        d, wg, ck = self.driver, self.wg, self.driver.checkpoints
+        new = self.spark.createDataFrame(new_tbl, schema=EDGE_DDL)
+        inp = new if self.state is None else self.state.unionByName(new)
+        df, ids = self._stage("contract", inp, e, 0, F.least("a", "b"))
+        it = 0
+        while True:
+            df, ids2 = self._stage("small", df, e, it, F.col("b"))
+            ck.release(ids)
+            ids = ids2
+            fb, fs = d.frontier(wg.b_in0), d.frontier(wg.s_in0)
+            if any(le(t, (e, it)) for t in fb) or any(le(t, (e, it)) for t in fs):
+                raise WccProtocolError(
+                    f"epoch {e} iteration {it}: all tasks reported, but the frontier at "
+                    f"label.in0 {fmt_frontier(fb)} / star.in0 {fmt_frontier(fs)} has "
+                    f"not passed ({e}, {it})")
+            self.bar.round(e, it + 1, fb)   # rounds so far: the epoch line's count
+            if not any(t[0] <= e for t in fb):
+                break  # converged: no new edge of epoch e can reach the label operator
+            it += 1
+            both = df.unionByName(df.select(F.col("b").alias("a"), F.col("a").alias("b"), "f"))
+            df, ids2 = self._stage("large", both, e, it, F.col("a"))
+            ck.release(ids)
+            ids = ids2
+        d.steps.step("labels", e, it)
+        self.state, self.state_ids = df, ids   # the previous stars stay until e is final
+        # labels of every vertex seen so far: the star's centre, or the vertex itself
+        verts = new.select(F.col("a").alias("vertex")).unionByName(
+            new.select(F.col("b").alias("vertex")))
+        if self.labels is not None:
+            verts = verts.unionByName(self.labels.select("vertex"))
+        lab = verts.distinct().join(
+            self.state.select(F.col("b").alias("vertex"), F.col("a").alias("component")),
+            "vertex", "left").select(
+            "vertex", F.coalesce(F.col("component"), F.col("vertex")).alias("component"))
+        self.labels, self.labels_ids = ck.checkpoint(lab)
+        stats = self.labels.agg(F.count(F.lit(1)).alias("v"),
+                                F.sum((F.col("vertex") == F.col("component")).cast("long"))
+                                .alias("c")).collect()[0]
+        return EpochOutcome(self.labels, int(stats["v"] or 0), it, it + 1,
+                            stats={"components": int(stats["c"] or 0)})
 
-    def release(self, ids) -> None:
-        if not ids:
-            return
-        from py4j.protocol import Py4JError
+    def _finish_on_driver(self, e, new) -> EpochOutcome:
+        """One Spark job contracts (its output collected); the driver's global union-find is
+        the fixed point of the loop (nothing goes around the feedback)."""
+        d, wg = self.driver, self.wg
+        ca, cb, loops = self._stage_collect(None if self.state is None
+                                            else _stars_table(*self.state), new, e, 0)
+        it = 0
+        sa, sb = self._union_find_on_driver(ca, cb, e, it)
+        fb, fs = d.frontier(wg.b_in0), d.frontier(wg.s_in0)
+        if (any(le(t, (e, it)) for t in fb) or any(le(t, (e, it)) for t in fs)
+                or any(t[0] <= e for t in fb)):
+            raise WccProtocolError(
+                f"epoch {e}: the driver finished the loop, but the frontier at "
+                f"label.in0 {fmt_frontier(fb)} / star.in0 {fmt_frontier(fs)} has not "
+                f"passed epoch {e}")
+        self.bar.round(e, it + 1, fb)
+        self.state = (sa, sb)
+        # labels of every vertex seen so far: the star's centre, or the vertex itself. A
+        # vertex of a new edge is a star's centre or leaf unless its component is itself
+        # alone, which only a self-loop gives (the tasks return those).
+        parts = [sa, sb, loops]
+        if self.labels is not None:
+            parts.append(self.labels.column("vertex").to_numpy(zero_copy_only=False))
+        vert = compact_ids(*parts)[0]   # sorted distinct vertices
+        comp = vert.copy()
+        if len(sb):
+            comp[np.searchsorted(vert, sb)] = sa
+        self.labels = pa.table({"vertex": pa.array(vert, pa.int64()),
+                                "component": pa.array(comp, pa.int64())})
+        return EpochOutcome(self.labels, len(vert), it, it + 1,
+                            stats={"components": int(np.count_nonzero(vert == comp))})
 
-        if self.reliable:
-            for path in ids:
-                try:
-                    self.fs.delete(self.sc._jvm.org.apache.hadoop.fs.Path(path), True)
-                except Py4JError as e:   # the labels are right regardless: say what is left
-                    log.warning("cannot delete the superseded checkpoint %s: %s", path, e)
-            return
-        try:
-            rdds = self.sc._jsc.getPersistentRDDs()
-            for i in ids:
-                r = rdds.get(i)
-                if r is not None:
-                    r.unpersist(False)
-        except Py4JError as e:  # only a memory optimisation: keep going, say why
-            log.warning("cannot unpersist superseded checkpoints: %s", e)
+    def _stage_collect(self, state_tbl, new, e, it):
+        """Run the contract stage over the driver-held rows ``state_tbl`` (a, b, f; or
+        ``None``) and the epoch's new edges ``new`` (a table a, b, f held by the driver, or a
+        :class:`~spark_plugin.wcc_io.ParquetSlice` the tasks read) as one Spark job of ``P``
+        tasks, each given a contiguous ``1/P`` of both (:class:`_IpcTask`); apply the
+        progress; return the data rows ``a, b`` and the self-loop vertices of the new edges
+        (numpy)."""
+        d, P = self.driver, self.P
+        s = d.new_stage("contract", e, it)
+        fn = _Stage("contract", e, it, s, d.large, d.task_wrapper, d.requested, self.more)
+        t0 = time.perf_counter()
 
-    def close(self, live, keep=frozenset()) -> tuple:
-        """End of the run: release ``live`` (the ids still held) but ``keep``; with a
-        directory, also delete any other checkpoint of the run (a stage of a failed epoch),
-        and the run's directory when nothing is kept. Returns the kept checkpoint
-        directories, sorted."""
-        if not self.reliable:
-            self.release(set(live) | set(keep))
-            return ()
-        from py4j.protocol import Py4JError
+        def part(t, p):
+            cuts = even_cuts(t.num_rows, P)
+            return to_ipc(t.slice(cuts[p], cuts[p + 1] - cuts[p]).to_batches(), t.schema)
 
-        try:
-            self.release(self._files() - set(keep))
-            if not keep:
-                self.fs.delete(self.root, True)
-        except Py4JError as e:
-            log.warning("cannot clean the checkpoint directory %s: %s", self.root, e)
-        return tuple(sorted(keep))
+        elements = [(None if state_tbl is None else part(state_tbl, p),
+                     part(new, p) if isinstance(new, pa.Table) else new.part(p, P))
+                    for p in range(P)]
+        out = self.spark.sparkContext.parallelize(elements, P).mapPartitions(
+            _IpcTask(fn, fn.schema())).collect()
+        for _, _, err in out:
+            if err is not None:   # a task found bad input: the epoch stops, nothing written
+                raise EdgeInputError(*err)
+        data = pa.concat_tables([from_ipc(x[0]) for x, _, _ in out])
+        deltas = pa.concat_tables([from_ipc(x[1]) for x, _, _ in out])
+        loops = np.concatenate([x for _, x, _ in out])
+        d.collecting += time.perf_counter() - t0
+        d.apply_progress(deltas, s, f"contract, epoch {e} iteration {it}")
+        return (data.column("a").to_numpy(zero_copy_only=False).astype(np.int64),
+                data.column("b").to_numpy(zero_copy_only=False).astype(np.int64), loops)
+
+    def _union_find_on_driver(self, a, b, e, it):
+        """The small-star stage of iteration ``it`` run on the driver over every row at
+        ``star.in0 (e, it)``: one global union-find gives the fixed point (one star per
+        component centred on its smallest id). Reported as a stage (producer ``wcc-0``
+        consumes the rows, the other producers send their markers). Returns the stars
+        ``(component, vertex)``."""
+        d, P = self.driver, self.P
+        s = d.new_stage("driver union-find", e, it)
+        kernels = wcc_kernels(d.requested, len(a))
+        oa, ob = kernels.contract(a, b)
+        d.count_kernels(s, f"driver union-find, epoch {e} iteration {it}",
+                        [(kernels.placement.backend.value, kernels.placement.reason)])
+        # the star operator consumed every row at star.in0 (e, it) (task 0 reports it; the
+        # other producers send their markers) and sends nothing around the loop
+        reports = {f"{PRODUCER}-{p}": Report() for p in range(P)}
+        reports[f"{PRODUCER}-0"].consumed("star", 0, (e, it), len(a))
+        d.apply_stage(reports, s, f"driver union-find, epoch {e} iteration {it}")
+        return oa, ob
 
 
 def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
@@ -939,441 +774,10 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         tracker-only backend, ``reference`` or ``timely``: the service uses it, the kernels
         run on the CPU).
     """
-    from pyspark.sql import functions as F
-
-    from .batch import collect_arrow, large_var_types
-
-    t_start = time.perf_counter()
-    if partitions is not None and (isinstance(partitions, bool) or int(partitions) != partitions
-                                   or partitions < 1):
-        raise ValueError(f"partitions must be a positive integer, got {partitions!r}")
-    P = int(partitions or spark.sparkContext.defaultParallelism)
-    if _is_dataframe(edges):      # collected once: the driver holds each epoch's new edges
-        missing = [c for c in ("src", "dst") if c not in edges.columns]
-        if missing:
-            raise EdgeInputError(f"edge DataFrame: no column {missing[0]!r} (columns: "
-                                 f"{', '.join(edges.columns) or '(none)'})", "edge DataFrame")
-        edges = edges_table(collect_arrow(edges.select("src", "dst")), "edge DataFrame")
-    requested = _requested_backend(backend)
-    service_backend = _service_backend(requested)
-    wg = wcc_graph()
-    svc = FrontierService(wg.graph, backend=service_backend, strict=True)
-    locs = {"b_in0": wg.b_in0, "b_in1": wg.b_in1, "s_in0": wg.s_in0}
-    large = large_var_types(spark)
-    result = WccResult(service=svc, backend=requested, service_backend=service_backend.value)
-    epoch_kernels: dict = {}   # backend -> tasks of the current epoch
-    ck = _Checkpoints(spark, checkpoint_dir)
-    tracking = 0.0
-    collecting = 0.0
-    seq = {"driver": 0, "stage": 0, "output": 0}
-    driver_rows = driver_finish_rows(spark)[0]
-    if executor_input is None:   # local[...] only: local-cluster executors have other cwds
-        from .config import is_embedded_master
-        executor_input = is_embedded_master(spark.sparkContext.master)
-
-    # The driver's own delta batches are applied on a tracking thread, in order, while the
-    # driver goes on (reading the epoch, submitting its Spark job); every frontier query and
-    # every stage's apply first waits for them (sync), so no decision sees a stale count.
-    pool = ThreadPoolExecutor(1, thread_name_prefix="wcc-tracking")
-    pending: list = []
-    background = 0.0
-
-    def timed_apply(rows, producer, s):
-        """On the tracking thread: build the driver's delta batch and apply it."""
-        t0 = time.perf_counter()
-        svc.apply(delta_table([r[0] for r in rows], [list(r[1]) for r in rows],
-                              [r[2] for r in rows], producer, s))
-        return time.perf_counter() - t0
-
-    loading: list = []   # the driver's kernel loading, first on the tracking thread
-
-    def sync():
-        nonlocal tracking, background
-        if loading:   # waiting for the kernels to load (or compile) is not tracking
-            watch = loading.pop().result()
-            result.kernel_seconds, result.kernels_compiled = watch.seconds, watch.compiled
-        while pending:
-            fut = pending.pop(0)
-            t0 = time.perf_counter()
-            background += fut.result()   # re-raises the apply's error here
-            tracking += time.perf_counter() - t0
-
-    def driver(rows, producer=DRIVER, key="driver"):
-        nonlocal tracking
-        t0 = time.perf_counter()
-        steps.tag(producer, seq[key])
-        pending.append(pool.submit(timed_apply, list(rows), producer, seq[key]))
-        seq[key] += 1
-        tracking += time.perf_counter() - t0
-
-    def frontier(loc):
-        nonlocal tracking
-        sync()
-        t0 = time.perf_counter()
-        f = svc.frontier(loc)
-        tracking += time.perf_counter() - t0
-        return f
-
-    def check_stage(deltas, s):
-        """Apply a stage's delta rows; raise if a producer's batch for ``s`` is missing."""
-        nonlocal tracking
-        sync()
-        t1 = time.perf_counter()
-        res = svc.apply(deltas)
-        tracking += time.perf_counter() - t1
-        want = {f"{PRODUCER}-{p}": s for p in range(P)}
-        got = {p for p, q in res.applied if q == s} | {p for p, q in res.duplicates if q == s}
-        if set(want) - got:
-            svc.check_complete(want)  # raises MissingBatchError naming the producers
-
-    def count_kernels(s, what, placements):
-        """Count stage ``s``'s tasks per backend from their ``(backend, reason)`` pairs; a
-        CPU fallback's reason is logged the first time the job sees it."""
-        counts: dict = {}
-        for k, why in placements:
-            counts[k] = counts.get(k, 0) + 1
-            epoch_kernels[k] = epoch_kernels.get(k, 0) + 1
-            result.kernels[k] = result.kernels.get(k, 0) + 1
-            if k == Backend.CPU.value and requested in (Backend.AUTO, Backend.CUDA):
-                if why not in result.kernel_fallbacks:
-                    log.log(logging.WARNING if requested is Backend.CUDA else logging.INFO,
-                            "backend %s: WCC kernels on the CPU in stage %d (%s): %s",
-                            requested.value, s, what, why)
-                result.kernel_fallbacks[why] = result.kernel_fallbacks.get(why, 0) + 1
-        log.info("stage %d (%s): tasks per kernel backend %s", s, what,
-                 ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
-
-    def note_kernels(s, what, deltas):
-        """:func:`count_kernels` from a stage's delta rows (a producer is a task)."""
-        by_task = {}
-        for p, k, why in zip(*(deltas.column(c).to_pylist()
-                               for c in ("producer", "kernels", "kernels_reason"))):
-            by_task.setdefault(p, (k, why))
-        count_kernels(s, what, by_task.values())
-
-    def stage_collect(kind, state_tbl, new, e, it):
-        """Run one stage over the driver-held rows ``state_tbl`` (a, b, f; or ``None``) and
-        the epoch's new edges ``new`` (a table a, b, f held by the driver, or a
-        :class:`~spark_plugin.wcc_io.ParquetSlice` the tasks read) as one Spark job of ``P``
-        tasks, each given a contiguous ``1/P`` of both (:class:`_IpcTask`); apply the deltas;
-        return the data rows ``a, b`` and the self-loop vertices of the new edges (numpy)."""
-        nonlocal collecting
-        fn = _Stage(kind, e, it, seq["stage"], locs, large, task_wrapper, requested)
-        s = seq["stage"]
-        seq["stage"] += 1
-        steps.step(kind, e, it, s)
-        t0 = time.perf_counter()
-
-        def part(t, p):
-            cuts = even_cuts(t.num_rows, P)
-            return _to_ipc(t.slice(cuts[p], cuts[p + 1] - cuts[p]).to_batches(), t.schema)
-
-        elements = [(None if state_tbl is None else part(state_tbl, p),
-                     part(new, p) if isinstance(new, pa.Table) else new.part(p, P))
-                    for p in range(P)]
-        out = spark.sparkContext.parallelize(elements, P).mapPartitions(
-            _IpcTask(fn, _stage_schema(large))).collect()
-        for _, _, err in out:
-            if err is not None:   # a task found bad input: the epoch stops, nothing written
-                raise EdgeInputError(*err)
-        data = pa.concat_tables([_from_ipc(x[0]) for x, _, _ in out])
-        deltas = pa.concat_tables([_from_ipc(x[1]) for x, _, _ in out])
-        loops = np.concatenate([x for _, x, _ in out])
-        collecting += time.perf_counter() - t0
-        check_stage(deltas.select(DELTA_COLUMNS), s)
-        note_kernels(s, f"{kind}, epoch {e} iteration {it}", deltas)
-        return (data.column("a").to_numpy(zero_copy_only=False).astype(np.int64),
-                data.column("b").to_numpy(zero_copy_only=False).astype(np.int64), loops)
-
-    def finish_on_driver(a, b, e, it):
-        """The small-star stage of iteration ``it`` run on the driver over every row at
-        ``star.in0 (e, it)``: one global union-find gives the fixed point (one star per
-        component centred on its smallest id), so nothing goes around the feedback. Reported
-        as a stage (producer ``wcc-0`` consumes the rows, the other producers send their
-        markers). Returns the stars ``(component, vertex)``."""
-        nonlocal tracking
-        s = seq["stage"]
-        seq["stage"] += 1
-        steps.step("driver union-find", e, it, s)
-        kernels = wcc_kernels(requested, len(a))
-        oa, ob = kernels.contract(a, b)
-        count_kernels(s, f"driver union-find, epoch {e} iteration {it}",
-                      [(kernels.placement.backend.value, kernels.placement.reason)])
-        t0 = time.perf_counter()
-        rows = [(wg.s_in0, (e, it), -len(a), f"{PRODUCER}-0")] if len(a) else []
-        rows += [(0, (0, 0), 0, f"{PRODUCER}-{p}") for p in range(P)
-                 if p > 0 or not len(a)]
-        tbl = delta_table([r[0] for r in rows], [list(r[1]) for r in rows],
-                          [r[2] for r in rows], [r[3] for r in rows], s)
-        tracking += time.perf_counter() - t0
-        check_stage(tbl, s)
-        return oa, ob
-
-    def stage(kind, df, e, it, key):
-        """Run one stage on ``df`` (columns a, b, f) partitioned by ``key``; apply its deltas;
-        return the checkpointed edge DataFrame and the ids of its persisted RDDs."""
-        fn = _Stage(kind, e, it, seq["stage"], locs, large, task_wrapper, requested)
-        s = seq["stage"]
-        seq["stage"] += 1
-        steps.step(_STEP_NAMES.get(kind, kind), e, it, s)
-        done, ids = ck.checkpoint(df.repartition(P, key).mapInArrow(fn, STAGE_DDL))
-        nonlocal collecting
-        t0 = time.perf_counter()
-        deltas = collect_arrow(done.filter(F.col("a").isNull())
-                               .select(*DELTA_COLUMNS, "kernels", "kernels_reason"))
-        collecting += time.perf_counter() - t0
-        check_stage(deltas.select(DELTA_COLUMNS), s)
-        note_kernels(s, f"{kind}, epoch {e} iteration {it}", deltas)
-        return done.filter(F.col("a").isNotNull()).select("a", "b", "f"), ids
-
-    # The driver loads its kernels while it reads the input and Spark runs the first stage.
-    # When the driver reads the input itself (text, CSV, or Parquet it ships), a small job
-    # starts the Python workers and loads their kernels meanwhile, so the first stage does
-    # not wait for both; when the tasks read Parquet themselves the first stage is submitted
-    # at once and starts the workers itself.
-    warm = ThreadPoolExecutor(1, thread_name_prefix="wcc-warm")
-    warming = []
-    if not (executor_input and _tasks_read(edges)):
-        warming.append(warm.submit(lambda: spark.sparkContext.parallelize(range(P), P)
-                                   .mapPartitions(_WarmKernels(requested)).collect()))
-    warm.shutdown(wait=False)
-    steps = ProgressRecorder(spark.sparkContext, progress_log, graph=wg.graph, job=PRODUCER,
-                             meta={"edges": str(edges), "partitions": P,
-                                   "backend": requested.value})
-    steps.attach(svc)
-    try:
-        total, sources = epoch_sources(edges, epochs, follow=follow)
-    except BaseException as err:
-        steps.close(err)   # a reader of the log learns that the job ended, and why
-        raise
-    state = None        # converged stars (a = component, b = vertex), f false
-    state_ids: set = set()
-    labels = None       # vertex, component of all vertices seen so far
-    labels_ids: set = set()
-    kept: set = set()   # the checkpoints of the newest final epoch (stars, labels)
-    n_edges = 0
-    out_log = None      # the manifest of a local out (crash recovery)
-    if out is not None and _local_path(out):
-        try:
-            out_log, resume = OutputLog.open(out, job_fingerprint(edges, epochs, follow),
-                                             overwrite=overwrite)
-        except BaseException as err:
-            steps.close(err)
-            raise
-        result.resumed_at = resume.epoch
-        if resume.labels is not None:   # the loop's state: the last final epoch's stars
-            labels, n_edges = resume.labels, resume.edges
-            vert = labels.column("vertex").to_numpy()
-            comp = labels.column("component").to_numpy()
-            leaf = vert != comp
-            state = (comp[leaf], vert[leaf])
-        if (resume.epoch or resume.removed) and _Progress.level_of(progress) >= 1:
-            were = ("epoch 0 is" if resume.epoch == 1 else f"epochs 0-{resume.epoch - 1} are")
-            write_line((f"wcc: resuming {out}: {were} final there, not recomputed"
-                        if resume.epoch else f"wcc: resuming {out}: no epoch was final there")
-                       + (f"; removed {len(resume.removed)} leftover file"
-                          f"{'s' if len(resume.removed) != 1 else ''} of a killed epoch"
-                          if resume.removed else ""), sys.stderr)
-    elif out is not None:
-        try:
-            _fresh_remote_out(spark, out, overwrite)
-        except BaseException as err:
-            steps.close(err)
-            raise
-    first = result.resumed_at
-    bar = _Progress(progress, None if total is None else total - first)
-    cap = first         # the epoch the edge input holds a capability for (None: dropped)
-    # The driver's kernels (the WCC kernels for the epochs it finishes, and the frontier
-    # service's) are loaded first on the tracking thread, while this thread reads the input
-    # and starts the first Spark job; they are timed apart: a first run compiles them into
-    # Numba's cache, which is not progress tracking (and says so once). The first sync waits
-    # for them outside the tracking time.
-    def load_kernels():
-        with CompileWatch(lambda: bar.note("compiling the Numba kernels (once: cached for "
-                                           "later runs) ...")) as watch:
-            _WarmKernels(requested)()
-            tracker = getattr(svc, "_tracker", None)
-            if getattr(tracker, "kernels", None) is not None:
-                from engine.batched import warm_up
-                warm_up(wg.graph.m, wg.graph.max_depth, tracker.kernels,
-                        strategies=(tracker.strategy.value,))
-        return watch
-
-    loading.append(pool.submit(load_kernels))
-    try:
-        driver([(wg.a_out, (first, 0), 1)])  # the edge input's capability for its first epoch
-        for e, source in enumerate(sources):
-            if e < first:   # final in out: neither re-read nor recomputed nor written again
-                out_log.check_source(e, source)
-                continue
-            if out_log is not None:
-                out_log.record_input(e, source)
-                crash_point("after-input", e)
-            t_epoch = time.perf_counter()
-            epoch_kernels.clear()
-            steps.step("read", e, 0)
-            source.check()   # the input file is still the one recorded when the job started
-            scan = source.scan if executor_input else None
-            table = None
-            if scan is None:
-                table = source.read()  # EdgeInputError before anything of this epoch happens
-                n_new = table.num_rows
-            else:
-                n_new = scan.rows      # the tasks read (and validate) the rows themselves
-            n_edges += n_new
-            more = total is None or e + 1 < total   # a stream: the next epoch may come
-            # a sends the epoch's edges to label.in1 at (e, 0); the star operator takes a
-            # capability for the epoch's results; a moves its capability on (or drops it).
-            rows = [(wg.b_in1, (e, 0), n_new), (wg.s_out1, (e, 0), 1), (wg.a_out, (e, 0), -1)]
-            cap = e + 1 if more else None
-            if more:
-                rows.append((wg.a_out, (e + 1, 0), 1))
-            driver([r for r in rows if r[2] != 0])
-            edge_ddl = "a bigint, b bigint, f boolean"
-            held = isinstance(state, tuple)   # the previous stars are on the driver
-            n_state = len(state[0]) if held else 0
-            on_driver = (state is None or held) and n_new + n_state <= driver_rows
-            if table is None and not on_driver:
-                table = source.read()
-            if table is not None:
-                src = table.column("src").combine_chunks() if n_new else pa.array([], pa.int64())
-                dst = table.column("dst").combine_chunks() if n_new else pa.array([], pa.int64())
-                new_tbl = pa.table({"a": src, "b": dst,
-                                    "f": pa.array(np.ones(n_new, np.bool_))})
-            if held and not on_driver:        # back to Spark: the stars become a DataFrame
-                state = spark.createDataFrame(_stars_table(*state), schema=edge_ddl)
-            if isinstance(labels, pa.Table) and not on_driver:
-                labels = spark.createDataFrame(labels, schema="vertex bigint, component bigint")
-            if on_driver:
-                # one Spark job: contract, collecting its output; the driver finishes the loop
-                ca, cb, loops = stage_collect("contract", None if state is None
-                                              else _stars_table(*state),
-                                              scan if table is None else new_tbl, e, 0)
-                it = 0
-                sa, sb = finish_on_driver(ca, cb, e, it)
-                fb, fs = frontier(wg.b_in0), frontier(wg.s_in0)
-                if (any(_le(t, (e, it)) for t in fb) or any(_le(t, (e, it)) for t in fs)
-                        or any(t[0] <= e for t in fb)):
-                    raise WccProtocolError(
-                        f"epoch {e}: the driver finished the loop, but the frontier at "
-                        f"label.in0 {_fmt_frontier(fb)} / star.in0 {_fmt_frontier(fs)} has not "
-                        f"passed epoch {e}")
-                rounds = it + 1
-                bar.round(e, rounds, fb)
-                state = (sa, sb)
-                # labels of every vertex seen so far: the star's centre, or the vertex itself.
-                # A vertex of a new edge is a star's centre or leaf unless its component is
-                # itself alone, which only a self-loop gives (the tasks return those).
-                parts = [sa, sb, loops]
-                if labels is not None:
-                    parts.append(labels.column("vertex").to_numpy(zero_copy_only=False))
-                vert = compact_ids(*parts)[0]   # sorted distinct vertices
-                comp = vert.copy()
-                if len(sb):
-                    comp[np.searchsorted(vert, sb)] = sa
-                labels = pa.table({"vertex": pa.array(vert, pa.int64()),
-                                   "component": pa.array(comp, pa.int64())})
-                stats = {"v": len(vert), "c": int(np.count_nonzero(vert == comp))}
-            else:
-                new = spark.createDataFrame(new_tbl, schema=edge_ddl)
-                inp = new if state is None else state.unionByName(new)
-                df, ids = stage("contract", inp, e, 0, F.least("a", "b"))
-                it = 0
-                while True:
-                    df, ids2 = stage("small", df, e, it, F.col("b"))
-                    ck.release(ids)
-                    ids = ids2
-                    fb, fs = frontier(wg.b_in0), frontier(wg.s_in0)
-                    if any(_le(t, (e, it)) for t in fb) or any(_le(t, (e, it)) for t in fs):
-                        raise WccProtocolError(
-                            f"epoch {e} iteration {it}: all tasks reported, but the frontier at "
-                            f"label.in0 {_fmt_frontier(fb)} / star.in0 {_fmt_frontier(fs)} has "
-                            f"not passed ({e}, {it})")
-                    bar.round(e, it + 1, fb)   # rounds so far: the epoch line's count
-                    if not any(t[0] <= e for t in fb):
-                        break  # converged: no new edge of epoch e can reach the label operator
-                    it += 1
-                    both = df.unionByName(df.select(F.col("b").alias("a"),
-                                                    F.col("a").alias("b"), "f"))
-                    df, ids2 = stage("large", both, e, it, F.col("a"))
-                    ck.release(ids)
-                    ids = ids2
-                rounds = it + 1
-                steps.step("labels", e, it)
-                state, state_ids = df, ids   # the previous stars stay until the epoch is final
-                # labels of every vertex seen so far: the star's centre, or the vertex itself
-                verts = new.select(F.col("a").alias("vertex")).unionByName(
-                    new.select(F.col("b").alias("vertex")))
-                if labels is not None:
-                    verts = verts.unionByName(labels.select("vertex"))
-                lab = verts.distinct().join(
-                    state.select(F.col("b").alias("vertex"), F.col("a").alias("component")),
-                    "vertex", "left").select(
-                    "vertex", F.coalesce(F.col("component"), F.col("vertex")).alias("component"))
-                lab, lab_ids = ck.checkpoint(lab)
-                labels, labels_ids = lab, lab_ids
-                stats = labels.agg(F.count(F.lit(1)).alias("v"),
-                                   F.sum((F.col("vertex") == F.col("component")).cast("long"))
-                                   .alias("c")).collect()[0]
-            steps.step("output", e, it)
-            driver([(wg.d_in0, (e, it), 1), (wg.s_out1, (e, 0), -1)])
-            driver([(wg.d_in0, (e, it), -1)], producer=OUTPUT, key="output")
-            fd = frontier(wg.d_in0)
-            if any(t[0] <= e for t in fd):
-                raise WccProtocolError(f"epoch {e}: the frontier at output.in0 "
-                                       f"{_fmt_frontier(fd)} has not passed epoch {e}")
-            source.check()   # the tasks read what the driver recorded: else nothing written
-            if out_log is not None:   # data renamed into place, then the manifest names it
-                files = (_append_local(out, e, labels, out_log.new_name(e))
-                         if isinstance(labels, pa.Table) else _spark_local(out_log, e, labels, F))
-                crash_point("after-data", e)
-                out_log.record_final(e, files, int(stats["v"] or 0), n_edges)
-                crash_point("after-manifest", e)
-            elif out is not None:
-                lab_df = labels
-                if isinstance(labels, pa.Table):
-                    lab_df = spark.createDataFrame(labels,
-                                                   schema="vertex bigint, component bigint")
-                lab_df.select(F.lit(e).cast("long").alias("epoch"), "vertex", "component") \
-                    .write.mode("append").parquet(str(out))
-            summary = EpochSummary(e, int(stats["v"] or 0), n_edges, int(stats["c"] or 0),
-                                   rounds, time.perf_counter() - t_epoch, tuple(fd),
-                                   tuple(sorted(epoch_kernels.items())), source.what, n_new)
-            result.epochs.append(summary)
-            steps.epoch(summary)
-            # final: what a restart needs is this epoch's stars and labels; release the older
-            ck.release(kept - (state_ids | labels_ids))
-            kept = state_ids | labels_ids
-            bar.epoch(summary)
-            if on_epoch is not None:
-                on_epoch(summary)
-        if cap is not None:   # the stream ended (or every epoch was final): the edge input
-            driver([(wg.a_out, (cap, 0), -1)])   # drops its capability
-            cap = None
-        if out_log is not None:
-            out_log.finish(first + len(result.epochs))
-        if out is None and isinstance(labels, pa.Table):
-            result.labels = labels   # sorted by vertex (np.unique)
-        elif out is None and labels is not None:
-            result.labels = collect_arrow(labels.orderBy("vertex"))
-        elif labels is None:
-            result.labels = pa.table({"vertex": pa.array([], pa.int64()),
-                                      "component": pa.array([], pa.int64())})
-        sync()
-    finally:
-        bar.close()
-        pool.shutdown(wait=True)
-        steps.close(sys.exc_info()[1])   # the end event: ok, or the error that ended the job
-        for w in warming:   # a warm-up failure is not the job's: the stages say what failed
-            if w.exception() is not None:
-                log.warning("warming the WCC kernels failed: %s", w.exception())
-        result.checkpoints = ck.close(state_ids | labels_ids, kept)
-    result.seconds = time.perf_counter() - t_start
-    result.tracking_seconds = tracking
-    result.tracking_background_seconds = background
-    result.delta_collect_seconds = collecting
-    result.stages = seq["stage"]
-    return result
+    return WccJob(spark, edges, epochs=epochs, out=out, partitions=partitions, backend=backend,
+                  progress=progress, on_epoch=on_epoch, task_wrapper=task_wrapper,
+                  executor_input=executor_input, follow=follow, checkpoint_dir=checkpoint_dir,
+                  progress_log=progress_log, overwrite=overwrite).run()
 
 
 def driver_heap_bytes(spark) -> int:
@@ -1422,42 +826,6 @@ def driver_finish_rows(spark) -> tuple[int, str]:
         limits[f"{format_memory(outside)} outside the JVM"] = outside // DRIVER_PYTHON_BYTES_PER_ROW
     why, rows = min(limits.items(), key=lambda kv: kv[1])
     return int(rows), why
-
-
-def _requested_backend(backend) -> Backend:
-    """The job's backend: ``backend`` (auto, cpu or cuda), else ``$TFRONT_BACKEND``, else auto.
-
-    Raises
-    ------
-    BackendError
-        An unknown name, or an argument naming a tracker-only backend.
-    """
-    if backend is None:
-        env = os.environ.get(ENV_VAR)
-        return Backend.parse(env) if env else Backend.AUTO
-    chosen = Backend.parse(backend)
-    if chosen not in WCC_BACKENDS:
-        raise BackendError(f"the WCC job's backend must be one of "
-                           f"{', '.join(b.value for b in WCC_BACKENDS)}, got {backend!r}")
-    return chosen
-
-
-def _service_backend(requested: Backend) -> Backend:
-    """The concrete engine backend of the driver's frontier service for ``requested``:
-    itself (``auto`` resolved), except ``cuda`` on a driver without a usable GPU, which
-    gives ``cpu`` with a logged warning -- the executors may still have GPUs."""
-    from engine import resolve_backend
-
-    if requested is Backend.CUDA:
-        from engine.cuda_backend import usable_device
-
-        ok, why = usable_device()
-        if not ok:
-            log.warning("backend cuda: the driver has no usable GPU (%s); its frontier service "
-                        "runs on the cpu backend, and every task still runs its kernels on its "
-                        "own GPU where it has one", why)
-            return Backend.CPU
-    return resolve_backend(requested)[0]
 
 
 #: ``tfront wcc`` verbosity (0 ``--quiet``, 1 default, 2 ``-v``, 3 ``-vv``) -> Spark's log level.

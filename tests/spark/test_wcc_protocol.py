@@ -116,7 +116,7 @@ def test_a_lost_delta_batch_stops_the_epoch_before_it_is_written(spark, tmp_path
 
             part = TaskContext.get().partitionId()
             for b in self.run(batches):
-                if self.epoch == 1 and part == 0 and b.column("loc").null_count == 0:
+                if self.epoch == 1 and part == 0 and b.column("kind").null_count == 0:
                     continue
                 yield b
 
@@ -124,6 +124,73 @@ def test_a_lost_delta_batch_stops_the_epoch_before_it_is_written(spark, tmp_path
         run_wcc(spark, src, epochs=2, out=out, partitions=2, progress=False,
                 task_wrapper=DropDeltas)
     assert sorted(written(out)) == [0]
+
+
+def _pointstamps(kind, cols, part=0, more=True, it=0):
+    """Stage ``kind``'s report for epoch 1 iteration ``it``, as the WCC dataflow translates
+    it: ``{(loc, ts): diff}``, and the task's output columns."""
+    from spark_plugin.wcc import _Stage, wcc_graph
+
+    out, report, _ = _Stage(kind, 1, it, 0, False, None, "cpu", more).work(cols, part)
+    loc, ts, diff = wcc_graph().dataflow.pointstamps(report)
+    return {(int(l), tuple(t)): int(d) for l, t, d in zip(loc, ts.tolist(), diff)}, out
+
+
+def test_stage_reports_are_the_loop_pointstamps():
+    """Issue 13: a task reports in the operators' words (consumed, produced, capabilities);
+    the WCC dataflow turns that into the pointstamp changes of the loop: the messages a
+    stage takes from its input and sends on, around the feedback (+1 iteration), and the
+    label operator's capability for its state, moved on by task 0 of the contract stage."""
+    from spark_plugin.wcc import wcc_graph
+
+    wg = wcc_graph()
+    b_out0 = wg.dataflow.source("label", 0)
+    a = np.array([1, 2, 5, 3, 9, 9], np.int64)
+    b = np.array([2, 3, 6, 1, 2, 8], np.int64)
+    f = np.array([True, True, False, True, True, False])
+    got, out = _pointstamps("contract", {"a": a, "b": b, "f": f}, part=0)
+    assert got == {(wg.b_in1, (1, 0)): -4, (wg.s_in0, (1, 0)): len(out["a"]),
+                   (b_out0, (1, 0)): -1, (b_out0, (2, 0)): 1}
+    got, _ = _pointstamps("contract", {"a": a, "b": b, "f": f}, part=1, more=False)
+    assert set(got) == {(wg.b_in1, (1, 0)), (wg.s_in0, (1, 0))}   # only task 0 moves it
+    got, _ = _pointstamps("contract", {"a": a, "b": b, "f": f}, part=0, more=False)
+    assert got[(b_out0, (1, 0))] == -1 and (b_out0, (2, 0)) not in got
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    got, out = _pointstamps("small", {"a": lo, "b": hi, "f": f}, it=2)
+    new = int(out["f"].sum())
+    assert new > 0 and got == {(wg.s_in0, (1, 2)): -len(lo), (wg.b_in0, (1, 3)): new}
+    both = {"a": np.r_[lo, hi], "b": np.r_[hi, lo], "f": np.r_[f, f]}
+    got, out = _pointstamps("large", both, it=3)
+    assert got == {(wg.b_in0, (1, 3)): -int(f.sum()), (wg.s_in0, (1, 3)): len(out["a"])}
+
+
+def test_a_report_that_breaks_a_guard_is_refused_before_anything_is_applied(spark, tmp_path):
+    """Issue 13: the driver guards every stage's reports against the capabilities held. A
+    contract task that drops the label operator's capability twice (it holds one) stops the
+    job with UnheldCapabilityError naming the operator and the time; nothing of the stage
+    is applied (its sequence number never arrives) and nothing is written."""
+    from engine.errors import UnheldCapabilityError
+
+    src = write_text(tmp_path / "g.txt", EDGES)
+    out = str(tmp_path / "out")
+
+    def drop_twice(run):
+        def wrapped(batches):
+            for b in run(batches):
+                kinds, counts = b.column("kind").to_pylist(), b.column("count").to_pylist()
+                if 0 in kinds:   # ReportKind.CAPABILITY
+                    counts = [c * 2 if k == 0 and c < 0 else c for k, c in zip(kinds, counts)]
+                    b = b.set_column(b.schema.get_field_index("count"), "count",
+                                     pa.array(counts, pa.int64()))
+                yield b
+        return wrapped
+
+    svc = []
+    with pytest.raises(UnheldCapabilityError,
+                       match=r"'label' output 0 drops 2 capabilities at \(0, 0\) but holds 1"):
+        run_wcc(spark, src, epochs=1, out=out, partitions=2, progress=False,
+                task_wrapper=drop_twice, on_epoch=svc.append)
+    assert svc == [] and not [p for p in os.listdir(out) if p.endswith(".parquet")]
 
 
 def test_bad_epoch_file_raises_named_error_and_writes_nothing_for_it(spark, tmp_path):

@@ -236,15 +236,13 @@ def test_labels_spark_writes_are_renamed_into_out_and_read_back_on_resume(spark,
     """An epoch whose labels are a DataFrame (large epochs): Spark writes a hidden directory,
     its part files are renamed into --out and named by the manifest; a restart reads them
     back (sorted by vertex) as the loop's state, and removes a half-written Spark directory."""
-    from pyspark.sql import functions as F
-
-    from spark_plugin.wcc import _spark_local
+    from spark_plugin.job import spark_local
 
     job = {"input": "x", "epochs": 1}
     log, resume = OutputLog.open(tmp_path / "out", job)
     assert resume.labels is None
     df = spark.createDataFrame([(9, 1), (1, 1), (5, 5), (3, 1)], "vertex bigint, component bigint")
-    files = _spark_local(log, 0, df.repartition(2), F)
+    files = spark_local(log, 0, df.repartition(2), ("vertex", "component"))
     assert files and all(f.startswith("part-epoch-000000-") for f in files)
     log.record_final(0, files, 4, 7)
     (tmp_path / "out" / ".epoch-000001.tmp").mkdir()        # killed while Spark wrote epoch 1
@@ -260,9 +258,9 @@ def test_an_out_without_a_manifest_is_never_appended_to_twice(spark, tmp_path, m
     not appended to -- a rerun used to write every epoch again -- and --overwrite replaces
     it. Spark's local file system stands in for a remote one: the job is told the path is
     not local, so it takes the non-local path through Hadoop's FileSystem."""
-    import spark_plugin.wcc as wcc
+    import spark_plugin.job as job
 
-    monkeypatch.setattr(wcc, "_local_path", lambda out: False)
+    monkeypatch.setattr(job, "local_path", lambda out: False)
     edges = tmp_path / "g.txt"
     edges.write_text("0 1\n1 2\n3 4\n")
     out = tmp_path / "remote-out"

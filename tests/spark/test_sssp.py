@@ -153,6 +153,29 @@ def test_weighted_input_is_validated_naming_file_and_line(tmp_path):
     assert t.column("weight").to_pylist() == [0.5, 4.0]
 
 
+def test_weighted_epochs_come_from_a_split_file_or_a_directory_in_natural_order(tmp_path):
+    from spark_plugin.sssp_io import weighted_epoch_sources
+
+    f = tmp_path / "w.csv"
+    f.write_text("src,dst,weight\n1,2,0.5\n2,3,1\n3,4,2\n")
+    total, sources = weighted_epoch_sources(f, 2)
+    got = [(s.what, s.read().column("weight").to_pylist()) for s in sources]
+    assert total == 2 and got == [(f"{f} rows 1-1", [0.5]), (f"{f} rows 2-3", [1.0, 2.0])]
+    d = tmp_path / "epochs"
+    d.mkdir()
+    (d / "e10.txt").write_text("5 6 1.5\n")
+    (d / "e2.txt").write_text("# first\n1 5 0\n")
+    total, sources = weighted_epoch_sources(d)
+    assert total == 2
+    assert [s.read().to_pylist() for s in sources] == [
+        [{"src": 1, "dst": 5, "weight": 0.0}], [{"src": 5, "dst": 6, "weight": 1.5}]]
+    with pytest.raises(EdgeInputError, match="splits a single file"):
+        weighted_epoch_sources(d, 2)
+    (d / "e3.txt").write_text("1 2 inf\n")
+    with pytest.raises(EdgeInputError, match=r"e3\.txt:1: weight inf is not a finite number"):
+        [s.read() for s in weighted_epoch_sources(d)[1]]
+
+
 def test_bad_source_and_partitions_are_refused_before_anything_runs(spark, tmp_path):
     t = pa.table({"src": [1], "dst": [2]})
     with pytest.raises(ValueError, match="source must be a vertex id"):

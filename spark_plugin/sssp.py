@@ -34,37 +34,33 @@ decides only from frontiers (docs/jobs.md):
 from __future__ import annotations
 
 import logging
-import os
-import sys
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from engine import Report
-from engine.errors import TimelyFrontierError
+from engine.jit import CompileWatch
 from gpu_kernels.shortest_paths import (csr_by_source, improve, merge_csr, relax, unreached)
 
-from .schema import delta_table
-from .service import FrontierService
-from .sssp_io import weighted_epoch_sources
-from .wcc_io import EdgeInputError, epoch_sources
+from .job import (EpochJob, EpochOutcome, JobProtocolError, JobResult, fmt_frontier, le)
+from .sssp_io import weighted_epoch_sources, weighted_table
+from .wcc_io import EdgeInputError, EpochSource
 
-__all__ = ["run_sssp", "SsspResult", "SsspEpoch", "SsspProtocolError", "sssp_dataflow",
-           "EdgeInputError"]
+__all__ = ["run_sssp", "SsspJob", "SsspResult", "SsspEpoch", "SsspProtocolError",
+           "sssp_dataflow", "sssp_fingerprint", "EdgeInputError"]
 
 log = logging.getLogger(__name__)
 
 PRODUCER = "sssp"
-DRIVER = "sssp-driver"
 #: A round's active vertices travel inside its task closures up to this many; beyond it they
 #: are broadcast (one copy per executor instead of one per task).
 BROADCAST_ACTIVE = 1 << 16
+#: Why a ``relax`` task's kernels ran where they did (they have no GPU twin).
+CPU_ONLY = "the shortest-paths kernels run on the CPU only"
 
 
-class SsspProtocolError(TimelyFrontierError, RuntimeError):
+class SsspProtocolError(JobProtocolError):
     """A frontier did not advance as the protocol requires (a lost or duplicated report)."""
 
 
@@ -135,39 +131,31 @@ class SsspEpoch:
 
 
 @dataclass
-class SsspResult:
-    """What :func:`run_sssp` did. ``distances`` (``vertex, distance``, reached vertices
-    only, sorted by vertex) is the last epoch's when no ``out`` was given; ``decisions`` the
-    frontiers each decision was taken from, in order: ``(epoch, round, what, frontier)``
+class SsspResult(JobResult):
+    """What :func:`run_sssp` did (:class:`~spark_plugin.job.JobResult`, which documents the
+    common fields). ``distances`` (``vertex, distance``, reached vertices only, sorted by
+    vertex) is the last final epoch's when no ``out`` was given; ``decisions`` the frontiers
+    each decision of this run was taken from, in order: ``(epoch, round, what, frontier)``
     with ``what`` one of ``round`` (the frontiers at relax.in0 and min.in0 passed
     ``(e, round)``), ``converged`` (relax.in0 has no element of epoch ``e``) and ``final``
-    (output.in0 passed ``e``); ``stages`` the Spark jobs run (one per round)."""
+    (output.in0 passed ``e``); ``stages`` the Spark jobs of the rounds (one per round).
 
-    epochs: list[SsspEpoch] = field(default_factory=list)
-    seconds: float = 0.0
-    tracking_seconds: float = 0.0
-    distances: pa.Table | None = None
-    service: FrontierService | None = None
-    dataflow: object = None
-    stages: int = 0
+    >>> SsspResult(seconds=2.0, tracking_seconds=0.01).total_line()
+    'total: 0 epochs, 0 rounds, 2.00 s (kernels loaded 0.00 s, progress tracking 0.01 s); nothing written'
+    """
+
     decisions: list = field(default_factory=list)
     weighted: bool = False
+    dataflow: object = None
 
-    def total_line(self, out: str | None = None) -> str:
-        """``total: N epochs, S s (progress tracking T s), distances in OUT``.
+    what = "distances"
 
-        >>> SsspResult(seconds=2.0, tracking_seconds=0.01).total_line()
-        'total: 0 epochs, 0 rounds, 2.00 s (progress tracking 0.01 s); nothing written'
-        """
-        rounds = sum(e.rounds for e in self.epochs)
-        if not self.epochs:
-            saved = "; nothing written" + (f" to {out}" if out else "")
-        elif out:
-            saved = f", distances in {out}"
-        else:
-            saved = ", distances not saved (no --out given)"
-        return (f"total: {len(self.epochs)} epochs, {rounds} rounds, {self.seconds:.2f} s "
-                f"(progress tracking {self.tracking_seconds:.2f} s){saved}")
+    @property
+    def distances(self) -> pa.Table | None:
+        return self.table
+
+    def counts(self) -> str:
+        return f"{len(self.epochs)} epochs, {sum(e.rounds for e in self.epochs)} rounds"
 
 
 class _Relax:
@@ -185,8 +173,6 @@ class _Relax:
         return fn(p, elements)
 
     def _run(self, p, elements):
-        from engine import Report
-
         t = (self.epoch, self.it)
         av, ad = (self.active if isinstance(self.active, list) else self.active.value)[p]
         # the active vertices: the seeds (in2) in round 0, then what came around the feedback
@@ -208,57 +194,290 @@ def _merge(pair):
     return csr, len(src)
 
 
-def _le(t, u) -> bool:
-    return all(x <= y for x, y in zip(t, u))
+def _warm_kernels() -> None:
+    """Run the shortest-paths kernels once (hops and weights): loads them from Numba's cache,
+    or compiles them there the first time."""
+    x, y = np.array([1, 0], np.int64), np.array([0, 2], np.int64)
+    for w in (np.ones(2, np.int64), np.ones(2, np.float64)):
+        cv, cd = relax(csr_by_source(x, y, w), x, w)
+        improve(np.array([0, 1, 2], np.int64), np.full(3, unreached(w.dtype)), cv, cd)
 
 
-def _fmt(frontier) -> str:
-    return "{" + ", ".join("(" + ", ".join(str(x) for x in t) + ")" for t in frontier) + "}"
+def sssp_fingerprint(edges, epochs: int, follow, source: int, weighted: bool,
+                     undirected: bool) -> dict:
+    """What makes two shortest-paths runs the same job (recorded in a local ``out``'s
+    manifest): the input and its epochs (:func:`~spark_plugin.wcc_recovery.job_fingerprint`)
+    and the options that change the distances."""
+    from .wcc_recovery import job_fingerprint
+
+    return {**job_fingerprint(edges, epochs, follow), "job": "sssp", "source": int(source),
+            "weighted": bool(weighted), "undirected": bool(undirected)}
 
 
-def _write_epoch(spark, out, epoch: int, table: pa.Table) -> None:
-    """Append one epoch's ``epoch, vertex, distance`` to the Parquet dataset ``out``: a local
-    path gets one part file, written under a hidden name and renamed when complete (readers
-    skip hidden files); any other path is appended to by Spark's writer."""
-    import uuid
+def _weighted_file(src: EpochSource) -> EpochSource:
+    """A followed directory's epoch file read with weights (same file, same stamp check)."""
+    from .sssp_io import read_weighted_edges
 
-    import pyarrow.parquet as pq
+    def read():
+        src.check()
+        t = read_weighted_edges(src.what)
+        src.check()
+        return t
+    return EpochSource(src.what, read, None, src.check)
 
-    n = table.num_rows
-    rows = pa.table({"epoch": pa.array(np.full(n, epoch, np.int64)),
-                     "vertex": table.column("vertex"), "distance": table.column("distance")})
-    text = str(out)
-    if "://" in text and not text.startswith("file://"):
-        spark.createDataFrame(rows).write.mode("append").parquet(text)
-        return
-    d = Path(text[len("file://"):] if text.startswith("file://") else text)
-    d.mkdir(parents=True, exist_ok=True)
-    name = f"part-epoch-{epoch:06d}-{uuid.uuid4().hex}.parquet"
-    pq.write_table(rows, d / f".{name}.tmp")
-    os.replace(d / f".{name}.tmp", d / name)
+
+class SsspJob(EpochJob):
+    """Incremental single-source shortest paths as an :class:`~spark_plugin.job.EpochJob`
+    (:func:`run_sssp` runs it; the module docstring describes the algorithm).
+
+    The driver holds ``vertices`` (sorted, every vertex seen so far) and their distances
+    (unreached: :func:`~gpu_kernels.shortest_paths.unreached`); the Spark partitions hold the
+    edges as CSRs by source (an RDD cached between rounds, rebuilt each epoch with its new
+    edges merged in). Resuming a local ``out``, the distances come from the last final
+    epoch's result and the edges from the final epochs' input, read again (:meth:`replay`):
+    the output holds the distances only.
+    """
+
+    name = PRODUCER
+    input = (INPUT, 0)
+    output = (OUTPUT, 0)
+    result_columns = ("vertex", "distance")
+    protocol_error = SsspProtocolError
+    result_type = SsspResult
+
+    def __init__(self, spark, edges, source: int, *, weighted: bool = False,
+                 undirected: bool = False, **options):
+        if isinstance(source, bool) or not isinstance(source, (int, np.integer)) or not (
+                0 <= int(source) < (1 << 63)):
+            raise ValueError(f"source must be a vertex id, a non-negative int64, got "
+                             f"{source!r}")
+        # the kernels run on the CPU; the driver reads every epoch (it computes the seeds)
+        super().__init__(spark, edges, backend="cpu", executor_input=False, **options)
+        self.source, self.weighted, self.undirected = int(source), weighted, undirected
+        self.dtype = np.float64 if weighted else np.int64
+        self.vertices = np.array([self.source], np.int64)
+        self.dist = np.zeros(1, self.dtype)
+        self.n_edges = 0
+        self.backlog: list = []      # edges not yet in the partitions' CSRs (a resume's)
+        self.csr = None              # the partitions' CSRs: an RDD of (csr, added)
+        self.csr_ids: set = set()
+        self.active = (np.zeros(0, np.int64), np.zeros(0, self.dtype))
+        self.decisions: list = []
+
+    # -- the dataflow, the input, the output -----------------------------------------------
+    def dataflow(self):
+        return sssp_dataflow()
+
+    def sources(self):
+        if not self.weighted:
+            return super().sources()
+        if self.follow is not None:   # the directory stream, each file read with weights
+            total, files = super().sources()
+            return total, (_weighted_file(f) for f in files)
+        return weighted_epoch_sources(self.edges, self.epochs)
+
+    def input_table(self, df):
+        if not self.weighted:
+            return super().input_table(df)
+        from .batch import collect_arrow
+
+        missing = [c for c in ("src", "dst", "weight") if c not in df.columns]
+        if missing:
+            raise EdgeInputError(f"edge DataFrame: no column {missing[0]!r} (columns: "
+                                 f"{', '.join(df.columns) or '(none)'}); a weighted input "
+                                 f"needs src, dst and weight", "edge DataFrame")
+        return weighted_table(collect_arrow(df.select("src", "dst", "weight")),
+                              "edge DataFrame")
+
+    def fingerprint(self):
+        return sssp_fingerprint(self.edges, self.epochs, self.follow, self.source,
+                                self.weighted, self.undirected)
+
+    def result_ddl(self):
+        return f"vertex bigint, distance {'double' if self.weighted else 'bigint'}"
+
+    def prepare(self):
+        # the driver's kernels load (or compile, once) on the tracking thread meanwhile
+        bar = self.bar
+
+        def load():
+            with CompileWatch(lambda: bar.note("compiling the Numba kernels (once: cached "
+                                               "for later runs) ...")) as watch:
+                _warm_kernels()
+            return watch
+        self.driver.load_kernels(load)
+
+    def _edges_of(self, table: pa.Table):
+        """An epoch's rows as edge arrays ``(src, dst, weight)`` (both ways if undirected)."""
+        s = table.column("src").to_numpy().astype(np.int64)
+        d = table.column("dst").to_numpy().astype(np.int64)
+        w = (table.column("weight").to_numpy().astype(np.float64) if self.weighted
+             else np.ones(len(s), np.int64))
+        if self.undirected:
+            s, d, w = np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([w, w])
+        return s, d, w
+
+    def _grow(self, s, d) -> None:
+        """Every vertex of the edges ``s -> d`` is seen: new ones are unreached."""
+        grown = np.union1d(self.vertices, np.concatenate([s, d]))
+        dist = np.full(len(grown), unreached(self.dtype), self.dtype)
+        dist[np.searchsorted(grown, self.vertices)] = self.dist
+        self.vertices, self.dist = grown, dist
+
+    # -- resuming ----------------------------------------------------------------------------
+    def resume(self, table):
+        # the distances of the last final epoch; replay adds the vertices it did not reach
+        self.vertices = table.column("vertex").to_numpy().astype(np.int64)
+        self.dist = table.column("distance").to_numpy().astype(self.dtype)
+
+    def replay(self, e, source):
+        # the edges of a final epoch join the partitions' CSRs with the first epoch computed
+        s, d, w = self._edges_of(source.read())
+        self._grow(s, d)
+        self.backlog.append((s, d, w))
+        self.n_edges += len(s)
+
+    # -- the algorithm -----------------------------------------------------------------------
+    def input_report(self, e, inp):
+        """The input sends the epoch's edges to ``relax.in1`` (with a resume's replayed
+        ones) and the seeds -- the source in epoch 0, then the reached sources of the new
+        edges -- to ``relax.in2``, and moves its seeds capability on (the framework moves
+        the edges')."""
+        s, d, w = self._edges_of(inp.table())
+        self.new_edges = len(s)
+        self.n_edges += len(s)
+        self._grow(s, d)
+        self.backlog.append((s, d, w))
+        seeds = np.array([self.source], np.int64) if e == 0 else np.unique(s)
+        seed_d = self.dist[np.searchsorted(self.vertices, seeds)]
+        keep = seed_d != unreached(self.dtype)
+        self.active = (seeds[keep], seed_d[keep])
+        sent = sum(len(x[0]) for x in self.backlog)
+        report = Report().produced(INPUT, 0, (e,), sent).produced(INPUT, 1, (e,), int(keep.sum()))
+        report.capabilities(INPUT, 1, (e,), -1)
+        return report.capabilities(INPUT, 1, (e + 1,), 1) if inp.more else report
+
+    def epoch(self, e, inp):
+        """Bellman-Ford rounds from the seeds until the frontier at ``relax.in0`` has no
+        element of epoch ``e``; the result is the distances of the reached vertices."""
+        d = self.driver
+        relax_in0, min_in0 = d.dataflow.target(RELAX, 0), d.dataflow.target(MIN, 0)
+        old_ids = self.csr_ids
+        self._merge_new_edges()
+        active_v, active_d = self.active
+        it = 0
+        while True:
+            cv, cd = self._relax_round(e, it, active_v, active_d)
+            if it == 0:   # the partitions' CSRs of the last epoch are superseded
+                d.checkpoints.release(old_ids)
+            # min: consumes the candidates, sends the lowered distances around the loop
+            active_v, active_d = improve(self.vertices, self.dist, cv,
+                                         cd.astype(self.dtype, copy=False))
+            k = len(active_v)
+            d.report(Report().consumed(MIN, 0, (e, it), len(cv)).produced(MIN, 0, (e, it), k)
+                     .consumed(FEEDBACK, 0, (e, it), k).produced(FEEDBACK, 0, (e, it + 1), k))
+            fr, fm = d.frontier(relax_in0), d.frontier(min_in0)
+            if any(le(t, (e, it)) for t in fr) or any(le(t, (e, it)) for t in fm):
+                raise SsspProtocolError(
+                    f"epoch {e} round {it}: every task reported, but the frontier at "
+                    f"relax.in0 {fmt_frontier(fr)} / min.in0 {fmt_frontier(fm)} has not "
+                    f"passed ({e}, {it})")
+            self.decisions.append((e, it, "round", tuple(fr)))
+            self.bar.round(e, it + 1, fr, "relax.in0")
+            if not any(t[0] <= e for t in fr):   # nothing of epoch e can reach relax again
+                self.decisions.append((e, it, "converged", tuple(fr)))
+                break
+            it += 1
+        reached = self.dist != unreached(self.dtype)
+        table = pa.table({"vertex": pa.array(self.vertices[reached]),
+                          "distance": pa.array(self.dist[reached])})
+        return EpochOutcome(table, int(reached.sum()), it, it + 1, stats={
+            "max_distance": float(self.dist[reached].max()) if reached.any() else 0.0})
+
+    def _merge_new_edges(self) -> None:
+        """The edges not yet in the partitions' CSRs (partitioned by source) are merged in
+        by round 0 of the epoch, which reports them consumed at ``relax.in1``."""
+        sc, P = self.spark.sparkContext, self.P
+        s, dst, w = (np.concatenate(x) for x in zip(*self.backlog))
+        self.backlog = []
+        part = s % P
+        new = sc.parallelize([(s[part == p], dst[part == p], w[part == p]) for p in range(P)], P)
+        old = self.csr if self.csr is not None else sc.parallelize([None] * P, P)
+        self.csr, self.csr_ids = self.driver.checkpoints.checkpoint_rdd(old.zip(new).map(_merge))
+
+    def _relax_round(self, e, it, active_v, active_d):
+        """One Spark job: every partition's ``relax`` task over its share of the active
+        vertices; its reports applied as stage ``seq``. Returns the candidates."""
+        d, sc, P = self.driver, self.spark.sparkContext, self.P
+        s = d.new_stage("relax", e, it)
+        split = active_v % P
+        shares = [(active_v[split == p], active_d[split == p]) for p in range(P)]
+        # a small active set travels with the task; a large one is broadcast once
+        bc = sc.broadcast(shares) if len(active_v) > BROADCAST_ACTIVE else None
+        got = self.csr.mapPartitionsWithIndex(
+            _Relax(e, it, shares if bc is None else bc, self.task_wrapper)).collect()
+        if bc is not None:
+            bc.destroy()
+        d.apply_stage({f"{PRODUCER}-{p}": Report.from_arrays(**cols) for p, _, _, cols in got},
+                      s, f"relax, epoch {e} round {it}",
+                      [("cpu", CPU_ONLY)] * len(got))
+        cv = np.concatenate([g[1] for g in got]) if got else np.zeros(0, np.int64)
+        cd = np.concatenate([g[2] for g in got]) if got else np.zeros(0, self.dtype)
+        return cv, cd
+
+    def output_report(self, e, outcome, more):
+        # min sends the epoch's distances to the output and moves its capability on
+        report = Report().produced(MIN, 1, (e, outcome.iteration), 1)
+        report.capabilities(MIN, 1, (e, 0), -1)
+        return report.capabilities(MIN, 1, (e + 1, 0), 1) if more else report
+
+    def end_report(self, e):
+        # the input ended: the seeds output and min drop what they held for epoch e
+        return Report().capabilities(INPUT, 1, (e,), -1).capabilities(MIN, 1, (e, 0), -1)
+
+    def holding(self):
+        return set(self.csr_ids)
+
+    def summary(self, e, outcome, *, seconds, frontier, kernels, source, new_rows,
+                rows_so_far):
+        self.decisions.append((e, outcome.iteration, "final", frontier))
+        return SsspEpoch(e, len(self.vertices), outcome.rows, self.n_edges, outcome.rounds,
+                         seconds, outcome.stats["max_distance"], frontier, source,
+                         self.new_edges)
+
+    def run(self) -> SsspResult:
+        result = super().run()
+        result.decisions, result.weighted = self.decisions, self.weighted
+        result.dataflow = self.driver.dataflow
+        return result
 
 
 def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = None,
              weighted: bool = False, undirected: bool = False, partitions: int | None = None,
-             progress: int = 0, on_epoch=None, task_wrapper=None) -> SsspResult:
-    """Run the incremental shortest-paths job from ``source``.
+             progress: bool | int | None = None, on_epoch=None, task_wrapper=None,
+             follow: float | None = None, checkpoint_dir: str | None = None,
+             progress_log=None, overwrite: bool = False) -> SsspResult:
+    """Run the incremental shortest-paths job from ``source`` (:class:`SsspJob`).
 
     Parameters
     ----------
     spark : pyspark.sql.SparkSession
-    edges : str, Path or pyarrow.Table
+    edges : str, Path, pyarrow.Table or pyspark.sql.DataFrame
         An edge file (text, CSV, Parquet) cut into ``epochs`` slices, a directory of epoch
-        files, or a table with columns ``src``, ``dst`` (and ``weight``) -- read as the WCC
-        job reads them (:func:`~spark_plugin.wcc_io.epoch_sources`), with a third column of
-        weights when ``weighted`` (:mod:`spark_plugin.sssp_io`).
+        files, or a table / DataFrame with columns ``src``, ``dst`` (and ``weight``) -- read
+        as the WCC job reads them (:func:`~spark_plugin.wcc_io.epoch_sources`), with a third
+        column of weights when ``weighted`` (:mod:`spark_plugin.sssp_io`).
     source : int
         The vertex distances are measured from (a non-negative int64; it need not have an
         edge: its distance is 0 in every epoch).
     epochs : int
         Number of slices of a single file or table.
     out : str, optional
-        Parquet dataset to append ``epoch, vertex, distance`` to, one append per final
-        epoch, reached vertices only (``distance`` int64 hops, or double with weights).
+        Parquet dataset of ``epoch, vertex, distance``, one part per final epoch, reached
+        vertices only (``distance`` int64 hops, or double with weights). A local ``out``
+        keeps a manifest and is resumable as ``tfront wcc``'s is (docs/wcc.md, "Crash
+        recovery"): a rerun of the same job (input, epochs, source, weighted, undirected)
+        computes only the epochs not final there, another job's ``out`` is refused.
         Without it the last epoch's distances are in ``result.distances``.
     weighted : bool
         Edges carry a third column, a finite weight ``>= 0``; distances are sums of weights.
@@ -266,187 +485,31 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
         Every edge also leads from ``dst`` to ``src``.
     partitions : int, optional
         Spark partitions (one ``relax`` producer each); default the session's parallelism.
-    progress : int
-        ``2``: one line per round on stderr (``sssp: epoch E round R: ...``); else nothing.
+    progress : bool or int, optional
+        As for :func:`~spark_plugin.wcc.run_wcc`: on a terminal a bar of final epochs
+        (default), ``2`` also a line per round on stderr, ``False``/``0`` nothing.
     on_epoch : callable, optional
         Called with each :class:`SsspEpoch` after it is written.
     task_wrapper : callable, optional
         Testing hook: ``task_wrapper(fn)`` wraps every task function ``fn(partition, rows)``.
+    follow, checkpoint_dir, progress_log, overwrite
+        As for :func:`~spark_plugin.wcc.run_wcc`: a directory consumed as a stream; a
+        reliable directory for the partitions' edges (checkpointed once per epoch); a JSON
+        lines log of every frontier change (``tfront progress``); start ``out`` over.
 
     Raises
     ------
     EdgeInputError
         Malformed input (file and line named); nothing is written for that epoch.
+    OutputStateError
+        ``out`` exists but cannot be resumed (another job's, not resumable, damaged).
     SsspProtocolError, spark_plugin.errors.MissingBatchError
         A frontier did not advance as required (a task's report was lost).
     ValueError
         ``source`` or ``partitions`` is not a non-negative / positive integer.
     """
-    t_start = time.perf_counter()
-    if isinstance(source, bool) or not isinstance(source, (int, np.integer)) or not (
-            0 <= int(source) < (1 << 63)):
-        raise ValueError(f"source must be a vertex id, a non-negative int64, got {source!r}")
-    if partitions is not None and (isinstance(partitions, bool) or int(partitions) != partitions
-                                   or partitions < 1):
-        raise ValueError(f"partitions must be a positive integer, got {partitions!r}")
-    source = int(source)
-    sc = spark.sparkContext
-    P = int(partitions or sc.defaultParallelism)
-    df = sssp_dataflow()
-    svc = FrontierService(df.graph, strict=True)
-    result = SsspResult(service=svc, dataflow=df, weighted=weighted)
-    total, sources = (weighted_epoch_sources if weighted else epoch_sources)(edges, epochs)
-    dtype = np.float64 if weighted else np.int64
-    inf = unreached(dtype)
-    seq = {"stage": 0, "driver": 0}
-    tracking = 0.0
-
-    def apply(report, producer, s):
-        """Guard ``report`` against the capabilities held (a rejected one changes nothing)
-        and apply its pointstamps as the delivery unit ``(producer, s)``."""
-        nonlocal tracking
-        t0 = time.perf_counter()
-        loc, ts, diff = df.check(report, svc)
-        if not len(loc):   # nothing changed: the unit still arrives, as a marker row
-            loc, ts, diff = [0], np.zeros((1, df.ports.W), np.int64), [0]
-        svc.apply(delta_table(loc, ts, diff, producer, s))
-        tracking += time.perf_counter() - t0
-
-    def driver(report):
-        apply(report, DRIVER, seq["driver"])
-        seq["driver"] += 1
-
-    def frontier(loc):
-        nonlocal tracking
-        t0 = time.perf_counter()
-        f = svc.frontier(loc)
-        tracking += time.perf_counter() - t0
-        return f
-
-    def say(text):
-        if progress >= 2:
-            print(f"sssp: {text}", file=sys.stderr, flush=True)
-
-    vertices = np.array([source], np.int64)
-    dist = np.zeros(1, dtype)
-    edges_rdd = merged = None   # the partitions' CSRs: the last epoch's, this epoch's
-    n_edges = 0
-    relax_in0, min_in0 = df.target(RELAX, 0), df.target(MIN, 0)
-    output_in0 = df.target(OUTPUT, 0)
-    # the initial capabilities: the input's for epoch 0, min's for epoch 0's distances
-    loc, ts, diff = df.ports.initial()
-    svc.apply(delta_table(loc, ts, diff, DRIVER, seq["driver"]))
-    seq["driver"] += 1
-    try:
-        for e, src_epoch in enumerate(sources):
-            t_epoch = time.perf_counter()
-            table = src_epoch.read()
-            s = table.column("src").to_numpy().astype(np.int64)
-            d = table.column("dst").to_numpy().astype(np.int64)
-            w = (table.column("weight").to_numpy().astype(np.float64) if weighted
-                 else np.ones(len(s), np.int64))
-            if undirected:
-                s, d, w = np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([w, w])
-            n_new = len(s)
-            n_edges += n_new
-            # the distances of the vertices seen so far, new vertices unreached
-            grown = np.union1d(vertices, np.concatenate([s, d]))
-            new_dist = np.full(len(grown), inf, dtype)
-            new_dist[np.searchsorted(grown, vertices)] = dist
-            vertices, dist = grown, new_dist
-            # seeds: the source in epoch 0; then the reached sources of the new edges
-            seeds = np.array([source], np.int64) if e == 0 else np.unique(s)
-            seed_d = dist[np.searchsorted(vertices, seeds)]
-            keep = seed_d != inf
-            active_v, active_d = seeds[keep], seed_d[keep]
-            more = total is None or e + 1 < total
-            # input: sends the edges and the seeds, moves its capabilities to the next epoch
-            report = Report().produced(INPUT, 0, (e,), n_new).produced(INPUT, 1, (e,),
-                                                                        len(active_v))
-            for o in (0, 1):
-                report.capabilities(INPUT, o, (e,), -1)
-                if more:
-                    report.capabilities(INPUT, o, (e + 1,), 1)
-            driver(report)
-            # the new edges, partitioned by source, join each partition's CSR in round 0
-            part = s % P
-            new = sc.parallelize([(s[part == p], d[part == p], w[part == p]) for p in range(P)], P)
-            old = edges_rdd if edges_rdd is not None else sc.parallelize([None] * P, P)
-            merged = old.zip(new).map(_merge)
-            merged.cache()             # not pipelined into the rounds: computed once,
-            merged.localCheckpoint()   # in round 0, its lineage cut there
-            it = 0
-            while True:
-                stage = seq["stage"]
-                seq["stage"] += 1
-                sc.setJobDescription(f"sssp epoch {e} round {it}")
-                split = active_v % P
-                shares = [(active_v[split == p], active_d[split == p]) for p in range(P)]
-                # a small active set travels with the task; a large one is broadcast once
-                bc = sc.broadcast(shares) if len(active_v) > BROADCAST_ACTIVE else None
-                fn = _Relax(e, it, shares if bc is None else bc, task_wrapper)
-                got = merged.mapPartitionsWithIndex(fn).collect()
-                if bc is not None:
-                    bc.destroy()
-                for p, _, _, cols in got:
-                    apply(Report.from_arrays(**cols), f"{PRODUCER}-{p}", stage)
-                want = {f"{PRODUCER}-{p}": stage for p in range(P)}
-                have = {f"{PRODUCER}-{p}" for p, _, _, _ in got}
-                if set(want) - have:
-                    svc.check_complete(want)   # raises MissingBatchError naming them
-                if it == 0 and edges_rdd is not None:
-                    edges_rdd.unpersist(False)
-                cv = np.concatenate([g[1] for g in got]) if got else np.zeros(0, np.int64)
-                cd = np.concatenate([g[2] for g in got]) if got else np.zeros(0, dtype)
-                # min: consumes the candidates, sends the lowered distances around the loop
-                active_v, active_d = improve(vertices, dist, cv, cd.astype(dtype, copy=False))
-                k = len(active_v)
-                driver(Report().consumed(MIN, 0, (e, it), len(cv)).produced(MIN, 0, (e, it), k)
-                       .consumed(FEEDBACK, 0, (e, it), k).produced(FEEDBACK, 0, (e, it + 1), k))
-                fr, fm = frontier(relax_in0), frontier(min_in0)
-                if any(_le(t, (e, it)) for t in fr) or any(_le(t, (e, it)) for t in fm):
-                    raise SsspProtocolError(
-                        f"epoch {e} round {it}: every task reported, but the frontier at "
-                        f"relax.in0 {_fmt(fr)} / min.in0 {_fmt(fm)} has not passed ({e}, {it})")
-                result.decisions.append((e, it, "round", tuple(fr)))
-                say(f"epoch {e} round {it + 1}: {len(active_v)} distances lowered; frontier "
-                    f"relax.in0 {_fmt(fr)}")
-                if not any(t[0] <= e for t in fr):
-                    result.decisions.append((e, it, "converged", tuple(fr)))
-                    break
-                it += 1
-            edges_rdd = merged
-            # min sends the epoch's distances to the output and moves its capability on
-            report = Report().produced(MIN, 1, (e, 0), 1).capabilities(MIN, 1, (e, 0), -1)
-            if more:
-                report.capabilities(MIN, 1, (e + 1, 0), 1)
-            driver(report)
-            driver(Report().consumed(OUTPUT, 0, (e,), 1))   # the output takes them
-            fo = frontier(output_in0)
-            if any(t[0] <= e for t in fo):
-                raise SsspProtocolError(f"epoch {e}: the frontier at output.in0 {_fmt(fo)} has "
-                                        f"not passed epoch {e}")
-            result.decisions.append((e, it, "final", tuple(fo)))
-            reached = dist != inf
-            table = pa.table({"vertex": pa.array(vertices[reached]),
-                              "distance": pa.array(dist[reached])})
-            src_epoch.check()
-            if out is not None:
-                _write_epoch(spark, out, e, table)
-            summary = SsspEpoch(e, len(vertices), int(reached.sum()), n_edges, it + 1,
-                                time.perf_counter() - t_epoch,
-                                float(dist[reached].max()) if reached.any() else 0,
-                                tuple(fo), src_epoch.what, n_new)
-            result.epochs.append(summary)
-            if on_epoch is not None:
-                on_epoch(summary)
-        if out is None:
-            result.distances = table if result.epochs else None
-    finally:
-        sc.setJobDescription(None)
-        for rdd in {id(r): r for r in (edges_rdd, merged) if r is not None}.values():
-            rdd.unpersist(False)
-    result.seconds = time.perf_counter() - t_start
-    result.tracking_seconds = tracking
-    result.stages = seq["stage"]
-    return result
+    return SsspJob(spark, edges, source, weighted=weighted, undirected=undirected,
+                   epochs=epochs, out=out, partitions=partitions, progress=progress,
+                   on_epoch=on_epoch, task_wrapper=task_wrapper, follow=follow,
+                   checkpoint_dir=checkpoint_dir, progress_log=progress_log,
+                   overwrite=overwrite).run()

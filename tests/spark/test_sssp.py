@@ -1,7 +1,11 @@
 """The shortest-paths job (spark_plugin.sssp): every epoch's distances equal scipy's, every
 decision came from a frontier, a lost report stops the epoch before it is written."""
 
+import contextlib
+import json
 import os
+import signal
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -10,10 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from perf import graphs as G
-from spark_plugin.errors import MissingBatchError
+from spark_plugin.errors import MissingBatchError, OutputStateError
 from spark_plugin.sssp import SsspProtocolError, run_sssp
 from spark_plugin.sssp_io import read_weighted_edges
 from spark_plugin.wcc_io import EdgeInputError
+from spark_plugin.wcc_recovery import CRASH_ENV, MANIFEST
 from strategies import SCALE, weighted_edge_lists
 from test_shortest_paths import scipy_distances
 
@@ -205,3 +210,119 @@ def test_tfront_sssp_prints_epoch_lines_and_writes_distances(spark, tmp_path, ca
     assert not spark.sparkContext._jsc.sc().isStopped()
     assert main(["sssp", str(tmp_path / "nope.txt"), "--source", "0"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def only_named_files(out) -> dict:
+    """The manifest of ``out``, after checking that ``out`` holds nothing else than the files
+    it names and that it lists every epoch once, in order."""
+    m = json.loads((Path(out) / MANIFEST).read_text())
+    named = {f for r in m["output"] for f in r["files"]}
+    assert set(os.listdir(out)) == named | {MANIFEST}
+    assert [r["epoch"] for r in m["output"]] == list(range(len(m["output"])))
+    return m
+
+
+class Killed(BaseException):
+    """What the crash hook's SIGKILL becomes here: the process stops there, writing nothing
+    more (the ``finally`` blocks that run touch no file of --out)."""
+
+
+@contextlib.contextmanager
+def crash_at(monkeypatch, point: str):
+    """The framework's crash hook armed at ``point`` (``$TFRONT_WCC_CRASH_AT``), its SIGKILL
+    of this process raising :class:`Killed` instead."""
+    kill = os.kill
+
+    def killing(pid, sig):
+        if pid == os.getpid() and sig == signal.SIGKILL:
+            raise Killed()
+        kill(pid, sig)
+    with monkeypatch.context() as m:
+        m.setattr(os, "kill", killing)
+        m.setenv(CRASH_ENV, point)
+        yield
+
+
+def test_a_killed_run_resumes_from_its_final_epochs_replaying_their_input(spark, tmp_path,
+                                                                          monkeypatch):
+    """Weighted, undirected, a file in 3 epochs: killed by the framework's crash hook once
+    epoch 2's input is recorded (epochs 0-1 final in --out). A rerun resumes at epoch 2 --
+    the distances from epoch 1's output, the edges of epochs 0-1 from their input read
+    again -- and every epoch is in --out once, equal to scipy's. A rerun
+    after that computes nothing and changes nothing; another source's job is refused naming
+    it, changing nothing; overwrite starts over."""
+    rng = np.random.default_rng(7)
+    src, dst = rng.integers(0, 12, 30), rng.integers(0, 12, 30)
+    w = rng.choice([0.0, 0.5, 1.0, 2.5], 30)
+    f = tmp_path / "w.csv"
+    f.write_text("src,dst,weight\n" + "".join(f"{a},{b},{x}\n" for a, b, x in zip(src, dst, w)))
+    out = tmp_path / "out"
+    source = int(src[0])
+
+    def run(**kw):
+        return run_sssp(spark, str(f), source, epochs=3, out=str(out), weighted=True,
+                        undirected=True, partitions=2, progress=False, **kw)
+
+    with crash_at(monkeypatch, "epoch:2:after-input"), pytest.raises(Killed):
+        run()
+    m = json.loads((out / MANIFEST).read_text())
+    assert [r["epoch"] for r in m["output"]] == [0, 1] and not m["complete"]
+    assert [r["epoch"] for r in m["input"]] == [0, 1, 2]
+    res = run()
+    assert res.resumed_at == 2 and [s.epoch for s in res.epochs] == [2]
+    assert res.epochs[0].edges == 2 * len(src)        # the replayed epochs' edges count
+    assert res.service.counts().num_rows == 0
+    check_epochs(str(out), src, dst, w, source, 3, undirected=True)
+    m = only_named_files(out)
+    assert m["complete"] and m["job"]["source"] == source and m["job"]["weighted"]
+
+    snapshot = {p: (out / p).read_bytes() for p in os.listdir(out)}
+    res = run()
+    assert res.resumed_at == 3 and res.epochs == [] and res.service.counts().num_rows == 0
+    with pytest.raises(OutputStateError, match=rf"another job \(source: {source} there, "):
+        run_sssp(spark, str(f), source + 1, epochs=3, out=str(out), weighted=True,
+                 undirected=True, partitions=2, progress=False)
+    assert {p: (out / p).read_bytes() for p in os.listdir(out)} == snapshot
+    res = run(overwrite=True)
+    assert res.resumed_at == 0 and len(res.epochs) == 3
+    check_epochs(str(out), src, dst, w, source, 3, undirected=True)
+    only_named_files(out)
+
+
+def test_tfront_sssp_killed_resumes_and_a_rerun_does_nothing(spark, tmp_path, capsys,
+                                                              monkeypatch):
+    """``tfront sssp`` on a directory of 3 epochs, killed by the framework's crash hook
+    (``$TFRONT_WCC_CRASH_AT``; its SIGKILL of this process becomes an exception) after epoch
+    1's data was renamed into --out but before the manifest named it; the rerun removes the
+    leftover, resumes at epoch 1 and finishes; a rerun after success says so and touches
+    nothing. Every epoch once in --out, equal to scipy's BFS levels."""
+    from engine.cli import main
+
+    src, dst = G.grid(3)
+    d = tmp_path / "in"
+    d.mkdir()
+    cuts = [(i * len(src)) // 3 for i in range(4)]
+    for e in range(3):
+        G.write_snap(d / f"e{e}.txt", src[cuts[e]:cuts[e + 1]], dst[cuts[e]:cuts[e + 1]])
+    out = tmp_path / "out"
+    args = ["sssp", str(d), "--source", "0", "--out", str(out), "--partitions", "2"]
+    with crash_at(monkeypatch, "epoch:1:after-data"), pytest.raises(Killed):
+        main(args)
+    m = json.loads((out / MANIFEST).read_text())
+    assert [r["epoch"] for r in m["output"]] == [0] and [r["epoch"] for r in m["input"]] == [0, 1]
+    assert len(os.listdir(out)) == 3                     # the manifest, epochs 0 and 1
+    capsys.readouterr()
+
+    assert main(args) == 0
+    cap = capsys.readouterr()
+    assert "resuming" in cap.err and "epoch 0 is final" in cap.err and "removed 1 leftover" in cap.err
+    lines = cap.out.splitlines()
+    assert [x.split(":")[0] for x in lines[:2]] == ["epoch 1", "epoch 2"], lines
+    assert lines[2].startswith("total: 2 epochs") and "(resumed: epoch 0 was" in lines[2]
+    check_epochs(str(out), src, dst, np.ones(len(src)), 0, 3)
+    only_named_files(out)
+    before = {p: (out / p).stat().st_mtime_ns for p in os.listdir(out)}
+    assert main(args) == 0
+    said = capsys.readouterr().out
+    assert "all 3 epochs" in said and "nothing to do" in said, said
+    assert {p: (out / p).stat().st_mtime_ns for p in os.listdir(out)} == before

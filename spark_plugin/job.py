@@ -925,7 +925,7 @@ def arrow_numpy(col) -> np.ndarray:
     for c in chunks:
         n, off = len(c), c.offset
         if c.null_count:
-            parts.append(c.toarrow_numpy(zero_copy_only=False))
+            parts.append(c.to_numpy(zero_copy_only=False))
         elif pa.types.is_boolean(typ):
             bits = np.frombuffer(c.buffers()[1], np.uint8)
             parts.append(np.unpackbits(bits, count=off + n, bitorder="little")[off:]

@@ -123,6 +123,10 @@ class SsspEpoch:
     source: str = ""
     new_edges: int = 0
 
+    #: The counts of this job in the progress log's ``epoch`` event (besides ``epoch``,
+    #: ``vertices``, ``edges``, ``rounds``, ``seconds``).
+    log_fields = ("reached", "max_distance")
+
     def line(self) -> str:
         """``epoch E: vertices V, reached R, edges M, rounds K, max distance D, S.SS s``."""
         return (f"epoch {self.epoch}: vertices {self.vertices}, reached {self.reached}, edges "

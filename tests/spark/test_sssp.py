@@ -294,7 +294,8 @@ def test_tfront_sssp_killed_resumes_and_a_rerun_does_nothing(spark, tmp_path, ca
     """``tfront sssp`` on a directory of 3 epochs, killed by the framework's crash hook
     (``$TFRONT_WCC_CRASH_AT``; its SIGKILL of this process becomes an exception) after epoch
     1's data was renamed into --out but before the manifest named it; the rerun removes the
-    leftover, resumes at epoch 1 and finishes; a rerun after success says so and touches
+    leftover, resumes at epoch 1 and finishes (its progress log has the epochs it made
+    final); a rerun after success says so and touches
     nothing. Every epoch once in --out, equal to scipy's BFS levels."""
     from engine.cli import main
 
@@ -313,8 +314,13 @@ def test_tfront_sssp_killed_resumes_and_a_rerun_does_nothing(spark, tmp_path, ca
     assert len(os.listdir(out)) == 3                     # the manifest, epochs 0 and 1
     capsys.readouterr()
 
-    assert main(args) == 0
+    log = tmp_path / "progress.jsonl"
+    assert main(args + ["--progress-log", str(log)]) == 0
     cap = capsys.readouterr()
+    events = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [(ev["epoch"], ev["reached"]) for ev in events if ev["event"] == "epoch"] == [
+        (1, 6), (2, 9)]                                 # the 3 x 3 grid from a corner
+    assert events[-1]["event"] == "end" and events[-1]["ok"]
     assert "resuming" in cap.err and "epoch 0 is final" in cap.err and "removed 1 leftover" in cap.err
     lines = cap.out.splitlines()
     assert [x.split(":")[0] for x in lines[:2]] == ["epoch 1", "epoch 2"], lines

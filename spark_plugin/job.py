@@ -28,7 +28,12 @@ Subclass :class:`EpochJob` and define:
 * :meth:`EpochJob.output_report` -- the report that delivers the result to the output
   operator and moves on (or drops) the capability it was sent under; optionally
   :meth:`EpochJob.input_report`, :meth:`EpochJob.end_report`, :meth:`EpochJob.resume`,
-  :meth:`EpochJob.summary` and the hooks ``start``, ``prepare``, ``finish``, ``holding``.
+  :meth:`EpochJob.summary` and the hooks ``start``, ``prepare``, ``finish``, ``holding``;
+  a job whose rows, results or state differ from WCC's: :meth:`EpochJob.sources` and
+  :meth:`EpochJob.input_table` (its input), :meth:`EpochJob.fingerprint` (the options that
+  make two runs the same job in a resumed ``out``), :meth:`EpochJob.result_ddl` and
+  :meth:`EpochJob.replay` (state its output does not hold, rebuilt on resume from the input
+  of the epochs already final).
 
 The framework reports the rest: the operators' initial capabilities, the input's messages
 and capability per epoch, the output operator consuming the result; it checks the output
@@ -40,8 +45,8 @@ against the capabilities held (:meth:`engine.operate.Dataflow.check`), translate
 (:meth:`engine.operate.Ports.pointstamps`) and applies them once per task (producer
 ``name-<partition>``, ``seq`` = the stage number) before any frontier is read.
 
-:meth:`EpochJob.run` returns a :class:`JobResult`. :class:`spark_plugin.wcc.WccJob` is the
-complete example (``docs/jobs.md``, "The job framework").
+:meth:`EpochJob.run` returns a :class:`JobResult`. :class:`spark_plugin.wcc.WccJob` and
+:class:`spark_plugin.sssp.SsspJob` are complete examples (``docs/jobs.md``).
 """
 
 from __future__ import annotations

@@ -29,6 +29,11 @@ decides only from frontiers (docs/jobs.md):
   epoch ``e`` (nothing in flight, no capability that could send any);
 * epoch ``e`` is final when the frontier at ``output.in0`` has passed ``e``; only then are its
   distances written.
+
+The job is an :class:`~spark_plugin.job.EpochJob` (:class:`SsspJob`): the framework reads
+the epochs, guards and applies every report exactly once, checks the output frontier, writes
+each final epoch to ``out`` -- a local one with its manifest, resumable -- and draws the
+progress bar; this module is the dataflow and the algorithm.
 """
 
 from __future__ import annotations

@@ -24,6 +24,12 @@ epochs it made final (condition C2), the loop the same (C3), the input its recor
 then starts at the first epoch the output has not made final, with the loop's state rebuilt
 from the last final epoch's labels, re-reading no input of a kept epoch. ``docs/wcc.md``
 ("Crash recovery") states the rules.
+
+Every :class:`~spark_plugin.job.EpochJob` keeps its local ``out`` this way: its result
+columns are read back (:class:`OutputLog` ``columns``), its fingerprint names what makes two
+runs the same job, and a job whose loop state is more than its last result (the
+shortest-paths job's edges) rebuilds it from the input of the kept epochs, which the input
+keeps (``EpochJob.replay``); the crash hook below stops any of them.
 """
 
 from __future__ import annotations

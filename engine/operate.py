@@ -12,16 +12,17 @@ summary* (for each (output, input), how data leaving that output can come back, 
 ``Psi``).
 
 At run time an operator speaks of messages *consumed* per input, messages *produced* per
-output and *capability changes* per output (:class:`Report`, columnar; ``engine.report``). The dataflow turns
-them into pointstamp changes -- consumed at an input: ``-count`` at its target; produced at
-an output: ``+count`` at the target of every channel leaving it, through scope boundaries
-(whose ingress and egress change the timestamp and hold nothing); capabilities: at the
-output's source -- checks them against the capabilities held (:meth:`Dataflow.check`), and a
-:class:`DataflowTracker` applies each report as one tracker batch and pushes the frontier
-changes at every operator's inputs back to it (docs/operate.md).
+output and *capability changes* per output (:class:`Report`, columnar, in
+``engine.report``). The dataflow turns them into pointstamp changes -- consumed at an input:
+``-count`` there; produced at an output: ``+count`` at every operator input its channels
+reach, through scope boundaries (whose ingress and egress change the timestamp and hold
+nothing); capabilities: at the output -- checks them against the capabilities held
+(:meth:`Dataflow.check`), and a :class:`DataflowTracker` applies each report as one tracker
+batch and pushes the frontier changes at every operator's inputs back to it
+(docs/operate.md).
 
 Operators are addressed by their *path*: names from the root scope down, joined by ``/``
-(``"loop/step"``); names are unique among the children of a scope.
+(``"loop/body"``); names are unique among the children of a scope.
 
 Examples
 --------
@@ -160,7 +161,8 @@ class Operate:
         chains: dict[tuple[int, int], tuple[Summary, ...]] = {}
         for key, value in dict(summary or {}).items():
             if not (isinstance(key, tuple) and len(key) == 2):
-                raise UnknownPortError(f"{where}: summary keys are (input, output) pairs, got {key!r}")
+                raise UnknownPortError(f"{where}: summary keys are (input, output) pairs, "
+                                       f"got {key!r}")
             i, o = key
             self._port(where, i, inputs, "input")
             self._port(where, o, outputs, "output")
@@ -191,7 +193,8 @@ class Operate:
             rows = []
             for t in times:
                 if m is not None and depth is not None:
-                    rows.append(check_timestamp(t, m, depth, where=f"{where} output {o} capability"))
+                    rows.append(check_timestamp(t, m, depth,
+                                                where=f"{where} output {o} capability"))
                 else:  # the width is checked when the operator joins a scope
                     try:
                         width = len(t)
@@ -365,7 +368,8 @@ class Scope:
             what = "input" if kind is PortKind.SOURCE else "output"
             Operate._port(where, port, n, what)
             return BOUNDARY, int(port)
-        if isinstance(op, bool) or not isinstance(op, Integral) or not 0 <= op < len(self._children):
+        n_children = len(self._children)
+        if isinstance(op, bool) or not isinstance(op, Integral) or not 0 <= op < n_children:
             raise UnknownOperatorError(f"{where} has no child {op!r} (children 0.."
                                        f"{len(self._children) - 1}, or BOUNDARY)")
         c = self._children[op]
@@ -682,7 +686,8 @@ class DataflowTracker:
             c = t.update_arrays(loc, ts, diff)
         else:
             ch = t.update(loc, ts, diff)
-            c = ([x.loc for x in ch], [x.ts + (0,) * (self.dataflow.ports.W - len(x.ts)) for x in ch],
+            W = self.dataflow.ports.W
+            c = ([x.loc for x in ch], [x.ts + (0,) * (W - len(x.ts)) for x in ch],
                  [x.diff for x in ch])
         pushed = self.dataflow.input_changes(*c)
         for path, changes in pushed.items():

@@ -56,7 +56,8 @@ class Report:
     dataflow's padded ``m + K`` with zero padding) or one timestamp broadcast to every
     count; ``counts`` is ``int64[n]`` or one integer broadcast to every timestamp. Each call
     returns the report, so calls chain. Nothing is checked against a dataflow until the
-    report is translated (:meth:`Ports.pointstamps`) or guarded (:meth:`engine.operate.Dataflow.check`).
+    report is translated (:meth:`Ports.pointstamps`) or guarded
+    (:meth:`engine.operate.Dataflow.check`).
 
     :meth:`to_arrays` and :meth:`from_arrays` turn a report into plain columns and back
     (an operator column coded against a list of paths: an Arrow dictionary column).
@@ -104,7 +105,8 @@ class Report:
             single = False
         else:
             raise TimestampWidthError(f"report: timestamps of operator {op!r} {what} {port} must "
-                                      f"be one timestamp or an (n, width) array, got shape {t.shape}")
+                                      f"be one timestamp or an (n, width) array, got shape "
+                                      f"{t.shape}")
         if c.ndim == 0:
             c = np.full(1 if single else len(t), int(c), np.int64)
         elif c.ndim != 1:
@@ -154,12 +156,15 @@ class Report:
         t = _int_array(ts, "report column ts")
         c = _int_array(count, "report column count")
         if t.ndim != 2:
-            raise TimestampWidthError(f"report column ts must be an (n, width) array, got shape {t.shape}")
+            raise TimestampWidthError(f"report column ts must be an (n, width) array, got "
+                                      f"shape {t.shape}")
         n = len(t)
-        w = np.full(n, t.shape[1], np.int16) if width is None else _int_array(width, "report column width")
+        w = (np.full(n, t.shape[1], np.int16) if width is None
+             else _int_array(width, "report column width"))
         for name, col in (("kind", k), ("op", o), ("port", p), ("count", c), ("width", w)):
             if col.ndim != 1 or len(col) != n:
-                raise ReportCountError(f"report column {name} has shape {col.shape}, expected ({n},)")
+                raise ReportCountError(f"report column {name} has shape {col.shape}, "
+                                       f"expected ({n},)")
         bad = (k < 0) | (k > 2)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -172,7 +177,8 @@ class Report:
         bad = (p < 0)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ReportPortError(f"report row {i}: operator {ops[int(o[i])]!r} has no port {int(p[i])}")
+            raise ReportPortError(f"report row {i}: operator {ops[int(o[i])]!r} has no port "
+                                  f"{int(p[i])}")
         bad = (w < 0) | (w > t.shape[1])
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -261,7 +267,7 @@ class _Rows(NamedTuple):
 
 class Ports:
     """The pure translation of reports into pointstamp changes, small and picklable (ship it
-    to Spark tasks). Build it with :class:`engine.operate.Dataflow`: :attr:`~engine.operate.Dataflow.ports`.
+    to Spark tasks): :attr:`engine.operate.Dataflow.ports`.
 
     Attributes
     ----------
@@ -408,7 +414,7 @@ class Ports:
         ReportCountError
             A negative consumed or produced count, or a sum leaving 64 bits.
         """
-        return self._translate(self._rows(report))
+        return self._translate(self._compact(self._rows(report)))
 
     def _rows(self, report: Report) -> _Rows:
         if not isinstance(report, Report):
@@ -464,10 +470,12 @@ class Ports:
             raise ReportCountError(f"report row {i}: {self._where(kind[i], op[i], port[i])}: "
                                    f"count {int(count[i])} at {self._ts(ts[i], op[i])} is "
                                    f"negative; consumed and produced counts are >= 0")
-        loc = np.where(consumed, self.in_loc[np.minimum(self.in_ptr[op] + port, len(self.in_loc) - 1)]
-                       if len(self.in_loc) else 0,
-                       self.out_loc[np.minimum(self.out_ptr[op] + port, len(self.out_loc) - 1)]
-                       if len(self.out_loc) else 0)
+        # the port's location (indices clamped: the other kind's value is not used)
+        at_in = (self.in_loc[np.minimum(self.in_ptr[op] + port, len(self.in_loc) - 1)]
+                 if len(self.in_loc) else 0)
+        at_out = (self.out_loc[np.minimum(self.out_ptr[op] + port, len(self.out_loc) - 1)]
+                  if len(self.out_loc) else 0)
+        loc = np.where(consumed, at_in, at_out)
         return _Rows(kind, op, port, np.ascontiguousarray(ts), count, loc.astype(np.int64))
 
     def _translate(self, r: _Rows):
@@ -526,18 +534,32 @@ class Ports:
             Anything :meth:`pointstamps` rejects.
         """
         rows = self._rows(report)
-        out = self._translate(rows)
-        self._guard(rows, counts)
+        compact = self._compact(rows)
+        out = self._translate(compact)
+        self._guard(compact, rows, counts)
         return out
 
-    def _guard(self, r: _Rows, counts) -> None:
+    def _compact(self, r: _Rows) -> _Rows:
+        """The rows summed per (kind, location, time), zeros dropped: what the report says,
+        in as many rows as it has distinct times per port (one pass over the columns)."""
+        slot, ts, count = _consolidate(r.loc * 3 + r.kind, r.ts, r.count)
+        slot = slot.astype(np.int64)
+        loc = slot // 3
+        return _Rows((slot % 3).astype(np.int8), self.loc_leaf[loc], self.loc_port[loc], ts,
+                     count, loc)
+
+    def _guard(self, c: _Rows, r: _Rows, counts) -> None:
+        """The guards on the compacted rows ``c``; an error names the first row of the
+        report's own rows ``r`` that breaks one."""
         m, W = self.m, self.W
-        cap = np.flatnonzero(r.kind == ReportKind.CAPABILITY)
-        prod = np.flatnonzero((r.kind == ReportKind.PRODUCED) & (r.count > 0))
+        cap = np.flatnonzero(c.kind == ReportKind.CAPABILITY)
+        prod = np.flatnonzero((c.kind == ReportKind.PRODUCED) & (c.count > 0))
         if not len(cap) and not len(prod):
             return
-        c_loc, c_ts, c_diff = _consolidate(r.loc[cap], r.ts[cap], r.count[cap])
-        touched = np.unique(np.concatenate([r.loc[cap], r.loc[prod]]))
+        r_cap = np.flatnonzero(r.kind == ReportKind.CAPABILITY)
+        r_prod = np.flatnonzero((r.kind == ReportKind.PRODUCED) & (r.count > 0))
+        c_loc, c_ts, c_diff = c.loc[cap], c.ts[cap], c.count[cap]  # net, non-zero
+        touched = np.unique(np.concatenate([c.loc[cap], c.loc[prod]]))
         h_loc, h_ts, h_cnt = _held(counts, touched, W)
         # 1. drops
         neg = c_diff < 0
@@ -547,13 +569,13 @@ class Ports:
             if bad.any():
                 j = _first(bad)
                 l, t, d = int(c_loc[neg][j]), c_ts[neg][j], int(c_diff[neg][j])
-                i = self._first_row(r, cap, l, t)
+                i = self._first_row(r, r_cap, l, t)
                 raise UnheldCapabilityError(
                     f"report row {i}: {self._where(r.kind[i], r.op[i], r.port[i])} drops "
                     f"{-d} capabilities at {self._ts(t, r.op[i])} but holds {int(have[j])} "
                     f"there; report rejected, nothing applied")
         # what consumed messages justify: s(t_c) at the outputs their inputs connect to
-        j_loc, j_ts = self._consumed_reach(r)
+        j_loc, j_ts = self._consumed_reach(c)
         # 2. acquisitions
         pos = c_diff > 0
         if pos.any():
@@ -562,7 +584,7 @@ class Ports:
             if not ok.all():
                 j = _first(~ok)
                 l, t = int(c_loc[pos][j]), c_ts[pos][j]
-                i = self._first_row(r, cap, l, t)
+                i = self._first_row(r, r_cap, l, t)
                 raise CapabilityRegressionError(
                     f"report row {i}: {self._where(r.kind[i], r.op[i], r.port[i])} acquires a "
                     f"capability at {self._ts(t, r.op[i])}, which is not at or after a "
@@ -571,13 +593,13 @@ class Ports:
                     f"move forward: report rejected, nothing applied")
         # 3. production
         if len(prod):
-            q_loc, q_ts, _ = _consolidate(r.loc[prod], r.ts[prod], np.ones(len(prod), np.int64))
+            q_loc, q_ts = c.loc[prod], c.ts[prod]  # distinct
             ok = _dominated(q_loc, q_ts, np.concatenate([h_loc, c_loc[pos], j_loc]),
                             np.concatenate([h_ts, c_ts[pos], j_ts]), m)
             if not ok.all():
                 j = _first(~ok)
                 l, t = int(q_loc[j]), q_ts[j]
-                i = self._first_row(r, prod, l, t)
+                i = self._first_row(r, r_prod, l, t)
                 raise NoCapabilityError(
                     f"report row {i}: {self._where(r.kind[i], r.op[i], r.port[i])} produces "
                     f"at {self._ts(t, r.op[i])} without a capability at or before that time "
@@ -597,7 +619,8 @@ class Ports:
                 rows = u_ts[u_loc == l]
                 for si, o, s in self.summaries[leaf]:
                     if si == i:
-                        locs.append(np.full(len(rows), self.out_loc[self.out_ptr[leaf] + o], np.int64))
+                        out = self.out_loc[self.out_ptr[leaf] + o]
+                        locs.append(np.full(len(rows), out, np.int64))
                         tss.append(_apply(s, rows, self.m, self.W))
         return np.concatenate(locs), np.concatenate(tss)
 

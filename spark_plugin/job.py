@@ -816,12 +816,9 @@ class EpochJob:
         return ((epoch, iteration) + (0,) * w)[:w]
 
     def _move_initial(self, first: int) -> Report:
-        """Every initial capability ``(0, ...)`` moved on to ``(first, 0, ...)``."""
-        ports, report = self.driver.dataflow.ports, Report()
-        for loc, t in zip(ports.initial_loc.tolist(), ports.initial_ts.tolist()):
-            leaf, port = int(ports.loc_leaf[loc]), int(ports.loc_port[loc])
-            op, w = ports.names[leaf], ports.m + int(ports.depth[leaf])
-            t = tuple(t[:w])
+        """Every initial capability ``(0, ...)`` moved on to ``(first, ...)``."""
+        report = Report()
+        for op, port, t in self.driver.dataflow.initial_capabilities():
             report.capabilities(op, port, t, -1).capabilities(op, port, (first,) + t[1:], 1)
         return report
 

@@ -352,9 +352,10 @@ def test_guards_reject_by_name_and_change_nothing():
           # the body holds nothing: what it consumed at (0, 0) lets it produce at (0, 0)
           Report().consumed("loop/body", 0, (0, 0), 1).produced("loop/body", 1, (0, 0), 1),
           Report().capabilities("input", 0, [(2,), (3,)], [-1, 1]).produced("input", 0, (3,), 1),
-          Report().consumed("loop/feedback", 0, (0, 0), 1).capabilities("loop/feedback", 0, (0, 1), 1)
-          .produced("loop/feedback", 0, (0, 4), 1),
-          Report().produced("loop/feedback", 0, (0, 1), 1).capabilities("loop/feedback", 0, (0, 1), -1),
+          Report().consumed("loop/feedback", 0, (0, 0), 1)
+          .capabilities("loop/feedback", 0, (0, 1), 1).produced("loop/feedback", 0, (0, 4), 1),
+          Report().produced("loop/feedback", 0, (0, 1), 1)
+          .capabilities("loop/feedback", 0, (0, 1), -1),
           Report().capabilities("input", 0, (4,), 1).produced("input", 0, (4,), 1)
           .capabilities("input", 0, (4,), -1)]
     for report in ok:
@@ -611,7 +612,8 @@ def oracle_guard(report_rows, leaves, held, m):
             produced.append((path, port, t))
 
     def reached(path, o):
-        return {s.apply(t) for i, t in consumed.get(path, ()) for s in leaves[path].summary.get((i, o), ())}
+        return {s.apply(t) for i, t in consumed.get(path, ())
+                for s in leaves[path].summary.get((i, o), ())}
 
     for (path, o, t), d in caps.items():
         if d < 0 and held(path, o).get(t, 0) < -d:
@@ -626,7 +628,7 @@ def oracle_guard(report_rows, leaves, held, m):
     return None
 
 
-@examples(60)
+@examples(100)
 @given(st.data())
 def test_nested_scopes_equal_the_flat_graph(data):
     m = data.draw(st.sampled_from([1, 2]), label="m")
@@ -696,7 +698,8 @@ def test_nested_scopes_equal_the_flat_graph(data):
             kind = data.draw(st.sampled_from(kinds))
             if kind == ReportKind.CONSUMED:
                 path, port = data.draw(st.sampled_from(my_ins))
-                here = sorted(t for t, c in ref.counts.at(where[("in", path, port)]).items() if c > 0)
+                at = ref.counts.at(where[("in", path, port)])
+                here = sorted(t for t, c in at.items() if c > 0)
             else:
                 pool = my_outs
                 cross = [x for x in crossing if x in my_outs]

@@ -80,8 +80,9 @@ class CompileWatch:
 def precompile(wcc: bool = True) -> CompileWatch:
     """Load or compile the cpu backend's edge-wise kernels (what ``auto`` runs on the CPU,
     and the ``tfront wcc`` job's frontier service), those of the exchange protocol
-    (``tfront replay --workers``) and, with ``wcc``, the WCC job's kernels
-    (:mod:`gpu_kernels.unionfind`). Returns the :class:`CompileWatch` of the work."""
+    (``tfront replay --workers``) and, with ``wcc``, the Spark jobs' kernels
+    (:mod:`gpu_kernels.unionfind`, :mod:`gpu_kernels.shortest_paths`). Returns the
+    :class:`CompileWatch` of the work."""
     from .batched import warm_up
 
     with CompileWatch() as watch:
@@ -97,6 +98,10 @@ def precompile(wcc: bool = True) -> CompileWatch:
             uf_stars(x, y)
             large_star(x, y)
             small_star(x, y, np.ones(2, np.bool_))
+            from gpu_kernels.shortest_paths import csr_by_source, relax
+
+            for w in (np.ones(2, np.int64), np.ones(2, np.float64)):   # hops, weights
+                relax(csr_by_source(x, y, w), x, w)
     return watch
 
 

@@ -28,7 +28,12 @@ Subclass :class:`EpochJob` and define:
 * :meth:`EpochJob.output_report` -- the report that delivers the result to the output
   operator and moves on (or drops) the capability it was sent under; optionally
   :meth:`EpochJob.input_report`, :meth:`EpochJob.end_report`, :meth:`EpochJob.resume`,
-  :meth:`EpochJob.summary` and the hooks ``start``, ``prepare``, ``finish``, ``holding``.
+  :meth:`EpochJob.summary` and the hooks ``start``, ``prepare``, ``finish``, ``holding``;
+  a job whose rows, results or state differ from WCC's: :meth:`EpochJob.sources` and
+  :meth:`EpochJob.input_table` (its input), :meth:`EpochJob.fingerprint` (the options that
+  make two runs the same job in a resumed ``out``), :meth:`EpochJob.result_ddl` and
+  :meth:`EpochJob.replay` (state its output does not hold, rebuilt on resume from the input
+  of the epochs already final).
 
 The framework reports the rest: the operators' initial capabilities, the input's messages
 and capability per epoch, the output operator consuming the result; it checks the output
@@ -40,8 +45,8 @@ against the capabilities held (:meth:`engine.operate.Dataflow.check`), translate
 (:meth:`engine.operate.Ports.pointstamps`) and applies them once per task (producer
 ``name-<partition>``, ``seq`` = the stage number) before any frontier is read.
 
-:meth:`EpochJob.run` returns a :class:`JobResult`. :class:`spark_plugin.wcc.WccJob` is the
-complete example (``docs/jobs.md``, "The job framework").
+:meth:`EpochJob.run` returns a :class:`JobResult`. :class:`spark_plugin.wcc.WccJob` and
+:class:`spark_plugin.sssp.SsspJob` are complete examples (``docs/jobs.md``).
 """
 
 from __future__ import annotations
@@ -166,8 +171,12 @@ class JobResult:
             kept = ("epoch 0 was" if self.resumed_at == 1
                     else f"epochs 0-{self.resumed_at - 1} were")
             saved += f" (resumed: {kept} already final there)"
-        return (f"total: {len(self.epochs)} epochs, {self.seconds:.2f} s ({kernels}, progress "
+        return (f"total: {self.counts()}, {self.seconds:.2f} s ({kernels}, progress "
                 f"tracking {self.tracking_seconds:.2f} s){saved}")
+
+    def counts(self) -> str:
+        """What the total line counts first: ``N epochs`` (a job may add its own counts)."""
+        return f"{len(self.epochs)} epochs"
 
     def kernels_line(self) -> str:
         """One line: the requested backend, tasks per backend, and each CPU fallback's reason.
@@ -609,9 +618,39 @@ class EpochJob:
         """Called after the input is opened, before the first epoch (e.g. to load the
         driver's kernels on the tracking thread: :meth:`JobDriver.load_kernels`)."""
 
+    def sources(self):
+        """``(number of epochs or None, iterator of EpochSource)``: the job's input in epochs.
+        By default :func:`~spark_plugin.wcc_io.epoch_sources` of ``edges`` (``src, dst``);
+        a job whose rows have other columns reads them here."""
+        return epoch_sources(self.edges, self.epochs, follow=self.follow)
+
+    def input_table(self, df) -> pa.Table:
+        """An input DataFrame collected to the driver (once, at the start), as the table
+        :meth:`sources` splits: by default its ``src, dst`` columns, validated."""
+        from .batch import collect_arrow
+
+        missing = [c for c in ("src", "dst") if c not in df.columns]
+        if missing:
+            raise EdgeInputError(f"edge DataFrame: no column {missing[0]!r} (columns: "
+                                 f"{', '.join(df.columns) or '(none)'})", "edge DataFrame")
+        return edges_table(collect_arrow(df.select("src", "dst")), "edge DataFrame")
+
+    def fingerprint(self) -> dict:
+        """What makes two runs the same job, recorded in a local ``out``'s manifest (a run
+        with another fingerprint is refused there): by default the input and its epochs
+        (:func:`~spark_plugin.wcc_recovery.job_fingerprint`); a job adds the options that
+        change its results."""
+        return job_fingerprint(self.edges, self.epochs, self.follow)
+
     def resume(self, table: pa.Table) -> None:
         """Take the loop's state from ``table``, the result of the last epoch final in a
         resumed ``out`` (its ``result_columns``)."""
+
+    def replay(self, e: int, source) -> None:
+        """Epoch ``e`` was final in a resumed ``out`` (before the first epoch this run
+        computes; :meth:`resume` has been called): a job whose state is more than its last
+        result rebuilds the rest here from the epoch's input (``source.read()``, checked
+        against the manifest's record). By default nothing is read."""
 
     def input_report(self, e: int, epoch_input: EpochInput) -> Report:
         """The progress of epoch ``e``'s input arriving, besides the input operator's
@@ -653,15 +692,7 @@ class EpochJob:
         t_start = time.perf_counter()
         spark, edges = self.spark, self.edges
         if is_dataframe(edges):      # collected once: the driver holds each epoch's new edges
-            from .batch import collect_arrow
-
-            missing = [c for c in ("src", "dst") if c not in edges.columns]
-            if missing:
-                raise EdgeInputError(f"edge DataFrame: no column {missing[0]!r} (columns: "
-                                     f"{', '.join(edges.columns) or '(none)'})",
-                                     "edge DataFrame")
-            edges = self.edges = edges_table(collect_arrow(edges.select("src", "dst")),
-                                             "edge DataFrame")
+            edges = self.edges = self.input_table(edges)
         requested = requested_backend(self.backend, self.backends, self.name)
         dataflow = self.dataflow()
         d = self.driver = JobDriver(
@@ -673,7 +704,7 @@ class EpochJob:
                                   service_backend=d.service_backend.value)
         self.start()
         try:
-            total, sources = epoch_sources(edges, self.epochs, follow=self.follow)
+            total, sources = self.sources()
             out_log = self._open_out(result)
         except BaseException as err:
             d.close(err)   # a reader of the log learns that the job ended, and why
@@ -692,8 +723,9 @@ class EpochJob:
             if first:        # resumed: every one moves on to the first epoch not final
                 d.report(self._move_initial(first))
             for e, source in enumerate(sources):
-                if e < first:   # final in out: neither re-read nor recomputed nor written
+                if e < first:   # final in out: neither recomputed nor written
                     out_log.check_source(e, source)
+                    self.replay(e, source)   # re-read only if the job's state needs it
                     continue
                 if out_log is not None:
                     out_log.record_input(e, source)
@@ -799,9 +831,8 @@ class EpochJob:
         if not local_path(out):
             fresh_remote_out(self.spark, out, self.overwrite)
             return None
-        out_log, resume = OutputLog.open(out, job_fingerprint(self.edges, self.epochs,
-                                                              self.follow),
-                                         overwrite=self.overwrite)
+        out_log, resume = OutputLog.open(out, self.fingerprint(), overwrite=self.overwrite,
+                                         columns=self.result_columns)
         result.resumed_at = resume.epoch
         if resume.labels is not None:   # the loop's state: the last final epoch's result
             self.rows_so_far = resume.edges
@@ -832,11 +863,12 @@ class EpochJob:
 
             df = table
             if isinstance(table, pa.Table):
-                df = self.spark.createDataFrame(table, schema=self._result_ddl())
+                df = self.spark.createDataFrame(table, schema=self.result_ddl())
             df.select(F.lit(e).cast("long").alias("epoch"), *self.result_columns) \
                 .write.mode("append").parquet(str(self.out))
 
-    def _result_ddl(self) -> str:
+    def result_ddl(self) -> str:
+        """The Spark DDL of an epoch's result (``result_columns``; int64 by default)."""
         return ", ".join(f"{c} bigint" for c in self.result_columns)
 
     def _final_table(self, last) -> pa.Table | None:
@@ -1132,6 +1164,22 @@ class Checkpoints:
         before = self._ids()
         out = df.localCheckpoint(eager=True)
         return out, self._ids() - before
+
+    def checkpoint_rdd(self, rdd):
+        """:meth:`checkpoint` for an RDD whose partitions the job keeps between stages (e.g.
+        a per-partition index): cached, lineage truncated; ``(rdd, ids)``. Without a
+        directory the RDD is computed by the first stage that uses it (``localCheckpoint``,
+        its id is what :meth:`release` unpersists); with one it is computed and written at
+        once (one Spark job), so that the files it added are known, and read from them
+        by every stage after."""
+        if not self.reliable:
+            rdd.cache()
+            rdd.localCheckpoint()
+            return rdd, {rdd.id()}
+        before = self._files()
+        rdd.checkpoint()
+        rdd.count()
+        return rdd, self._files() - before
 
     def release(self, ids) -> None:
         if not ids:

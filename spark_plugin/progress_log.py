@@ -145,12 +145,16 @@ class ProgressRecorder:
                 self._tags[(producer, seq)] = self._ctx
 
     def epoch(self, summary) -> None:
-        """Epoch ``summary.epoch`` is final (an :class:`~spark_plugin.wcc.EpochSummary`)."""
+        """Epoch ``summary.epoch`` is final (an :class:`~spark_plugin.wcc.EpochSummary`, or
+        another job's summary: ``epoch``, ``vertices``, ``edges``, ``rounds``, ``seconds``,
+        and the job's own counts named by its ``log_fields``, WCC's ``components`` by
+        default)."""
         if self.logging:
+            own = {k: getattr(summary, k) for k in getattr(summary, "log_fields", ("components",))}
             with self._lock:
                 self._write("epoch", epoch=summary.epoch, vertices=summary.vertices,
-                            edges=summary.edges, components=summary.components,
-                            rounds=summary.rounds, seconds=round(summary.seconds, 6))
+                            edges=summary.edges, **own, rounds=summary.rounds,
+                            seconds=round(summary.seconds, 6))
 
     def close(self, error: BaseException | None = None) -> None:
         """Write the ``end`` event (``ok`` false and the error when ``error`` is given),

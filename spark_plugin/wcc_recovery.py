@@ -24,6 +24,12 @@ epochs it made final (condition C2), the loop the same (C3), the input its recor
 then starts at the first epoch the output has not made final, with the loop's state rebuilt
 from the last final epoch's labels, re-reading no input of a kept epoch. ``docs/wcc.md``
 ("Crash recovery") states the rules.
+
+Every :class:`~spark_plugin.job.EpochJob` keeps its local ``out`` this way: its result
+columns are read back (:class:`OutputLog` ``columns``), its fingerprint names what makes two
+runs the same job, and a job whose loop state is more than its last result (the
+shortest-paths job's edges) rebuilds it from the input of the kept epochs, which the input
+keeps (``EpochJob.replay``); the crash hook below stops any of them.
 """
 
 from __future__ import annotations
@@ -177,18 +183,22 @@ class Resume:
 class OutputLog:
     """The manifest of a local ``--out``: open (resume or start), record, and finish."""
 
-    def __init__(self, out: Path, job: dict, manifest: dict):
-        self.out, self.job, self.manifest = out, job, manifest
+    def __init__(self, out: Path, job: dict, manifest: dict,
+                 columns: tuple = ("vertex", "component")):
+        self.out, self.job, self.manifest, self.columns = out, job, manifest, tuple(columns)
 
     # -- opening --
     @classmethod
-    def open(cls, out, job: dict, *, overwrite: bool = False) -> tuple["OutputLog", Resume]:
-        """Open ``out`` for the job ``job`` (:func:`job_fingerprint`).
+    def open(cls, out, job: dict, *, overwrite: bool = False,
+             columns: tuple = ("vertex", "component")) -> tuple["OutputLog", Resume]:
+        """Open ``out`` for the job ``job`` (:func:`job_fingerprint`, or a job's own
+        fingerprint), whose epochs' results have ``columns`` besides ``epoch`` (sorted by
+        the first: WCC's ``vertex, component``).
 
         A missing or empty directory, or any directory with ``overwrite`` (its content is
         removed), starts at epoch 0. A directory with this job's manifest resumes: leftovers
         of a killed epoch (files the manifest does not name) are removed, the rollback is
-        solved, the records past it dropped, and the last final epoch's labels read back.
+        solved, the records past it dropped, and the last final epoch's result read back.
 
         Raises
         ------
@@ -207,14 +217,15 @@ class OutputLog:
                 shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
         if not d.is_dir() or not any(d.iterdir()):
             d.mkdir(parents=True, exist_ok=True)
-            log = cls(d, job, fresh)
+            log = cls(d, job, fresh, columns)
             log.save()
             return log, Resume()
         m = d / MANIFEST
         if not m.is_file():
             raise OutputStateError(
                 f"--out {d}: the directory has files but no {MANIFEST}: not written by a "
-                f"resumable tfront wcc; pass --overwrite (run_wcc: overwrite=True) to replace it")
+                f"resumable tfront job (wcc, sssp); pass --overwrite (overwrite=True) to "
+                f"replace it")
         try:
             manifest = json.loads(m.read_text())
         except (OSError, ValueError) as e:
@@ -229,7 +240,7 @@ class OutputLog:
         if differ:
             raise OutputStateError(f"--out {d} holds the output of another job ("
                                    + "; ".join(differ) + "); pass --overwrite to replace it")
-        log = cls(d, job, manifest)
+        log = cls(d, job, manifest, columns)
         return log, log._resume()
 
     def _resume(self) -> Resume:
@@ -264,20 +275,25 @@ class OutputLog:
         return Resume(n_out, int(final[-1]["edges"]), labels, tuple(removed))
 
     def _read(self, rec: dict) -> pa.Table:
-        """Epoch ``rec``'s labels (``vertex, component``, sorted by vertex), checked against
+        """Epoch ``rec``'s result (its :attr:`columns`, sorted by the first), checked against
         the row count the manifest recorded."""
         import pyarrow.parquet as pq
 
-        parts = [pq.read_table(self.out / f, columns=["epoch", "vertex", "component"])
-                 for f in rec["files"]]
+        cols = list(self.columns)
+        try:
+            parts = [pq.read_table(self.out / f, columns=["epoch", *cols]) for f in rec["files"]]
+        except (pa.ArrowInvalid, KeyError, OSError) as e:
+            raise OutputStateError(f"--out {self.out}: epoch {rec['epoch']}'s data files cannot "
+                                   f"be read as columns epoch, {', '.join(cols)} ({e}); pass "
+                                   f"--overwrite to start over") from None
         t = pa.concat_tables(parts) if parts else None
         if t is None or t.num_rows != rec["rows"] or (
                 t.num_rows and set(t.column("epoch").unique().to_pylist()) != {rec["epoch"]}):
             raise OutputStateError(f"--out {self.out}: epoch {rec['epoch']}'s data files do not "
                                    f"hold the {rec['rows']} rows {MANIFEST} recorded; pass "
                                    f"--overwrite to start over")
-        t = t.select(["vertex", "component"])
-        return t.take(pa.array(np.argsort(t.column("vertex").to_numpy(), kind="stable")))
+        t = t.select(cols)
+        return t.take(pa.array(np.argsort(t.column(cols[0]).to_numpy(), kind="stable")))
 
     # -- the input --
     def kept_input(self, e: int) -> dict | None:
@@ -337,9 +353,10 @@ class OutputLog:
         _fsync_dir(self.out)
 
 
-def already_final(out, edges, epochs: int, follow) -> str | None:
+def already_final(out, edges, epochs: int, follow, job: dict | None = None) -> str | None:
     """Without starting Spark: the message for a rerun whose every epoch is final in ``out``
-    (same job, the input as recorded, every epoch written), else ``None`` (the job runs, and
+    (same job -- ``job``, the job's fingerprint, by default :func:`job_fingerprint`'s --, the
+    input as recorded, every epoch written), else ``None`` (the job runs, and
     :meth:`OutputLog.open` explains any problem)."""
     if out is None or follow is not None or "://" in str(out) and not str(out).startswith("file://"):
         return None
@@ -348,7 +365,8 @@ def already_final(out, edges, epochs: int, follow) -> str | None:
     try:
         manifest = json.loads(m.read_text())
         if (manifest.get("format") != FORMAT or not manifest.get("complete")
-                or manifest.get("job") != job_fingerprint(edges, epochs, follow)):
+                or manifest.get("job") != (job if job is not None
+                                           else job_fingerprint(edges, epochs, follow))):
             return None
         total = manifest["total"]
         if [r["epoch"] for r in manifest["output"]] != list(range(total)):

@@ -220,3 +220,26 @@ def batch_sequences(draw, graph, max_batches: int = 5, max_rows: int = 6, padded
             ts.append(t + (0,) * (width - len(t)) if pad else t)
         batches.append((loc, ts, [d for _, d in rows]))
     return batches
+
+
+@st.composite
+def weighted_edge_lists(draw, max_vertices: int = 30, max_edges: int = 70,
+                        weighted: bool | None = None):
+    """``(src, dst, w)``: random directed edges over a few vertices (duplicates and self-loops
+    included), ids dense or spread far apart; ``w`` int64 ones (unweighted) or non-negative
+    float64 weights (zero included). ``weighted``: which (default: either)."""
+    import numpy as np
+
+    n = draw(st.integers(1, max_vertices))
+    edges = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                          max_size=max_edges))
+    scale = draw(st.sampled_from([1, 1, 7, 10 ** 9 + 7]))
+    e = np.array(edges, np.int64).reshape(-1, 2) * scale
+    if weighted is None:
+        weighted = draw(st.booleans())
+    if weighted:
+        w = np.array(draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.25, 3.0, 10.0]),
+                                   min_size=len(e), max_size=len(e))), np.float64)
+    else:
+        w = np.ones(len(e), np.int64)
+    return e[:, 0].copy(), e[:, 1].copy(), w

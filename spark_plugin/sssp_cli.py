@@ -1,0 +1,170 @@
+"""``tfront sssp``: the shortest-paths job (:mod:`spark_plugin.sssp`) on the command line.
+
+Registered like ``tfront wcc`` (:mod:`spark_plugin.commands`): the entry point ``sssp`` of the
+group ``tfront.commands`` names :func:`add_sssp`. Importing this module loads neither PySpark
+nor the job's kernels; the command imports them when it runs, after its input was checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from engine.cli import positive_int, positive_seconds
+
+from .commands import MASTER_FORMS, conf_pair, master_url, memory_size
+
+__all__ = ["add_sssp", "run_sssp_command", "SSSP_INPUT"]
+
+SSSP_INPUT = """\
+input formats (EDGES): as tfront wcc (text, CSV, Parquet, a directory of epoch files); an
+  edge leads from src to dst (--undirected: both ways). With --weighted every edge has a
+  third field, a finite weight >= 0 ('src dst weight'; Parquet: a numeric column weight).
+
+output (--out): a Parquet dataset with one part per final epoch, columns epoch, vertex,
+  distance (int64 hops, or double with --weighted); only vertices the source reaches. A
+  local --out keeps a manifest: a rerun of the same job (input, epochs, --source,
+  --weighted, --undirected) computes only the epochs not final there (a rerun after
+  success does nothing); --overwrite starts over. Without --out the distances are
+  computed but not saved (the total line says so).
+exit status: 0 done, 2 bad option or input, 130 interrupted (Ctrl-C).
+"""
+
+
+def _vertex(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if not 0 <= v < (1 << 63):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a vertex id (a non-negative int64)")
+    return v
+
+
+def add_sssp(sub) -> argparse.ArgumentParser:
+    """Add ``tfront sssp`` to ``sub`` (the ``tfront`` parser's subparsers)."""
+    s = sub.add_parser("sssp", help="incremental single-source shortest paths on Spark "
+                                    "(needs pyspark)",
+                       epilog=SSSP_INPUT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("edges", help="edge file (text, CSV, Parquet) or directory of epoch files")
+    s.add_argument("--source", type=_vertex, required=True, metavar="V",
+                   help="the vertex distances are measured from")
+    s.add_argument("--epochs", type=positive_int, default=None, metavar="K",
+                   help="split a single edge file into K epochs (default 1; not for a directory)")
+    s.add_argument("--out", default=None,
+                   help="Parquet dataset to append epoch,vertex,distance to (without it the "
+                        "distances are not saved). A run on an existing OUT of the same job "
+                        "resumes it: epochs already final there are skipped")
+    s.add_argument("--overwrite", action="store_true",
+                   help="remove the content of an existing --out and start from epoch 0")
+    s.add_argument("--weighted", action="store_true",
+                   help="edges have a third field, a weight >= 0 (default: every edge weighs 1, "
+                        "distances are BFS levels)")
+    s.add_argument("--undirected", action="store_true", help="every edge also leads back")
+    s.add_argument("--master", type=master_url, default=None, metavar="URL",
+                   help=f"Spark master URL (default local[*]): {MASTER_FORMS}")
+    s.add_argument("--partitions", type=positive_int, default=None, metavar="P",
+                   help="Spark partitions, one relax task each per round (default: cores)")
+    s.add_argument("--checkpoint-dir", default=None,
+                   help="checkpoint the partitions' edges reliably here, once per epoch (e.g. "
+                        "an HDFS path on a cluster) instead of localCheckpoint")
+    s.add_argument("--follow", type=positive_seconds, nargs="?", const=float("inf"),
+                   default=None, metavar="IDLE",
+                   help="consume the directory EDGES as a stream, as tfront wcc --follow does: "
+                        "new files become epochs until a _DONE file exists (or IDLE seconds "
+                        "pass without a new file)")
+    s.add_argument("--progress-log", default=None, metavar="FILE",
+                   help="record every frontier change at every operator input in FILE, one "
+                        "JSON object per line; draw it with tfront progress")
+    talk = s.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_true",
+                      help="print only warnings and errors (no progress bar, epoch lines or "
+                           "totals)")
+    talk.add_argument("-v", "--verbose", action="count", default=0,
+                      help="also a line per round on stderr")
+    s.add_argument("--driver-memory", type=memory_size, default=None, metavar="SIZE",
+                   help="heap of the Spark driver JVM, e.g. 8g (default: sized from this machine)")
+    s.add_argument("--conf", type=conf_pair, action="append", default=None, metavar="KEY=VALUE",
+                   help="a Spark setting (repeatable)")
+    s.set_defaults(run=run_sssp_command)
+    return s
+
+
+def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
+    """Run ``tfront sssp``: check the input, start Spark, print one line per final epoch and
+    a total line on stdout (through the progress bar, which a terminal shows on stderr).
+    When every epoch is already final in ``--out`` this says so and returns 0 without
+    starting Spark. In a process that already has an active Spark session (a test, a
+    notebook) that session is used -- its settings win over ``--master`` and ``--conf`` --
+    and left running. Ctrl-C stops the job (exit 130; the epochs already printed are
+    written)."""
+    from pathlib import Path
+
+    if args.overwrite and args.out is None:
+        parser.error("sssp --overwrite needs --out")
+    if not os.path.exists(args.edges):   # a typo: before importing the Spark side
+        raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
+    if args.progress_log is not None and not Path(args.progress_log).absolute().parent.is_dir():
+        raise FileNotFoundError(f"--progress-log {args.progress_log}: directory "
+                                f"{str(Path(args.progress_log).absolute().parent)!r} does not "
+                                f"exist")
+    epochs = args.epochs or 1
+    if not args.weighted:
+        from .wcc_io import check_input
+
+        for note in check_input(args.edges, args.epochs, follow=args.follow):
+            print(f"tfront sssp: warning: {note}", file=sys.stderr, flush=True)
+    from .job import write_line
+    from .sssp import run_sssp, sssp_fingerprint
+    from .wcc_recovery import already_final
+
+    if not args.overwrite:
+        final = already_final(args.out, args.edges, epochs, args.follow, job=sssp_fingerprint(
+            args.edges, epochs, args.follow, args.source, args.weighted, args.undirected))
+        if final is not None:   # a rerun after success: no Spark session at all
+            write_line(f"tfront sssp: {final}")
+            return 0
+    from .config import build_session, session_conf, submitted_conf
+
+    conf = dict(args.conf or [])
+    if args.master:
+        conf["spark.master"] = args.master
+    if args.driver_memory:
+        conf["spark.driver.memory"] = args.driver_memory
+    settings = session_conf("local", conf=conf, submitted=submitted_conf(),
+                            defaults={"spark.ui.enabled": "false",
+                                      "spark.ui.showConsoleProgress": "false"})
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    level = 0 if args.quiet else 1 + min(args.verbose, 1)
+    from pyspark.sql import SparkSession
+
+    running = SparkSession.getActiveSession()   # a caller's session (a test, a notebook)
+    spark = build_session("local", app_name="tfront-sssp", conf=settings, log_level="error")
+    done = []
+
+    def epoch_line(s) -> None:
+        done.append(s)
+        if level:
+            write_line(f"{s.line()}; input {s.source}")
+
+    try:
+        try:
+            res = run_sssp(spark, args.edges, args.source, epochs=epochs, out=args.out,
+                           weighted=args.weighted, undirected=args.undirected,
+                           partitions=args.partitions, progress=level, on_epoch=epoch_line,
+                           follow=args.follow, checkpoint_dir=args.checkpoint_dir,
+                           progress_log=args.progress_log, overwrite=args.overwrite)
+        except KeyboardInterrupt:
+            kept = (f"epochs 0-{done[-1].epoch} are written to {args.out}"
+                    if done and args.out else "no epoch was finished" if not done
+                    else "distances not saved (no --out)")
+            write_line(f"tfront sssp: interrupted after {len(done)} epoch"
+                       f"{'s' if len(done) != 1 else ''}; {kept}", sys.stderr)
+            return 130
+        if level:
+            write_line(res.total_line(args.out))
+    finally:
+        if running is None:   # the session this command started; a caller's is left running
+            spark.stop()
+    return 0

@@ -66,13 +66,13 @@ import pyarrow as pa
 
 from engine import Backend
 from engine.backend import ENV_VAR
-from engine.errors import BackendError, TimelyFrontierError
+from engine.errors import BackendError, BatchError, TimelyFrontierError
 from engine.jit import CompileWatch
 from engine.operate import Dataflow, Report
 
 from .device import KernelPlacement
 from .progress_log import ProgressRecorder
-from .schema import delta_table
+from .schema import delta_table, text_column
 from .service import FrontierService
 from .wcc_io import EdgeInputError, edges_table, epoch_sources
 from .wcc_recovery import OutputLog, crash_point, job_fingerprint
@@ -271,54 +271,90 @@ class StageTask:
         schema = self.schema()
         c = report.to_arrays()
         k = len(c["count"])
-        if k:
-            ops = np.array(c["ops"], object)[c["op"]].tolist()
+        if k:   # columnar: the list offsets from the rows' widths, the coordinates they keep
             width = c["width"].astype(np.int64)
-            ts = [tuple(int(x) for x in row[:w]) for row, w in zip(c["ts"].tolist(), width)]
+            values = c["ts"][np.arange(c["ts"].shape[1]) < width[:, None]]
+            op = arrow_take(schema.field("op").type, c["ops"], c["op"])
             kind, port, count = c["kind"], c["port"], c["count"]
         else:   # the marker: the (producer, seq) arrives with nothing in it
-            k, ops, ts = 1, [""], [()]
+            k, width, values = 1, np.zeros(1, np.int64), np.zeros(0, np.int64)
+            op = arrow_take(schema.field("op").type, [""], np.zeros(1, np.int32))
             kind, port, count = (np.zeros(1, np.int8), np.zeros(1, np.int32),
                                  np.zeros(1, np.int64))
+        one = np.zeros(k, np.int32)
         arrays = [pa.nulls(k, f.type) for f in self.data_schema]
         arrays += [
-            arrow_fixed(pa.int8(), kind), arrow_strings(schema.field("op").type, ops),
-            arrow_fixed(pa.int32(), port), arrow_lists(schema.field("ts").type, ts),
+            arrow_fixed(pa.int8(), kind), op, arrow_fixed(pa.int32(), port),
+            arrow_ragged(schema.field("ts").type, values, width),
             arrow_fixed(pa.int64(), count),
-            arrow_strings(schema.field("producer").type, [producer] * k),
+            arrow_take(schema.field("producer").type, [producer], one),
             arrow_fixed(pa.int64(), np.full(k, self.seq, np.int64)),
-            arrow_strings(schema.field("kernels").type, [placement.backend.value] * k),
-            arrow_strings(schema.field("kernels_reason").type, [placement.reason] * k)]
+            arrow_take(schema.field("kernels").type, [placement.backend.value], one),
+            arrow_take(schema.field("kernels_reason").type, [placement.reason], one)]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def reports_of(progress: pa.Table) -> dict[str, Report]:
+def reports_of(progress: pa.Table, producers=None) -> dict[str, Report]:
     """The report of every producer in the progress rows ``progress`` (columns
     :data:`REPORT_COLUMNS` and ``producer``; marker rows give an empty report), in order of
-    first appearance."""
-    producers = progress.column("producer").to_pylist()
-    names, codes = np.unique(np.array(progress.column("op").to_pylist(), object).astype(str),
-                             return_inverse=True)
+    first appearance. Columnar: the producers and operator paths are dictionary-encoded,
+    the timestamps read from the list column's offsets and values; one Python step per
+    producer. ``producers``: :func:`producer_rows` of ``progress``, if already computed.
+
+    Raises
+    ------
+    BatchError
+        A null in a report column (a data row among the progress rows), or a marker row
+        (empty ``op``) that carries a timestamp or a count."""
+    names, groups = producer_rows(progress) if producers is None else producers
+    if not names:
+        return {}
+    op_codes, op_names = text_column(progress.column("op"), "op")
+    for col in ("kind", "port", "count"):
+        if progress.column(col).null_count:
+            raise BatchError(f"progress rows: column {col!r} is null in "
+                             f"{progress.column(col).null_count} rows (a data row?)")
     kind = arrow_numpy(progress.column("kind")).astype(np.int64)
     port = arrow_numpy(progress.column("port")).astype(np.int64)
     count = arrow_numpy(progress.column("count")).astype(np.int64)
-    ts_rows = progress.column("ts").to_pylist()
-    width = max((len(t) for t in ts_rows), default=0)
-    ts = np.zeros((len(ts_rows), width), np.int64)
-    widths = np.zeros(len(ts_rows), np.int64)
-    for k, t in enumerate(ts_rows):
-        ts[k, :len(t)] = t
-        widths[k] = len(t)
+    ts, widths = list_matrix(progress.column("ts"), "ts")
+    # the marker's empty path is no operator: codes only over the real rows' paths
+    marker = np.zeros(len(op_names), np.bool_)
+    if "" in op_names:
+        marker[op_names.index("")] = True
+    real = ~marker[op_codes]
+    bad = ~real & ((widths != 0) | (count != 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise BatchError(f"progress row {i}: a marker row (empty op) of producer "
+                         f"{progress.column('producer')[i].as_py()!r} carries a timestamp "
+                         f"({len(ts[i][:widths[i]])} coordinates) or a count ({count[i]})")
+    keep = np.flatnonzero(~marker)
+    recode = np.full(len(op_names), -1, np.int64)
+    recode[keep] = np.arange(len(keep))
+    ops = [op_names[j] for j in keep]
+    codes = recode[op_codes]
     out: dict[str, Report] = {}
-    order: dict[str, list[int]] = {}
-    for k, p in enumerate(producers):
-        order.setdefault(p, []).append(k)
-    for p, rows in order.items():
-        idx = np.array([k for k in rows if names[codes[k]] != ""], np.int64)
-        out[p] = (Report.from_arrays(kind[idx], codes[idx], port[idx], ts[idx], count[idx],
-                                     list(names), width=widths[idx])
-                  if len(idx) else Report())
+    for p, rows in zip(names, groups):
+        idx = rows[real[rows]]
+        if not len(idx):   # only its marker
+            out[p] = Report()
+            continue
+        if int(idx[-1]) - int(idx[0]) + 1 == len(idx):   # one run of rows: views, no gather
+            idx = slice(int(idx[0]), int(idx[-1]) + 1)
+        out[p] = Report.from_arrays(kind[idx], codes[idx], port[idx], ts[idx], count[idx],
+                                    ops, width=widths[idx])
     return out
+
+
+def producer_rows(progress: pa.Table) -> tuple[list[str], list[np.ndarray]]:
+    """The producers of the rows ``progress`` in order of first appearance, and the row
+    indices of each (ascending), from one ``dictionary_encode`` and one stable
+    ``argsort``: no Python step per row."""
+    codes, names = text_column(progress.column("producer"), "producer")
+    order = np.argsort(codes, kind="stable")
+    cuts = np.cumsum(np.bincount(codes, minlength=len(names)))[:-1]
+    return names, np.split(order, cuts)
 
 
 class JobDriver:
@@ -460,13 +496,13 @@ class JobDriver:
     def apply_progress(self, progress: pa.Table, s: int, what: str) -> None:
         """:meth:`apply_stage` from a stage's progress rows (:data:`PROGRESS_DDL`)."""
         t0 = time.perf_counter()
-        reports = reports_of(progress)
+        names, groups = producer_rows(progress)
+        reports = reports_of(progress, (names, groups))
+        first = pa.array(np.array([g[0] for g in groups], np.int64), pa.int64())
+        placements = zip(*(progress.column(c).take(first).to_pylist()
+                           for c in ("kernels", "kernels_reason")))
         self.tracking += time.perf_counter() - t0
-        by_task = {}
-        for p, k, why in zip(*(progress.column(c).to_pylist()
-                               for c in ("producer", "kernels", "kernels_reason"))):
-            by_task.setdefault(p, (k, why))
-        self.apply_stage(reports, s, what, by_task.values())
+        self.apply_stage(reports, s, what, list(placements))
 
     def count_kernels(self, s: int, what: str, placements) -> None:
         """Count stage ``s``'s tasks per backend from their ``(backend, reason)`` pairs; a
@@ -906,6 +942,67 @@ def arrow_lists(typ: pa.DataType, rows) -> pa.Array:
     np.cumsum(lens, out=off[1:])
     values = arrow_fixed(pa.int64(), np.array([v for r in rows for v in r], np.int64))
     return pa.Array.from_buffers(typ, len(rows), [None, pa.py_buffer(off)], children=[values])
+
+
+def arrow_ragged(typ: pa.DataType, values: np.ndarray, widths: np.ndarray) -> pa.Array:
+    """A list array (``list<int64>`` or ``large_list<int64>``) whose row ``i`` holds the next
+    ``widths[i]`` of ``values`` (int64, the rows' elements one after another), built from
+    the buffers: no Python step per row."""
+    widths = np.asarray(widths, np.int64)
+    off = np.zeros(len(widths) + 1, np.int64 if pa.types.is_large_list(typ) else np.int32)
+    np.cumsum(widths, out=off[1:])
+    if int(off[-1]) != len(values):
+        raise ValueError(f"arrow_ragged: widths sum to {int(off[-1])}, {len(values)} values")
+    return pa.Array.from_buffers(typ, len(widths), [None, pa.py_buffer(off)],
+                                 children=[arrow_fixed(pa.int64(), values)])
+
+
+def arrow_take(typ: pa.DataType, names, codes: np.ndarray) -> pa.Array:
+    """The ``string`` / ``large_string`` array whose row ``i`` is ``names[codes[i]]``, built
+    from the buffers with NumPy over the few distinct strings: no Python string per row
+    (nor ``pyarrow.compute``, whose first import costs a task most of a second)."""
+    codes = np.asarray(codes, np.int64)
+    data = [str(x).encode("utf-8") for x in names]
+    size = np.array([len(d) for d in data], np.int64)
+    start = np.zeros(len(data) + 1, np.int64)
+    np.cumsum(size, out=start[1:])
+    pool = np.frombuffer(b"".join(data), np.uint8)
+    lens = size[codes]
+    off = np.zeros(len(codes) + 1, np.int64)
+    np.cumsum(lens, out=off[1:])
+    total = int(off[-1])
+    if len(data) == 1:   # one string repeated: its bytes, k times
+        blob = data[0] * len(codes)
+    else:
+        at = np.repeat(start[:-1][codes] - off[:-1], lens) + np.arange(total, dtype=np.int64)
+        blob = pool[at].tobytes()
+    off = off.astype(np.int64 if pa.types.is_large_string(typ) else np.int32, copy=False)
+    return pa.Array.from_buffers(typ, len(codes), [None, pa.py_buffer(off),
+                                                   pa.py_buffer(blob)])
+
+
+def list_matrix(column, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A list-of-integers column (``list``, ``large_list`` or ``fixed_size_list``, any
+    chunking) as ``(int64[n, w], widths int64[n])``: row ``i``'s elements in the first
+    ``widths[i]`` columns, zeros after, ``w`` the widest row. Read from the offsets and the
+    values, no Python step per row. A null row or element raises :class:`BatchError`."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    n = len(arr)
+    if arr.null_count:
+        raise BatchError(f"column {name!r}: {arr.null_count} null rows")
+    if pa.types.is_fixed_size_list(arr.type):
+        widths = np.full(n, arr.type.list_size, np.int64)
+    else:
+        off = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), np.int64)
+        widths = np.diff(off)
+    values = arr.flatten()   # the elements of the rows in the array's slice, in order
+    if values.null_count:
+        raise BatchError(f"column {name!r}: {values.null_count} null elements")
+    flat = arrow_numpy(values).astype(np.int64, copy=False)
+    w = int(widths.max()) if n else 0
+    out = np.zeros((n, w), np.int64)
+    out[np.arange(w) < widths[:, None]] = flat
+    return out, widths
 
 
 def arrow_strings(typ: pa.DataType, items) -> pa.Array:

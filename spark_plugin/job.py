@@ -504,11 +504,13 @@ class JobDriver:
         self.tracking += time.perf_counter() - t0
         self.apply_stage(reports, s, what, list(placements))
 
-    def count_kernels(self, s: int, what: str, placements) -> None:
-        """Count stage ``s``'s tasks per backend from their ``(backend, reason)`` pairs; a
-        CPU fallback's reason is logged the first time the job sees it."""
+    def count_kernels(self, s: int | None, what: str, placements) -> None:
+        """Count stage ``s``'s tasks per backend from their ``(backend, reason)`` pairs
+        (``s`` ``None``: kernels the driver ran itself, one entry); a CPU fallback's reason
+        is logged the first time the job sees it."""
         counts: dict = {}
         requested = self.requested
+        where = "on the driver" if s is None else f"in stage {s}"
         for k, why in placements:
             counts[k] = counts.get(k, 0) + 1
             self.epoch_kernels[k] = self.epoch_kernels.get(k, 0) + 1
@@ -516,10 +518,10 @@ class JobDriver:
             if k == Backend.CPU.value and requested in (Backend.AUTO, Backend.CUDA):
                 if why not in self.kernel_fallbacks:
                     log.log(logging.WARNING if requested is Backend.CUDA else logging.INFO,
-                            "backend %s: %s kernels on the CPU in stage %d (%s): %s",
-                            requested.value, self.name.upper(), s, what, why)
+                            "backend %s: %s kernels on the CPU %s (%s): %s",
+                            requested.value, self.name.upper(), where, what, why)
                 self.kernel_fallbacks[why] = self.kernel_fallbacks.get(why, 0) + 1
-        log.info("stage %d (%s): tasks per kernel backend %s", s, what,
+        log.info("%s (%s): tasks per kernel backend %s", where, what,
                  ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
 
     def run_stage(self, make_task: Callable[[int], StageTask], df, key, step: str,

@@ -664,20 +664,19 @@ class WccJob(EpochJob):
     def _union_find_on_driver(self, a, b, e, it):
         """The small-star stage of iteration ``it`` run on the driver over every row at
         ``star.in0 (e, it)``: one global union-find gives the fixed point (one star per
-        component centred on its smallest id). Reported as a stage (producer ``wcc-0``
-        consumes the rows, the other producers send their markers). Returns the stars
-        ``(component, vertex)``."""
-        d, P = self.driver, self.P
-        s = d.new_stage("driver union-find", e, it)
+        component centred on its smallest id). No task runs it, so it is no stage (no task
+        ``seq``): the driver reports it as its own batch (producer ``wcc-driver``), the star
+        operator consuming the rows. Returns the stars ``(component, vertex)``."""
+        d = self.driver
+        what = f"driver union-find, epoch {e} iteration {it}"
+        d.steps.step("driver union-find", e, it)
         kernels = wcc_kernels(d.requested, len(a))
         oa, ob = kernels.contract(a, b)
-        d.count_kernels(s, f"driver union-find, epoch {e} iteration {it}",
-                        [(kernels.placement.backend.value, kernels.placement.reason)])
-        # the star operator consumed every row at star.in0 (e, it) (task 0 reports it; the
-        # other producers send their markers) and sends nothing around the loop
-        reports = {f"{PRODUCER}-{p}": Report() for p in range(P)}
-        reports[f"{PRODUCER}-0"].consumed("star", 0, (e, it), len(a))
-        d.apply_stage(reports, s, f"driver union-find, epoch {e} iteration {it}")
+        d.count_kernels(None, what, [(kernels.placement.backend.value,
+                                      kernels.placement.reason)])
+        # the star operator consumed every row at star.in0 (e, it) and sends nothing around
+        # the loop; the next frontier query waits for this batch (JobDriver.sync)
+        d.report(Report().consumed("star", 0, (e, it), len(a)))
         return oa, ob
 
 

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.cli import _parser
+from engine.progress_view import read_progress
 from spark_plugin.errors import MissingBatchError
 from spark_plugin.wcc import EdgeInputError, WccProtocolError, read_edges, run_wcc
 
@@ -81,8 +82,9 @@ def test_epochs_are_written_after_the_output_frontier_passes_them_exactly_once(
         seen.append((s.epoch, sorted(now), len(now.get(s.epoch, [])), s.vertices,
                      s.output_frontier))
 
+    log = tmp_path / "progress.jsonl"
     res = run_wcc(spark, src, epochs=2, out=out, partitions=2, progress=False,
-                  on_epoch=on_epoch, task_wrapper=fail_first_attempt)
+                  on_epoch=on_epoch, task_wrapper=fail_first_attempt, progress_log=log)
     assert len(os.listdir(failures)) > 0
     assert [x[0] for x in seen] == [0, 1]
     for e, epochs_on_disk, rows, vertices, frontier in seen:
@@ -98,6 +100,16 @@ def test_epochs_are_written_after_the_output_frontier_passes_them_exactly_once(
     assert res.service.counts().num_rows == 0
     st = res.service.status()
     assert st.next_seq[f"wcc-0"] == res.stages and st.next_seq["wcc-1"] == res.stages
+    # the driver's union-find is the driver's batch: the rows leave star.in0 as wcc-driver's
+    # report, and no task producer is credited with a step that no task ran
+    fr = read_progress(log).of("frontier")
+    on_driver = [ev for ev in fr if ev["step"] == "driver union-find"]
+    if driver_rows is None:
+        assert {ev["producer"] for ev in on_driver} == {"wcc-driver"}
+        assert {(ev["input"], ev["epoch"]) for ev in on_driver if [ev["epoch"], 0]
+                in ev["removed"]} >= {("star.in0", 0), ("star.in0", 1)}
+    else:
+        assert on_driver == []
 
 
 def test_a_lost_delta_batch_stops_the_epoch_before_it_is_written(spark, tmp_path):

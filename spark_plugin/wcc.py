@@ -55,7 +55,7 @@ from gpu_kernels.unionfind import compact_ids
 
 from .device import KernelPlacement, place_kernels
 from .job import (EpochJob, EpochOutcome, JobProtocolError, JobResult, StageTask, arrow_bool,
-                  arrow_fixed, arrow_numpy, fmt_frontier, from_ipc, le, to_ipc, write_line)
+                  arrow_fixed, arrow_numpy, fmt_frontier, from_ipc, to_ipc, write_line)
 from .wcc_io import EdgeInputError, check_input, edge_files, edge_format, even_cuts, read_edges
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
@@ -91,6 +91,9 @@ EDGE_DDL = "a bigint, b bigint, f boolean"
 _EDGE_SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.int64())])
 #: Stage kinds as their steps are called in job descriptions and the progress log.
 _STEP_NAMES = {"small": "small-star", "large": "large-star"}
+#: The inputs a round's completion is read at (:meth:`~spark_plugin.job.JobDriver.round_passed`):
+#: the label operator's feedback input (also the loop's convergence) and the star operator's.
+LABEL_IN0, STAR_IN0 = ("label", 0), ("star", 0)
 
 
 class WccProtocolError(JobProtocolError):
@@ -556,7 +559,7 @@ class WccJob(EpochJob):
         element of epoch ``e``; the labels of every vertex seen so far, checkpointed."""
         from pyspark.sql import functions as F
 
-        d, wg, ck = self.driver, self.wg, self.driver.checkpoints
+        d, ck = self.driver, self.driver.checkpoints
         new = self.spark.createDataFrame(new_tbl, schema=EDGE_DDL)
         inp = new if self.state is None else self.state.unionByName(new)
         df, ids = self._stage("contract", inp, e, 0, F.least("a", "b"))
@@ -565,15 +568,10 @@ class WccJob(EpochJob):
             df, ids2 = self._stage("small", df, e, it, F.col("b"))
             ck.release(ids)
             ids = ids2
-            fb, fs = d.frontier(wg.b_in0), d.frontier(wg.s_in0)
-            if any(le(t, (e, it)) for t in fb) or any(le(t, (e, it)) for t in fs):
-                raise WccProtocolError(
-                    f"epoch {e} iteration {it}: all tasks reported, but the frontier at "
-                    f"label.in0 {fmt_frontier(fb)} / star.in0 {fmt_frontier(fs)} has "
-                    f"not passed ({e}, {it})")
+            fb, _ = d.round_passed(e, it, LABEL_IN0, STAR_IN0)
             self.bar.round(e, it + 1, fb)   # rounds so far: the epoch line's count
-            if not any(t[0] <= e for t in fb):
-                break  # converged: no new edge of epoch e can reach the label operator
+            if d.converged(e, fb):
+                break  # no new edge of epoch e can reach the label operator
             it += 1
             both = df.unionByName(df.select(F.col("b").alias("a"), F.col("a").alias("b"), "f"))
             df, ids2 = self._stage("large", both, e, it, F.col("a"))
@@ -600,18 +598,15 @@ class WccJob(EpochJob):
     def _finish_on_driver(self, e, new) -> EpochOutcome:
         """One Spark job contracts (its output collected); the driver's global union-find is
         the fixed point of the loop (nothing goes around the feedback)."""
-        d, wg = self.driver, self.wg
+        d = self.driver
         ca, cb, loops = self._stage_collect(None if self.state is None
                                             else _stars_table(*self.state), new, e, 0)
         it = 0
         sa, sb = self._union_find_on_driver(ca, cb, e, it)
-        fb, fs = d.frontier(wg.b_in0), d.frontier(wg.s_in0)
-        if (any(le(t, (e, it)) for t in fb) or any(le(t, (e, it)) for t in fs)
-                or any(t[0] <= e for t in fb)):
-            raise WccProtocolError(
-                f"epoch {e}: the driver finished the loop, but the frontier at "
-                f"label.in0 {fmt_frontier(fb)} / star.in0 {fmt_frontier(fs)} has not "
-                f"passed epoch {e}")
+        fb, _ = d.round_passed(e, it, LABEL_IN0, STAR_IN0, what="the driver finished the loop")
+        if not d.converged(e, fb):
+            raise WccProtocolError(f"epoch {e}: the driver finished the loop, but the frontier "
+                                   f"at label.in0 {fmt_frontier(fb)} has not passed epoch {e}")
         self.bar.round(e, it + 1, fb)
         self.state = (sa, sb)
         # labels of every vertex seen so far: the star's centre, or the vertex itself. A

@@ -183,6 +183,30 @@ def test_an_under_reported_count_stops_the_epoch_before_it_is_written(spark, tmp
     assert written(out) == {0: {0: 0, 1: 1, 2: 2}}
 
 
+def test_a_lost_report_stops_the_epoch_before_it_is_written(spark, tmp_path):
+    """Partition 1's reports of epoch 1 never arrive: the stage's batch of producer sssp-1 is
+    missing, the job fails with MissingBatchError naming it before any frontier is read,
+    and only epoch 0 is on disk (a report that arrives but under-counts: the test above)."""
+    src = np.arange(0, 4, dtype=np.int64)
+    dst = src + 1
+    out = str(tmp_path / "out")
+
+    class DropReport:
+        def __init__(self, run):
+            self.run, self.epoch = run, run.__self__.epoch
+
+        def __call__(self, p, rows):
+            for part, v, d, report in self.run(p, rows):
+                if self.epoch == 1 and part == 1:
+                    continue   # the candidates and the report are lost together
+                yield part, v, d, report
+
+    with pytest.raises(MissingBatchError, match="sssp-1"):
+        run_sssp(spark, pa.table({"src": src, "dst": dst}), 0, epochs=2, out=out,
+                 partitions=2, task_wrapper=DropReport)
+    assert sorted(written(out)) == [0]
+
+
 def test_a_relax_task_sends_the_candidates_of_every_element_of_its_partition():
     """The relax task on a partition of several ``(csr, added)`` elements (the task level,
     no Spark): its candidates are those of every element, and the count it reports produced

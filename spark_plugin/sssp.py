@@ -50,7 +50,7 @@ from gpu_kernels.shortest_paths import (csr_by_source, improve, merge_csr, relax
 
 from .job import EpochJob, EpochOutcome, JobProtocolError, JobResult
 from .sssp_io import weighted_epoch_sources, weighted_table
-from .wcc_io import EdgeInputError, EpochSource
+from .wcc_io import EdgeInputError
 
 __all__ = ["run_sssp", "SsspJob", "SsspResult", "SsspEpoch", "SsspProtocolError",
            "sssp_dataflow", "sssp_fingerprint", "EdgeInputError"]
@@ -225,18 +225,6 @@ def sssp_fingerprint(edges, epochs: int, follow, source: int, weighted: bool,
             "weighted": bool(weighted), "undirected": bool(undirected)}
 
 
-def _weighted_file(src: EpochSource) -> EpochSource:
-    """A followed directory's epoch file read with weights (same file, same stamp check)."""
-    from .sssp_io import read_weighted_edges
-
-    def read():
-        src.check()
-        t = read_weighted_edges(src.what)
-        src.check()
-        return t
-    return EpochSource(src.what, read, None, src.check)
-
-
 class SsspJob(EpochJob):
     """Incremental single-source shortest paths as an :class:`~spark_plugin.job.EpochJob`
     (:func:`run_sssp` runs it; the module docstring describes the algorithm).
@@ -282,10 +270,7 @@ class SsspJob(EpochJob):
     def sources(self):
         if not self.weighted:
             return super().sources()
-        if self.follow is not None:   # the directory stream, each file read with weights
-            total, files = super().sources()
-            return total, (_weighted_file(f) for f in files)
-        return weighted_epoch_sources(self.edges, self.epochs)
+        return weighted_epoch_sources(self.edges, self.epochs, follow=self.follow)
 
     def input_table(self, df):
         if not self.weighted:

@@ -269,9 +269,33 @@ def test_weighted_epochs_come_from_a_split_file_or_a_directory_in_natural_order(
         [{"src": 1, "dst": 5, "weight": 0.0}], [{"src": 5, "dst": 6, "weight": 1.5}]]
     with pytest.raises(EdgeInputError, match="splits a single file"):
         weighted_epoch_sources(d, 2)
+    (d / "_DONE").write_text("")   # followed: the same files, read with weights, as a stream
+    total, sources = weighted_epoch_sources(d, follow=float("inf"), sleep=lambda s: None)
+    assert total is None
+    assert [s.read().column("weight").to_pylist() for s in sources] == [[0.0], [1.5]]
     (d / "e3.txt").write_text("1 2 inf\n")
     with pytest.raises(EdgeInputError, match=r"e3\.txt:1: weight inf is not a finite number"):
         [s.read() for s in weighted_epoch_sources(d)[1]]
+    p = tmp_path / "w.parquet"   # Parquet is read whole, its weight column checked
+    pq.write_table(pa.table({"src": [1, 2], "dst": [2, 3], "weight": [0.5, -2.0]}), p)
+    with pytest.raises(EdgeInputError, match="weight"):
+        weighted_epoch_sources(p, 2)
+
+
+def test_sssp_command_verbosity_and_overwrite_without_out_are_wccs(capsys):
+    """tfront sssp and tfront wcc run through one runner: the same -q/-v/-vv levels, and
+    --overwrite without --out refused the same way (exit status 2, before Spark)."""
+    from engine.cli import _parser, main
+    from spark_plugin.job_command import verbosity
+
+    p = _parser()
+    for cmd in (["wcc", "g"], ["sssp", "g", "--source", "0"]):
+        assert [verbosity(p.parse_args(cmd + extra)) for extra in
+                ([], ["-q"], ["-v"], ["-vv"], ["-vvvv"])] == [1, 0, 2, 3, 3]
+        with pytest.raises(SystemExit) as exit_:
+            main(cmd + ["--overwrite"])
+        assert exit_.value.code == 2
+        assert f"{cmd[0]} --overwrite needs --out" in capsys.readouterr().err
 
 
 def test_bad_source_and_partitions_are_refused_before_anything_runs(spark, tmp_path):

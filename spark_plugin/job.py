@@ -375,11 +375,16 @@ class JobDriver:
     stale count.
     """
 
+    #: What :meth:`round_passed` raises (the job's own, set by :meth:`EpochJob.run`).
+    protocol_error = JobProtocolError
+
     def __init__(self, spark, dataflow: Dataflow, *, name: str, requested: Backend,
                  partitions: int, task_wrapper=None, checkpoint_dir=None, progress_log=None,
-                 meta=None):
+                 meta=None, protocol_error=None):
         from .batch import large_var_types
 
+        if protocol_error is not None:
+            self.protocol_error = protocol_error
         self.spark, self.dataflow, self.name = spark, dataflow, name
         self.graph = dataflow.graph
         self.requested = requested
@@ -460,6 +465,28 @@ class JobDriver:
     def frontier_at(self, op: str, input: int) -> list:
         """The frontier at input ``input`` of operator ``op`` (its path)."""
         return self.frontier(self.dataflow.target(op, input))
+
+    # -- decisions from frontiers ------------------------------------------------------------
+    def round_passed(self, e: int, it: int, *targets, what: str = "every task reported"):
+        """The check that round ``it`` of epoch ``e`` is complete: the frontier at each of
+        ``targets`` (``(operator path, input)`` pairs) has no element ``<= (e, it)`` (product
+        order). Returns the frontiers, in the order of ``targets``; otherwise raises the job's
+        :attr:`protocol_error` naming every frontier (``what``: what happened before the
+        check, for the message)."""
+        fronts = [self.frontier_at(op, port) for op, port in targets]
+        if any(le(t, (e, it)) for f in fronts for t in f):
+            raise self.protocol_error(
+                f"epoch {e} round {it}: {what}, but the frontier at "
+                + " / ".join(f"{_port_name(op, port)} {fmt_frontier(f)}"
+                             for (op, port), f in zip(targets, fronts))
+                + f" has not passed ({e}, {it})")
+        return fronts
+
+    def converged(self, e: int, frontier) -> bool:
+        """Whether a loop has converged for epoch ``e``: ``frontier`` (at the loop's head) has
+        no element of epoch ``e`` or earlier -- nothing in flight, no capability that could
+        send anything of ``e`` round the loop again."""
+        return not any(t[0] <= e for t in frontier)
 
     # -- stages ----------------------------------------------------------------------------
     def new_stage(self, step: str, epoch: int, iteration: int) -> int:
@@ -737,7 +764,8 @@ class EpochJob:
             spark, dataflow, name=self.name, requested=requested, partitions=self.P,
             task_wrapper=self.task_wrapper, checkpoint_dir=self.checkpoint_dir,
             progress_log=self.progress_log,
-            meta={"edges": str(edges), "partitions": self.P, "backend": requested.value})
+            meta={"edges": str(edges), "partitions": self.P, "backend": requested.value},
+            protocol_error=self.protocol_error)
         result = self.result_type(service=d.service, backend=requested,
                                   service_backend=d.service_backend.value)
         self.start()
@@ -1208,6 +1236,11 @@ class Progress:
 def le(t, u) -> bool:
     """The product order of timestamps: every coordinate of ``t`` at most ``u``'s."""
     return all(x <= y for x, y in zip(t, u))
+
+
+def _port_name(op: str, port: int) -> str:
+    """``relax.in0`` for input 0 of the operator at path ``loop/relax``."""
+    return f"{op.rsplit('/', 1)[-1]}.in{port}"
 
 
 def fmt_frontier(frontier) -> str:

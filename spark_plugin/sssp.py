@@ -11,7 +11,7 @@ The dataflow (:func:`sssp_dataflow`, timestamps ``(epoch, round)`` inside the lo
 
 * ``input`` sends the epoch's new edges to ``relax.in1`` and the *seeds* -- the vertices
   whose distance must be propagated again (the source in epoch 0; afterwards the reached
-  sources of new edges) -- to ``relax.in0``;
+  sources of new edges) -- to ``relax.in2`` (``relax.in0`` is the feedback's);
 * ``relax`` (Spark tasks, one per partition; each partition holds the edges whose source
   hashes to it as a CSR, cached between rounds) sends, for every active vertex ``v`` at
   distance ``d`` and edge ``v -> u`` of weight ``w``, the candidate ``(u, d + w)`` -- the
@@ -48,9 +48,9 @@ from engine import Report
 from engine.jit import CompileWatch
 from gpu_kernels.shortest_paths import (csr_by_source, improve, merge_csr, relax, unreached)
 
-from .job import (EpochJob, EpochOutcome, JobProtocolError, JobResult, fmt_frontier, le)
+from .job import EpochJob, EpochOutcome, JobProtocolError, JobResult
 from .sssp_io import weighted_epoch_sources, weighted_table
-from .wcc_io import EdgeInputError, EpochSource
+from .wcc_io import EdgeInputError
 
 __all__ = ["run_sssp", "SsspJob", "SsspResult", "SsspEpoch", "SsspProtocolError",
            "sssp_dataflow", "sssp_fingerprint", "EdgeInputError"]
@@ -146,7 +146,7 @@ class SsspResult(JobResult):
     vertex) is the last final epoch's when no ``out`` was given; ``decisions`` the frontiers
     each decision of this run was taken from, in order: ``(epoch, round, what, frontier)``
     with ``what`` one of ``round`` (the frontiers at relax.in0 and min.in0 passed
-    ``(e, round)``), ``converged`` (relax.in0 has no element of epoch ``e``) and ``final``
+    ``(e, round)``; ``frontier`` is the pair of them, relax.in0's first), ``converged`` (relax.in0 has no element of epoch ``e``) and ``final``
     (output.in0 passed ``e``); ``stages`` the Spark jobs of the rounds (one per round).
 
     >>> SsspResult(seconds=2.0, tracking_seconds=0.01).total_line()
@@ -186,12 +186,14 @@ class _Relax:
         av, ad = (self.active if isinstance(self.active, list) else self.active.value)[p]
         # the active vertices: the seeds (in2) in round 0, then what came around the feedback
         report = Report().consumed(RELAX, 2 if self.it == 0 else 0, t, len(av))
-        cv = np.zeros(0, np.int64)
-        cd = np.zeros(0, ad.dtype)
-        for csr, added in elements:
+        cvs, cds = [np.zeros(0, np.int64)], [np.zeros(0, ad.dtype)]
+        for csr, added in elements:   # one element per partition; every one's candidates
             if self.it == 0:
                 report.consumed(RELAX, 1, t, int(added))
             cv, cd = relax(csr, av, ad)
+            cvs.append(cv)
+            cds.append(cd)
+        cv, cd = np.concatenate(cvs), np.concatenate(cds)
         report.produced(RELAX, 0, t, len(cv))
         yield p, cv, cd, report.to_arrays()
 
@@ -221,18 +223,6 @@ def sssp_fingerprint(edges, epochs: int, follow, source: int, weighted: bool,
 
     return {**job_fingerprint(edges, epochs, follow), "job": "sssp", "source": int(source),
             "weighted": bool(weighted), "undirected": bool(undirected)}
-
-
-def _weighted_file(src: EpochSource) -> EpochSource:
-    """A followed directory's epoch file read with weights (same file, same stamp check)."""
-    from .sssp_io import read_weighted_edges
-
-    def read():
-        src.check()
-        t = read_weighted_edges(src.what)
-        src.check()
-        return t
-    return EpochSource(src.what, read, None, src.check)
 
 
 class SsspJob(EpochJob):
@@ -280,10 +270,7 @@ class SsspJob(EpochJob):
     def sources(self):
         if not self.weighted:
             return super().sources()
-        if self.follow is not None:   # the directory stream, each file read with weights
-            total, files = super().sources()
-            return total, (_weighted_file(f) for f in files)
-        return weighted_epoch_sources(self.edges, self.epochs)
+        return weighted_epoch_sources(self.edges, self.epochs, follow=self.follow)
 
     def input_table(self, df):
         if not self.weighted:
@@ -370,7 +357,6 @@ class SsspJob(EpochJob):
         """Bellman-Ford rounds from the seeds until the frontier at ``relax.in0`` has no
         element of epoch ``e``; the result is the distances of the reached vertices."""
         d = self.driver
-        relax_in0, min_in0 = d.dataflow.target(RELAX, 0), d.dataflow.target(MIN, 0)
         old_ids = self.csr_ids
         self._merge_new_edges()
         active_v, active_d = self.active
@@ -385,15 +371,10 @@ class SsspJob(EpochJob):
             k = len(active_v)
             d.report(Report().consumed(MIN, 0, (e, it), len(cv)).produced(MIN, 0, (e, it), k)
                      .consumed(FEEDBACK, 0, (e, it), k).produced(FEEDBACK, 0, (e, it + 1), k))
-            fr, fm = d.frontier(relax_in0), d.frontier(min_in0)
-            if any(le(t, (e, it)) for t in fr) or any(le(t, (e, it)) for t in fm):
-                raise SsspProtocolError(
-                    f"epoch {e} round {it}: every task reported, but the frontier at "
-                    f"relax.in0 {fmt_frontier(fr)} / min.in0 {fmt_frontier(fm)} has not "
-                    f"passed ({e}, {it})")
-            self.decisions.append((e, it, "round", tuple(fr)))
+            fr, fm = d.round_passed(e, it, (RELAX, 0), (MIN, 0))
+            self.decisions.append((e, it, "round", (tuple(fr), tuple(fm))))
             self.bar.round(e, it + 1, fr, "relax.in0")
-            if not any(t[0] <= e for t in fr):   # nothing of epoch e can reach relax again
+            if d.converged(e, fr):   # nothing of epoch e can reach relax again
                 self.decisions.append((e, it, "converged", tuple(fr)))
                 break
             it += 1

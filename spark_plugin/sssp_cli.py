@@ -82,7 +82,8 @@ def add_sssp(sub) -> argparse.ArgumentParser:
                       help="print only warnings and errors (no progress bar, epoch lines or "
                            "totals)")
     talk.add_argument("-v", "--verbose", action="count", default=0,
-                      help="also a line per round on stderr")
+                      help="-v: also a line per round on stderr and Spark's warnings; -vv: also "
+                           "debug output and Spark's INFO log")
     s.add_argument("--driver-memory", type=memory_size, default=None, metavar="SIZE",
                    help="heap of the Spark driver JVM, e.g. 8g (default: sized from this machine)")
     s.add_argument("--conf", type=conf_pair, action="append", default=None, metavar="KEY=VALUE",
@@ -92,79 +93,36 @@ def add_sssp(sub) -> argparse.ArgumentParser:
 
 
 def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
-    """Run ``tfront sssp``: check the input, start Spark, print one line per final epoch and
-    a total line on stdout (through the progress bar, which a terminal shows on stderr).
-    When every epoch is already final in ``--out`` this says so and returns 0 without
-    starting Spark. In a process that already has an active Spark session (a test, a
-    notebook) that session is used -- its settings win over ``--master`` and ``--conf`` --
-    and left running. Ctrl-C stops the job (exit 130; the epochs already printed are
-    written)."""
-    from pathlib import Path
-
+    """Run ``tfront sssp``: check the input, then run the job as every job command does
+    (:func:`~spark_plugin.job_command.run_job_command`: Spark settings and the line that says
+    them, ``-q``/``-v``/``-vv``, one line per final epoch and a total line on stdout through
+    the progress bar, a JVM out of memory as a named error, Ctrl-C exit 130 with the epochs
+    already printed written). When every epoch is already final in ``--out`` this says so
+    and returns 0 without starting Spark. In a process that already has an active Spark
+    session (a test, a notebook) that session is used -- its settings win over ``--master``
+    and ``--conf`` -- and left running."""
     if args.overwrite and args.out is None:
         parser.error("sssp --overwrite needs --out")
     if not os.path.exists(args.edges):   # a typo: before importing the Spark side
         raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
-    if args.progress_log is not None and not Path(args.progress_log).absolute().parent.is_dir():
-        raise FileNotFoundError(f"--progress-log {args.progress_log}: directory "
-                                f"{str(Path(args.progress_log).absolute().parent)!r} does not "
-                                f"exist")
-    epochs = args.epochs or 1
     if not args.weighted:
         from .wcc_io import check_input
 
         for note in check_input(args.edges, args.epochs, follow=args.follow):
             print(f"tfront sssp: warning: {note}", file=sys.stderr, flush=True)
-    from .job import write_line
+    from .job_command import run_job_command
     from .sssp import run_sssp, sssp_fingerprint
-    from .wcc_recovery import already_final
 
-    if not args.overwrite:
-        final = already_final(args.out, args.edges, epochs, args.follow, job=sssp_fingerprint(
-            args.edges, epochs, args.follow, args.source, args.weighted, args.undirected))
-        if final is not None:   # a rerun after success: no Spark session at all
-            write_line(f"tfront sssp: {final}")
-            return 0
-    from .config import build_session, session_conf, submitted_conf
+    epochs = args.epochs or 1
 
-    conf = dict(args.conf or [])
-    if args.master:
-        conf["spark.master"] = args.master
-    if args.driver_memory:
-        conf["spark.driver.memory"] = args.driver_memory
-    settings = session_conf("local", conf=conf, submitted=submitted_conf(),
-                            defaults={"spark.ui.enabled": "false",
-                                      "spark.ui.showConsoleProgress": "false"})
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    level = 0 if args.quiet else 1 + min(args.verbose, 1)
-    from pyspark.sql import SparkSession
+    def run(spark, level, on_epoch):
+        return run_sssp(spark, args.edges, args.source, epochs=epochs, out=args.out,
+                        weighted=args.weighted, undirected=args.undirected,
+                        partitions=args.partitions, progress=level, on_epoch=on_epoch,
+                        follow=args.follow, checkpoint_dir=args.checkpoint_dir,
+                        progress_log=args.progress_log, overwrite=args.overwrite)
 
-    running = SparkSession.getActiveSession()   # a caller's session (a test, a notebook)
-    spark = build_session("local", app_name="tfront-sssp", conf=settings, log_level="error")
-    done = []
-
-    def epoch_line(s) -> None:
-        done.append(s)
-        if level:
-            write_line(f"{s.line()}; input {s.source}")
-
-    try:
-        try:
-            res = run_sssp(spark, args.edges, args.source, epochs=epochs, out=args.out,
-                           weighted=args.weighted, undirected=args.undirected,
-                           partitions=args.partitions, progress=level, on_epoch=epoch_line,
-                           follow=args.follow, checkpoint_dir=args.checkpoint_dir,
-                           progress_log=args.progress_log, overwrite=args.overwrite)
-        except KeyboardInterrupt:
-            kept = (f"epochs 0-{done[-1].epoch} are written to {args.out}"
-                    if done and args.out else "no epoch was finished" if not done
-                    else "distances not saved (no --out)")
-            write_line(f"tfront sssp: interrupted after {len(done)} epoch"
-                       f"{'s' if len(done) != 1 else ''}; {kept}", sys.stderr)
-            return 130
-        if level:
-            write_line(res.total_line(args.out))
-    finally:
-        if running is None:   # the session this command started; a caller's is left running
-            spark.stop()
-    return 0
+    return run_job_command(
+        args, name="sssp", what="distances", run=run,
+        fingerprint=sssp_fingerprint(args.edges, epochs, args.follow, args.source,
+                                     args.weighted, args.undirected))

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .wcc_io import (EdgeInputError, EpochSource, FileStamp, _check_epochs, _check_parquet,
-                     _kind, _open_text, edge_files, even_cuts)
+from .wcc_io import (EdgeInputError, _check_epochs, _check_parquet, _kind, _open_text,
+                     _table_sources, epoch_sources)
 
 __all__ = ["WEIGHTED_SCHEMA", "read_weighted_edges", "weighted_table", "weighted_epoch_sources"]
 
@@ -130,41 +130,17 @@ def read_weighted_edges(path) -> pa.Table:
                                 schema=WEIGHTED_SCHEMA)
 
 
-def weighted_epoch_sources(edges, epochs: int = 1):
-    """``(number of epochs, iterator of EpochSource)`` of a weighted input: a file or table
-    read (and validated) up front and cut into ``epochs`` equal slices, or a directory with
-    one epoch per file (``epochs`` must be 1), each file read when its epoch starts and
-    refused if it changed since the job started (:class:`~spark_plugin.wcc_io.FileStamp`)."""
+def weighted_epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
+                           **options):
+    """``(number of epochs, iterator of EpochSource)`` of a weighted input: the WCC job's
+    :func:`~spark_plugin.wcc_io.epoch_sources` with :func:`read_weighted_edges` as its
+    reader -- a file read (and validated) up front and cut into ``epochs`` equal slices, a
+    directory with one epoch per file (``epochs`` must be 1), each file read when its epoch
+    starts and refused if it changed since the job started
+    (:class:`~spark_plugin.wcc_io.FileStamp`), or with ``follow`` a directory consumed as a
+    stream -- or a table, validated here (:func:`weighted_table`) and cut the same way.
+    ``options``: ``epoch_sources``'s ``poll`` and ``sleep``."""
     if isinstance(edges, pa.Table):
         _check_epochs(epochs, "edge table")
-        return _slices(weighted_table(edges), epochs, "edge table")
-    path = Path(edges)
-    _check_epochs(epochs, str(path))
-    if path.is_dir():
-        if epochs != 1:
-            raise EdgeInputError(f"{path}: epochs={epochs} splits a single file; a directory "
-                                 f"has one epoch per file", str(path))
-        files = edge_files(path)
-        if not files:
-            raise EdgeInputError(f"{path}: the directory has no epoch files (hidden and "
-                                 f"'_'-prefixed files are skipped); nothing to do", str(path))
-        stamps = [FileStamp.of(f) for f in files]
-
-        def source(f, stamp):
-            def read():
-                stamp.check()
-                t = read_weighted_edges(f)
-                stamp.check()
-                return t
-            return EpochSource(str(f), read, None, stamp.check)
-        return len(files), (source(f, st) for f, st in zip(files, stamps))
-    return _slices(read_weighted_edges(path), epochs, str(path))
-
-
-def _slices(table: pa.Table, epochs: int, what: str):
-    if table.num_rows == 0:
-        raise EdgeInputError(f"{what}: no edges; nothing to do", what)
-    cuts = even_cuts(table.num_rows, epochs)
-    return epochs, (EpochSource(f"{what} rows {cuts[e] + 1}-{cuts[e + 1]}",
-                                (lambda s=cuts[e], t=cuts[e + 1]: table.slice(s, t - s)))
-                    for e in range(epochs))
+        return _table_sources(weighted_table(edges), epochs, "edge table")
+    return epoch_sources(edges, epochs, follow=follow, reader=read_weighted_edges, **options)

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -48,14 +47,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import Backend, Summary
-from engine.errors import TimelyFrontierError
 from engine.jit import CompileWatch
 from engine.operate import Dataflow, Operate, Report, Scope
 from gpu_kernels.unionfind import compact_ids
 
 from .device import KernelPlacement, place_kernels
 from .job import (EpochJob, EpochOutcome, JobProtocolError, JobResult, StageTask, arrow_bool,
-                  arrow_fixed, arrow_numpy, fmt_frontier, from_ipc, le, to_ipc, write_line)
+                  arrow_fixed, arrow_numpy, fmt_frontier, from_ipc, to_ipc, write_line)
+from .job_command import driver_heap_bytes, run_job_command, verbosity  # noqa: F401
 from .wcc_io import EdgeInputError, check_input, edge_files, edge_format, even_cuts, read_edges
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
@@ -91,6 +90,9 @@ EDGE_DDL = "a bigint, b bigint, f boolean"
 _EDGE_SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.int64())])
 #: Stage kinds as their steps are called in job descriptions and the progress log.
 _STEP_NAMES = {"small": "small-star", "large": "large-star"}
+#: The inputs a round's completion is read at (:meth:`~spark_plugin.job.JobDriver.round_passed`):
+#: the label operator's feedback input (also the loop's convergence) and the star operator's.
+LABEL_IN0, STAR_IN0 = ("label", 0), ("star", 0)
 
 
 class WccProtocolError(JobProtocolError):
@@ -556,7 +558,7 @@ class WccJob(EpochJob):
         element of epoch ``e``; the labels of every vertex seen so far, checkpointed."""
         from pyspark.sql import functions as F
 
-        d, wg, ck = self.driver, self.wg, self.driver.checkpoints
+        d, ck = self.driver, self.driver.checkpoints
         new = self.spark.createDataFrame(new_tbl, schema=EDGE_DDL)
         inp = new if self.state is None else self.state.unionByName(new)
         df, ids = self._stage("contract", inp, e, 0, F.least("a", "b"))
@@ -565,15 +567,10 @@ class WccJob(EpochJob):
             df, ids2 = self._stage("small", df, e, it, F.col("b"))
             ck.release(ids)
             ids = ids2
-            fb, fs = d.frontier(wg.b_in0), d.frontier(wg.s_in0)
-            if any(le(t, (e, it)) for t in fb) or any(le(t, (e, it)) for t in fs):
-                raise WccProtocolError(
-                    f"epoch {e} iteration {it}: all tasks reported, but the frontier at "
-                    f"label.in0 {fmt_frontier(fb)} / star.in0 {fmt_frontier(fs)} has "
-                    f"not passed ({e}, {it})")
+            fb, _ = d.round_passed(e, it, LABEL_IN0, STAR_IN0)
             self.bar.round(e, it + 1, fb)   # rounds so far: the epoch line's count
-            if not any(t[0] <= e for t in fb):
-                break  # converged: no new edge of epoch e can reach the label operator
+            if d.converged(e, fb):
+                break  # no new edge of epoch e can reach the label operator
             it += 1
             both = df.unionByName(df.select(F.col("b").alias("a"), F.col("a").alias("b"), "f"))
             df, ids2 = self._stage("large", both, e, it, F.col("a"))
@@ -600,18 +597,15 @@ class WccJob(EpochJob):
     def _finish_on_driver(self, e, new) -> EpochOutcome:
         """One Spark job contracts (its output collected); the driver's global union-find is
         the fixed point of the loop (nothing goes around the feedback)."""
-        d, wg = self.driver, self.wg
+        d = self.driver
         ca, cb, loops = self._stage_collect(None if self.state is None
                                             else _stars_table(*self.state), new, e, 0)
         it = 0
         sa, sb = self._union_find_on_driver(ca, cb, e, it)
-        fb, fs = d.frontier(wg.b_in0), d.frontier(wg.s_in0)
-        if (any(le(t, (e, it)) for t in fb) or any(le(t, (e, it)) for t in fs)
-                or any(t[0] <= e for t in fb)):
-            raise WccProtocolError(
-                f"epoch {e}: the driver finished the loop, but the frontier at "
-                f"label.in0 {fmt_frontier(fb)} / star.in0 {fmt_frontier(fs)} has not "
-                f"passed epoch {e}")
+        fb, _ = d.round_passed(e, it, LABEL_IN0, STAR_IN0, what="the driver finished the loop")
+        if not d.converged(e, fb):
+            raise WccProtocolError(f"epoch {e}: the driver finished the loop, but the frontier "
+                                   f"at label.in0 {fmt_frontier(fb)} has not passed epoch {e}")
         self.bar.round(e, it + 1, fb)
         self.state = (sa, sb)
         # labels of every vertex seen so far: the star's centre, or the vertex itself. A
@@ -779,12 +773,6 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                   progress_log=progress_log, overwrite=overwrite).run()
 
 
-def driver_heap_bytes(spark) -> int:
-    """The driver JVM's largest heap (``Runtime.maxMemory``): what ``spark.driver.memory``
-    (or ``spark-submit --driver-memory``) actually gave it."""
-    return int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory())
-
-
 def driver_finish_rows(spark) -> tuple[int, str]:
     """The largest loop input (rows) of an epoch finished on the driver, and how it was chosen:
     ``$TFRONT_WCC_DRIVER_ROWS`` when set, else the smallest of the driver JVM's heap over
@@ -827,27 +815,6 @@ def driver_finish_rows(spark) -> tuple[int, str]:
     return int(rows), why
 
 
-#: ``tfront wcc`` verbosity (0 ``--quiet``, 1 default, 2 ``-v``, 3 ``-vv``) -> Spark's log level.
-SPARK_LOG_LEVELS = {0: "error", 1: "error", 2: "warn", 3: "info"}
-
-
-class _BarLogHandler(logging.Handler):
-    """Log records on stderr, written through the progress bar (:func:`write_line`)."""
-
-    def emit(self, record):
-        try:
-            write_line(self.format(record), sys.stderr)
-        except Exception:  # noqa: BLE001 -- logging's own convention
-            self.handleError(record)
-
-
-def verbosity(args) -> int:
-    """``tfront wcc``'s level: 0 with ``--quiet``, else 1 plus the ``-v`` count (at most 3)."""
-    if getattr(args, "quiet", False):
-        return 0
-    return 1 + min(int(getattr(args, "verbose", 0) or 0), 2)
-
-
 def main_wcc(args) -> int:
     """The ``tfront wcc`` command (called by :mod:`engine.cli`, which has checked the options'
     forms). The input is validated -- existence, readability, ``--epochs`` / ``--follow``
@@ -859,196 +826,42 @@ def main_wcc(args) -> int:
     final there, this says so and returns 0 without starting Spark; ``--overwrite`` starts
     over.
 
-    Output by :func:`verbosity`: ``--quiet`` prints only warnings and errors; the default
-    prints each final epoch's line and the totals on stdout and, on a terminal, a progress bar
-    on stderr; ``-v`` adds a line per round and this package's INFO log (which task ran
-    which kernels) and Spark's warnings, ``-vv`` DEBUG and Spark's INFO log. Every line goes
-    through the bar (:func:`write_line`), so none is drawn over it.
-
-    Spark settings, lowest precedence first: the ``local`` preset (driver memory sized from
-    this machine, loopback networking for a ``local[...]`` master), ``spark.ui.enabled=false``;
-    what ``spark-submit`` started the JVM with (its ``--master``, ``--conf``,
-    ``--driver-memory``, properties file); then ``--master``, ``--driver-memory`` and
-    ``--conf KEY=VALUE``. One line on stderr says what was chosen. A JVM started here exits
-    when it runs out of heap (``-XX:+ExitOnOutOfMemoryError``) instead of hanging, and the
-    job then stops with :class:`~spark_plugin.errors.SparkMemoryError`.
+    The rest is every job command's (:func:`~spark_plugin.job_command.run_job_command`):
+    verbosity (``-q``; ``-v`` a line per round, which task ran which kernels and Spark's
+    warnings; ``-vv`` debug output and Spark's INFO log), the Spark settings and the line on
+    stderr that says them (here with how many rows an epoch may have to finish on the
+    driver), a JVM out of memory as :class:`~spark_plugin.errors.SparkMemoryError`, Ctrl-C,
+    stopping the session it started. WCC adds the kernels line after the totals and a
+    warning for an epoch without edges.
     """
-    import tempfile
-
-    from .config import (DRIVER_MEMORY_SHARE, build_session, format_memory, machine_memory,
-                         session_conf, submitted_conf)
-
     follow = getattr(args, "follow", None)
-    log_path = getattr(args, "progress_log", None)
-    if log_path is not None and not Path(log_path).absolute().parent.is_dir():
-        raise FileNotFoundError(f"--progress-log {log_path}: directory "
-                                f"{str(Path(log_path).absolute().parent)!r} does not exist")
-    epochs = args.epochs
-    for note in check_input(args.edges, epochs, follow=follow):
+    for note in check_input(args.edges, args.epochs, follow=follow):
         print(f"tfront wcc: warning: {note}", file=sys.stderr, flush=True)
-    level = verbosity(args)
-    overwrite = bool(getattr(args, "overwrite", False))
-    if overwrite and not args.out:
-        from .errors import OutputStateError
 
-        raise OutputStateError("--overwrite needs --out")
-    if not overwrite:
-        from .wcc_recovery import already_final
+    def banner(spark) -> str:
+        rows, why = driver_finish_rows(spark)
+        return f"epochs of up to {rows:,} rows finish on the driver ({why})"
 
-        final = already_final(args.out, args.edges, epochs or 1, follow)
-        if final is not None:   # a rerun after success: no Spark session at all
-            print(f"tfront wcc: {final}", flush=True)
-            return 0
-    cli_conf = dict(getattr(args, "conf", None) or [])
-    if args.master:
-        cli_conf["spark.master"] = args.master
-    driver_memory = getattr(args, "driver_memory", None)
-    if driver_memory:
-        cli_conf["spark.driver.memory"] = driver_memory
-    submitted = submitted_conf()          # {} unless spark-submit started the JVM
-    jvm_running = bool(submitted)
-    settings = session_conf("local", conf=cli_conf, submitted=submitted,
-                            defaults={"spark.ui.enabled": "false",
-                                      "spark.ui.showConsoleProgress": "false"})
-    oom_marker = None
-    if jvm_running:
-        for key in ("spark.driver.memory", "spark.driver.extraJavaOptions"):
-            if key in cli_conf and cli_conf[key] != submitted.get(key):
-                print(f"tfront wcc: warning: {key}={cli_conf[key]} has no effect: the driver JVM "
-                      f"was already started by spark-submit (pass it to spark-submit)",
-                      file=sys.stderr, flush=True)
-    else:   # this process starts the JVM: make an out-of-memory JVM exit, and say so
-        oom_dir = tempfile.mkdtemp(prefix="tfront-wcc-")
-        oom_marker = Path(oom_dir) / "jvm-out-of-memory"
-        settings["spark.driver.extraJavaOptions"] = " ".join(filter(None, [
-            settings.get("spark.driver.extraJavaOptions", ""), "-XX:+ExitOnOutOfMemoryError",
-            f"-XX:OnOutOfMemoryError='touch {oom_marker}'"]))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    done: list[EpochSummary] = []
-    handler = _BarLogHandler()
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    ours = [logging.getLogger(n) for n in ("engine", "gpu_kernels", "spark_plugin")]
-    saved_levels = (root.level, [lg.level for lg in ours])
-    root.setLevel(logging.WARNING)
-    for lg in ours:
-        lg.setLevel({2: logging.INFO, 3: logging.DEBUG}.get(level, logging.WARNING))
+    def empty_epoch(s: EpochSummary, warn) -> None:
+        if s.new_edges == 0:
+            warn(f"epoch {s.epoch}: {s.source} has no edges; its labels are those of "
+                 f"epoch {s.epoch - 1}" if s.epoch else f"epoch 0: {s.source} has no edges")
 
-    def warn(text: str) -> None:
-        write_line(f"tfront wcc: warning: {text}", sys.stderr)
+    def after(res: WccResult, level: int, warn) -> None:
+        if level >= 1:
+            write_line(res.kernels_line())
+        if not res.epochs and not res.resumed_at:
+            warn(f"no epoch file arrived in {args.edges}")
 
-    try:
-        try:
-            spark = build_session("local", app_name="tfront-wcc", conf=settings,
-                                  log_level=SPARK_LOG_LEVELS[level])
-        except BaseException:
-            if oom_marker is not None:
-                shutil.rmtree(oom_marker.parent, ignore_errors=True)
-            raise
-        try:
-            rows, why = driver_finish_rows(spark)
-            master = spark.sparkContext.master
-            heap = driver_heap_bytes(spark)
-            total = machine_memory()
-            source = ("--driver-memory" if driver_memory
-                      else "--conf" if "spark.driver.memory" in cli_conf
-                      else "spark-submit" if "spark.driver.memory" in submitted
-                      else "Spark's default" if jvm_running
-                      else f"{DRIVER_MEMORY_SHARE:.0%} of this machine's {total / (1 << 30):.1f} GiB")
-            if level >= 1:
-                sc_conf = spark.sparkContext.getConf()
-                write_line(f"tfront wcc: Spark master {master}; driver memory "
-                           f"{sc_conf.get('spark.driver.memory', '1g')} ({source}; "
-                           f"heap {format_memory(heap)})"
-                           + ("" if master.startswith("local[") or master == "local" else
-                              f"; executor memory {sc_conf.get('spark.executor.memory', '1g')}")
-                           + f"; epochs of up to {rows:,} rows finish on the driver ({why})",
-                           sys.stderr)
+    def run(spark, level, on_epoch) -> WccResult:
+        return run_wcc(spark, args.edges, epochs=args.epochs or 1, out=args.out,
+                       partitions=args.partitions, backend=args.backend, progress=level,
+                       on_epoch=on_epoch, follow=follow,
+                       checkpoint_dir=getattr(args, "checkpoint_dir", None),
+                       progress_log=getattr(args, "progress_log", None),
+                       overwrite=bool(getattr(args, "overwrite", False)))
 
-            def report(s: EpochSummary) -> None:
-                done.append(s)
-                if level >= 1:
-                    write_line(f"{s.line()}; input {s.source}")
-                if s.new_edges == 0:
-                    warn(f"epoch {s.epoch}: {s.source} has no edges; its labels are those of "
-                         f"epoch {s.epoch - 1}" if s.epoch else
-                         f"epoch 0: {s.source} has no edges")
-
-            try:
-                res = run_wcc(spark, args.edges, epochs=epochs or 1, out=args.out,
-                              partitions=args.partitions, backend=args.backend, progress=level,
-                              on_epoch=report, follow=follow,
-                              checkpoint_dir=getattr(args, "checkpoint_dir", None),
-                              progress_log=log_path, overwrite=overwrite)
-            except KeyboardInterrupt:
-                kept = (f"epochs 0-{done[-1].epoch} are written to {args.out}"
-                        if done and args.out else "no epoch was finished" if not done
-                        else "labels not saved (no --out)")
-                write_line(f"tfront wcc: interrupted after {len(done)} epoch"
-                           f"{'s' if len(done) != 1 else ''}; {kept}", sys.stderr)
-                return 130
-            except TimelyFrontierError:
-                raise
-            except Exception as e:   # Py4J and Spark errors: a JVM that died or ran out of memory?
-                failure = _jvm_failure(e, oom_marker, heap)
-                if failure is not None:
-                    raise failure from e
-                raise
-            if level >= 1:
-                write_line(res.total_line(args.out))
-                write_line(res.kernels_line())
-            if not res.epochs and not res.resumed_at:
-                warn(f"no epoch file arrived in {args.edges}")
-        finally:
-            try:
-                spark.stop()
-            except Exception as e:   # a dead JVM: the job's own error says what happened
-                log.debug("stopping the Spark session failed: %s", e)
-            if oom_marker is not None:
-                shutil.rmtree(oom_marker.parent, ignore_errors=True)
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(saved_levels[0])
-        for lg, lv in zip(ours, saved_levels[1]):
-            lg.setLevel(lv)
-    return 0
-
-
-def _jvm_status():
-    """The exit status of the driver JVM this process started, or ``None`` while it runs
-    (or when spark-submit started it)."""
-    from pyspark import SparkContext
-
-    proc = getattr(SparkContext._gateway, "proc", None)
-    return None if proc is None else proc.poll()
-
-
-def _jvm_failure(err: BaseException, oom_marker, heap: int):
-    """The named error for a job that failed because a JVM ran out of memory or died
-    (:class:`SparkMemoryError`, :class:`SparkJobError`), or ``None`` for any other failure."""
-    from .config import format_memory
-    from .errors import SparkJobError, SparkMemoryError
-
-    deadline = time.monotonic() + 3   # a JVM that is exiting takes a moment to be reaped
-    while (_jvm_status() is None and "OutOfMemoryError" not in str(err)
-           and (oom_marker is None or not oom_marker.exists()) and time.monotonic() < deadline):
-        time.sleep(0.1)
-    status = _jvm_status()
-    hint = (f"rerun with a larger --driver-memory (this run's heap: {format_memory(heap)}), or "
-            f"lower TFRONT_WCC_DRIVER_ROWS so that fewer rows are collected on the driver")
-    if oom_marker is not None and oom_marker.exists():
-        return SparkMemoryError(f"the Spark driver JVM ran out of memory and exited "
-                                f"(status {status}): {hint}", status)
-    if "OutOfMemoryError" in str(err):
-        return SparkMemoryError(f"a Spark JVM ran out of memory ({_first_line(err)}): {hint}; "
-                                f"on a cluster, raise --conf spark.executor.memory", status)
-    if status is not None:
-        return SparkJobError(f"the Spark driver JVM exited with status {status} during the job "
-                             f"({_first_line(err)})", status)
-    return None
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0] if text else ''}"
+    return run_job_command(args, name="wcc", what="labels", run=run, banner=banner,
+                           on_summary=empty_epoch, after=after,
+                           memory_hint="lower TFRONT_WCC_DRIVER_ROWS so that fewer rows are "
+                                       "collected on the driver")

@@ -540,7 +540,8 @@ def edges_table(table: pa.Table, what: str = "edge table") -> pa.Table:
 
 
 def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
-                  poll: float = 0.5, sleep=None) -> tuple[int | None, Iterator[EpochSource]]:
+                  poll: float = 0.5, sleep=None,
+                  reader=None) -> tuple[int | None, Iterator[EpochSource]]:
     """``(number of epochs, iterator of EpochSource per epoch)``.
 
     A text or CSV file (or a ``pyarrow.Table`` of edges) is read (and validated) once, up
@@ -563,6 +564,12 @@ def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
     or ``_``-prefixed name and rename it when complete (those names are skipped): a writer
     that pauses for longer than ``poll`` mid-file otherwise has its file taken early, and
     then refused. ``sleep`` (testing hook) replaces ``time.sleep`` between listings.
+
+    ``reader(path) -> pyarrow.Table`` reads and validates one whole file of another row
+    format (the shortest-paths job's weighted edges: :mod:`spark_plugin.sssp_io`) instead of
+    :func:`read_edges`; every file, Parquet too, is then read whole (a single file up front,
+    a directory's files when their epochs start). A table ``edges`` is the caller's to
+    validate for such a format.
     """
     if isinstance(edges, pa.Table):
         _check_epochs(epochs, "edge table")
@@ -579,7 +586,7 @@ def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
             raise EdgeInputError(f"{_fmt(path)}: epochs={epochs} splits a single file; a "
                                  f"directory has one epoch per file", str(path))
         import time
-        return None, _follow(path, float(follow), float(poll), sleep or time.sleep)
+        return None, _follow(path, float(follow), float(poll), sleep or time.sleep, reader)
     if path.is_dir():
         if epochs != 1:
             raise EdgeInputError(f"{_fmt(path)}: epochs={epochs} splits a single file; a "
@@ -589,10 +596,10 @@ def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
             raise EdgeInputError(f"{_fmt(path)}: the directory has no epoch files (hidden and "
                                  f"'_'-prefixed files are skipped); nothing to do", str(path))
         stamps = [FileStamp.of(f) for f in files]
-        return len(files), (_file_source(f, st) for f, st in zip(files, stamps))
+        return len(files), (_file_source(f, st, reader) for f, st in zip(files, stamps))
     if not path.exists():
         raise FileNotFoundError(f"edge file {_fmt(path)!r} does not exist")
-    if _kind(path) == "parquet":
+    if reader is None and _kind(path) == "parquet":
         whole = ParquetSlice.of(path)
         if whole.rows == 0:
             raise EdgeInputError(f"{_fmt(path)}: the Parquet file has no rows: no edges, "
@@ -600,7 +607,7 @@ def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
         slices = [whole.part(e, epochs) for e in range(epochs)]
         return epochs, (EpochSource(f"{path} rows {s.start + 1}-{s.stop}", s.read, s,
                                     whole.stamp.check) for s in slices)
-    table = read_edges(path)
+    table = (reader or read_edges)(path)
     if table.num_rows == 0:
         raise EdgeInputError(f"{_fmt(path)}: no edges (the file is empty or has only comments "
                              f"and blank lines); nothing to do", str(path))
@@ -616,17 +623,18 @@ def _table_sources(table: pa.Table, epochs: int, what: str):
                     for e in range(epochs))
 
 
-def _file_source(f: Path, stamp: FileStamp | None = None) -> EpochSource:
+def _file_source(f: Path, stamp: FileStamp | None = None, reader=None) -> EpochSource:
     """A directory's epoch file (called when its epoch starts: the iterator is lazy), as it
-    was when ``stamp`` was recorded (default: now)."""
+    was when ``stamp`` was recorded (default: now), read by ``reader`` (default
+    :func:`read_edges`, Parquet as a lazy slice)."""
     stamp = FileStamp.of(f) if stamp is None else stamp
-    if _kind(f) == "parquet":
+    if reader is None and _kind(f) == "parquet":
         whole = ParquetSlice.of(f, stamp=stamp)
         return EpochSource(str(f), whole.read, whole, stamp.check)
 
     def read():
         stamp.check()
-        t = read_edges(f)
+        t = (reader or read_edges)(f)
         stamp.check()
         return t
     return EpochSource(str(f), read, None, stamp.check)
@@ -644,7 +652,7 @@ def _parquet_complete(f: Path, size: int) -> bool:
         return False
 
 
-def _follow(path: Path, idle: float, poll: float, sleep) -> Iterator[EpochSource]:
+def _follow(path: Path, idle: float, poll: float, sleep, reader=None) -> Iterator[EpochSource]:
     import time
 
     seen: set[str] = set()
@@ -679,7 +687,7 @@ def _follow(path: Path, idle: float, poll: float, sleep) -> Iterator[EpochSource
             seen.add(f.name)
             sizes.pop(f.name, None)
             taken.append(st)
-            yield _file_source(f, st)
+            yield _file_source(f, st, reader)
         if ready:
             last = time.monotonic()
             continue

@@ -92,36 +92,101 @@ def test_grid_and_rmat_of_the_benchmark_equal_scipy_every_epoch(spark, tmp_path)
 def test_every_decision_came_from_a_frontier_and_epochs_are_written_after_it(spark, tmp_path):
     """Rounds complete only when the frontiers at relax.in0 and min.in0 passed (e, i); an epoch
     converges when relax.in0 has no element of epoch e; it is written only after output.in0
-    passed e -- checked from the frontiers recorded at each decision and from what is on
-    disk when each epoch is announced."""
+    passed e. The frontiers each decision recorded are checked against an independent record
+    -- the progress log's frontier events, replayed up to the step the decision closed -- and
+    against what is on disk when each epoch is announced."""
     src = np.array([0, 1, 2, 10, 0], np.int64)   # epoch 1 (rows 3-5) links 2 -> 10 -> 4
     dst = np.array([1, 2, 10, 4, 6], np.int64)
     out = str(tmp_path / "out")
+    log = tmp_path / "progress.jsonl"
     seen = []
     res = run_sssp(spark, pa.table({"src": src, "dst": dst}), 0, epochs=2, out=out,
-                   on_epoch=lambda s: seen.append((s.epoch, sorted(written(out)),
-                                                   s.output_frontier)))
+                   progress_log=str(log), on_epoch=lambda s: seen.append(
+                       (s.epoch, sorted(written(out)), s.output_frontier)))
     for e, on_disk, fo in seen:
         assert on_disk == list(range(e + 1))            # nothing of a later epoch yet
         assert all(t[0] > e for t in fo)                  # output frontier passed e
     kinds = [(e, what) for e, _, what, _ in res.decisions]
     rounds = {e: sum(1 for x in kinds if x == (e, "round")) for e in (0, 1)}
     assert [r.rounds for r in res.epochs] == [rounds[0], rounds[1]] == [3, 3]
+    assert kinds.index((0, "final")) < kinds.index((1, "round"))
+
+    # the log: the frontier at each input after the batches of every step up to a given one
+    events = [json.loads(x) for x in log.read_text().splitlines()]
+    steps = [(ev["epoch"], ev["iteration"], ev["step"]) for ev in events if ev["event"] == "step"]
+    at = {"relax.in0": res.dataflow.target("loop/relax", 0),
+          "min.in0": res.dataflow.target("loop/min", 0),
+          "output.in0": res.dataflow.target("output", 0)}
+
+    def logged(name, step):
+        """The frontier at ``name`` once every batch of the steps up to ``step`` is applied
+        (batches are logged in the order they were applied)."""
+        last = steps.index(step)
+        front = []
+        for ev in events:
+            key = (ev.get("epoch"), ev.get("iteration"), ev.get("step"))
+            # the operators' initial capabilities come before any step
+            if ev["event"] == "frontier" and ev["loc"] == at[name] and (
+                    steps.index(key) if key in steps else -1) <= last:
+                front = ev["frontier"]
+        return tuple(tuple(t) for t in front)
+
     for e, it, what, frontier in res.decisions:
         if what == "round":
-            assert not any(all(x <= y for x, y in zip(t, (e, it))) for t in frontier)
+            fr, fm = frontier
+            assert (fr, fm) == (logged("relax.in0", (e, it, "relax")),
+                                logged("min.in0", (e, it, "relax")))
+            assert not any(all(x <= y for x, y in zip(t, (e, it))) for t in fr + fm)
         elif what == "converged":
+            assert frontier == logged("relax.in0", (e, it, "relax"))
             assert not any(t[0] <= e for t in frontier)
         else:
-            assert what == "final" and not any(t[0] <= e for t in frontier)
-    assert kinds.index((0, "final")) < kinds.index((1, "round"))
+            # output is outside the loop: its timestamps are (epoch,), logged padded
+            assert what == "final" and frontier == tuple(
+                t[:1] for t in logged("output.in0", (e, it, "output")))
+            assert not any(t[0] <= e for t in frontier)
     assert written(out) == {0: {0: 0, 1: 1, 2: 2}, 1: {0: 0, 1: 1, 2: 2, 10: 3, 4: 4, 6: 1}}
     assert res.service.counts().num_rows == 0
 
 
+def test_an_under_reported_count_stops_the_epoch_before_it_is_written(spark, tmp_path):
+    """Every report arrives and passes the guards, but partition 1's relax task of epoch 1
+    round 0 reports consuming one edge fewer at relax.in1 than it did: that message stays in
+    flight at (1, 0), so the frontier at min.in0 cannot pass round 0 (nor relax.in0 the
+    round after) and the job stops with SsspProtocolError naming both frontiers -- epoch 1 is
+    never written."""
+    from engine.report import ReportKind
+
+    src = np.arange(0, 4, dtype=np.int64)   # epoch 0: 0 -> 1 -> 2; epoch 1: 2 -> 3 -> 4
+    dst = src + 1
+    out = str(tmp_path / "out")
+
+    class UnderReport:
+        def __init__(self, run):
+            task = run.__self__
+            self.run, self.at = run, (task.epoch, task.it)
+
+        def __call__(self, p, rows):
+            for part, v, d, cols in self.run(p, rows):
+                edges = ((cols["kind"] == ReportKind.CONSUMED) & (cols["port"] == 1)
+                         & (np.array(cols["ops"], object)[cols["op"]] == "loop/relax"))
+                if self.at == (1, 0) and part == 1:
+                    assert cols["count"][edges].tolist() == [1]   # the edge 3 -> 4
+                    cols["count"][np.flatnonzero(edges)[0]] -= 1
+                yield part, v, d, cols
+
+    with pytest.raises(SsspProtocolError, match=r"epoch 1 round 0: every task reported, but "
+                       r"the frontier at relax\.in0 \{\(1, 1\)\} / min\.in0 \{\(1, 0\)\} "
+                       r"has not passed \(1, 0\)"):
+        run_sssp(spark, pa.table({"src": src, "dst": dst}), 0, epochs=2, out=out,
+                 partitions=2, task_wrapper=UnderReport)
+    assert written(out) == {0: {0: 0, 1: 1, 2: 2}}
+
+
 def test_a_lost_report_stops_the_epoch_before_it_is_written(spark, tmp_path):
-    """Partition 1's reports of epoch 1 never arrive: the frontiers cannot pass, the job fails
-    with a named error naming the producer, and only epoch 0 is on disk."""
+    """Partition 1's reports of epoch 1 never arrive: the stage's batch of producer sssp-1 is
+    missing, the job fails with MissingBatchError naming it before any frontier is read,
+    and only epoch 0 is on disk (a report that arrives but under-counts: the test above)."""
     src = np.arange(0, 4, dtype=np.int64)
     dst = src + 1
     out = str(tmp_path / "out")
@@ -136,10 +201,38 @@ def test_a_lost_report_stops_the_epoch_before_it_is_written(spark, tmp_path):
                     continue   # the candidates and the report are lost together
                 yield part, v, d, report
 
-    with pytest.raises((MissingBatchError, SsspProtocolError), match="sssp-1"):
+    with pytest.raises(MissingBatchError, match="sssp-1"):
         run_sssp(spark, pa.table({"src": src, "dst": dst}), 0, epochs=2, out=out,
                  partitions=2, task_wrapper=DropReport)
     assert sorted(written(out)) == [0]
+
+
+def test_a_relax_task_sends_the_candidates_of_every_element_of_its_partition():
+    """The relax task on a partition of several ``(csr, added)`` elements (the task level,
+    no Spark): its candidates are those of every element, and the count it reports produced
+    at relax.out0 is theirs -- not the last element's while consuming every element's
+    edges."""
+    from engine import Report
+    from gpu_kernels.shortest_paths import csr_by_source, relax
+    from spark_plugin.sssp import _Relax
+
+    one = csr_by_source(np.array([0, 0]), np.array([1, 2]), np.array([1, 4]))
+    two = csr_by_source(np.array([0, 2]), np.array([3, 4]), np.array([2, 1]))
+    av, ad = np.array([0, 2], np.int64), np.array([0, 5], np.int64)
+    [(p, cv, cd, cols)] = list(_Relax(0, 0, [None, (av, ad)])(1, [(one, 2), (two, 2)]))
+    expect = [relax(c, av, ad) for c in (one, two)]
+    assert p == 1
+    assert sorted(zip(cv.tolist(), cd.tolist())) == sorted(
+        (v, d) for ev, ed in expect for v, d in zip(ev.tolist(), ed.tolist()))
+    assert len(cv) == 4   # 0 -> 1, 0 -> 2, 0 -> 3, 2 -> 4
+    rep = Report.from_arrays(**cols).to_arrays()
+    got: dict = {}
+    for o, k, q, c in zip(rep["op"], rep["kind"], rep["port"], rep["count"]):
+        key = (rep["ops"][o], int(k), int(q))
+        got[key] = got.get(key, 0) + int(c)
+    assert got == {("loop/relax", 1, 2): 2,    # consumed: the two seeds at relax.in2
+                   ("loop/relax", 1, 1): 4,    # consumed: both elements' new edges
+                   ("loop/relax", 2, 0): 4}    # produced: every candidate
 
 
 def test_weighted_input_is_validated_naming_file_and_line(tmp_path):
@@ -176,9 +269,33 @@ def test_weighted_epochs_come_from_a_split_file_or_a_directory_in_natural_order(
         [{"src": 1, "dst": 5, "weight": 0.0}], [{"src": 5, "dst": 6, "weight": 1.5}]]
     with pytest.raises(EdgeInputError, match="splits a single file"):
         weighted_epoch_sources(d, 2)
+    (d / "_DONE").write_text("")   # followed: the same files, read with weights, as a stream
+    total, sources = weighted_epoch_sources(d, follow=float("inf"), sleep=lambda s: None)
+    assert total is None
+    assert [s.read().column("weight").to_pylist() for s in sources] == [[0.0], [1.5]]
     (d / "e3.txt").write_text("1 2 inf\n")
     with pytest.raises(EdgeInputError, match=r"e3\.txt:1: weight inf is not a finite number"):
         [s.read() for s in weighted_epoch_sources(d)[1]]
+    p = tmp_path / "w.parquet"   # Parquet is read whole, its weight column checked
+    pq.write_table(pa.table({"src": [1, 2], "dst": [2, 3], "weight": [0.5, -2.0]}), p)
+    with pytest.raises(EdgeInputError, match="weight"):
+        weighted_epoch_sources(p, 2)
+
+
+def test_sssp_command_verbosity_and_overwrite_without_out_are_wccs(capsys):
+    """tfront sssp and tfront wcc run through one runner: the same -q/-v/-vv levels, and
+    --overwrite without --out refused the same way (exit status 2, before Spark)."""
+    from engine.cli import _parser, main
+    from spark_plugin.job_command import verbosity
+
+    p = _parser()
+    for cmd in (["wcc", "g"], ["sssp", "g", "--source", "0"]):
+        assert [verbosity(p.parse_args(cmd + extra)) for extra in
+                ([], ["-q"], ["-v"], ["-vv"], ["-vvvv"])] == [1, 0, 2, 3, 3]
+        with pytest.raises(SystemExit) as exit_:
+            main(cmd + ["--overwrite"])
+        assert exit_.value.code == 2
+        assert f"{cmd[0]} --overwrite needs --out" in capsys.readouterr().err
 
 
 def test_bad_source_and_partitions_are_refused_before_anything_runs(spark, tmp_path):

@@ -54,6 +54,8 @@ transitions at random; :func:`split_batch` turns a workload batch into admissibl
 
 from __future__ import annotations
 
+import abc
+
 import random
 from collections import deque
 from dataclasses import dataclass, field
@@ -276,7 +278,7 @@ class SendPolicy(Choice):
         return "sending policy"
 
 
-class Policy:
+class Policy(abc.ABC):
     """Decides which part of a worker's ``temp`` ``send_upd`` broadcasts now.
 
     :meth:`release` returns ``bool[n]`` over the rows of ``worker.temp``; an all-false mask
@@ -286,8 +288,9 @@ class Policy:
 
     name = "policy"
 
+    @abc.abstractmethod
     def release(self, worker: "Worker", now=None) -> np.ndarray:
-        raise NotImplementedError
+        """The rows of ``worker.temp`` to send now."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -51,6 +51,7 @@ against the capabilities held (:meth:`engine.operate.Dataflow.check`), translate
 
 from __future__ import annotations
 
+import abc
 import logging
 import os
 import shutil
@@ -194,7 +195,7 @@ class JobResult:
         return text
 
 
-class StageTask:
+class StageTask(abc.ABC):
     """The ``mapInArrow`` function of one stage of a job: the round's work plus its progress.
 
     Subclass it, set :attr:`data_schema` (the stage's input and output data columns) and
@@ -212,11 +213,11 @@ class StageTask:
     def __init__(self, seq: int, producer: str, large: bool, wrap: Callable | None = None):
         self.seq, self.producer, self.large, self.wrap = seq, producer, large, wrap
 
+    @abc.abstractmethod
     def work(self, cols: dict, part: int) -> tuple[dict, Report, KernelPlacement]:
         """The work of task ``part`` on its rows ``cols`` (column name -> NumPy array):
         returns the output columns (same names as :attr:`data_schema`), the task's progress
         report, and where its kernels ran."""
-        raise NotImplementedError(f"{type(self).__name__} must define work()")
 
     @classmethod
     def ddl(cls) -> str:
@@ -622,7 +623,7 @@ class EpochOutcome:
     stats: dict = field(default_factory=dict)
 
 
-class EpochJob:
+class EpochJob(abc.ABC):
     """An epoch-by-epoch job decided from frontiers: subclass it (module docstring).
 
     The constructor takes the options every such job has (:func:`spark_plugin.wcc.run_wcc`
@@ -670,11 +671,11 @@ class EpochJob:
     output: tuple = ("output", 0)
 
     # -- what a job defines ----------------------------------------------------------------
+    @abc.abstractmethod
     def dataflow(self) -> Dataflow:
         """The job's :class:`~engine.operate.Dataflow` (a root
         :class:`~engine.operate.Scope` built, ``m = 1``: the epoch; loops add the
         iteration); it has the operators :attr:`input` and :attr:`output` name."""
-        raise NotImplementedError(f"{type(self).__name__} must define dataflow()")
 
     def start(self) -> None:
         """Called once the driver exists, before the input is opened (e.g. to warm workers)."""
@@ -724,16 +725,16 @@ class EpochJob:
         op, port = self.input
         return Report().produced(op, port, self.time(op, e), epoch_input.rows)
 
+    @abc.abstractmethod
     def epoch(self, e: int, epoch_input: EpochInput) -> EpochOutcome:
         """Compute epoch ``e`` (the algorithm)."""
-        raise NotImplementedError(f"{type(self).__name__} must define epoch()")
 
+    @abc.abstractmethod
     def output_report(self, e: int, outcome: EpochOutcome, more: bool) -> Report:
         """The progress of delivering epoch ``e``'s result to the output operator (one
         message at ``(e, outcome.iteration)``, from an operator that holds a capability for
         it) and of releasing what the job held for the epoch (``more``: another epoch may
         come). The framework then lets the output operator consume it."""
-        raise NotImplementedError(f"{type(self).__name__} must define output_report()")
 
     def end_report(self, e: int) -> Report:
         """Drop the capabilities the job's operators hold for epoch ``e`` when the input ends
@@ -741,10 +742,10 @@ class EpochJob:
         the framework drops the input operator's."""
         return Report()
 
+    @abc.abstractmethod
     def summary(self, e: int, outcome: EpochOutcome, *, seconds: float, frontier: tuple,
                 kernels: tuple, source: str, new_rows: int, rows_so_far: int):
         """The epoch's summary (passed to ``on_epoch``, in ``result.epochs``)."""
-        raise NotImplementedError(f"{type(self).__name__} must define summary()")
 
     def notice(self, text: str) -> None:
         """A one-off message from the framework (resume), on stderr from progress level 1."""

@@ -38,10 +38,37 @@ __all__ = ["RollbackArrays", "solve_batched"]
 CHUNK_BYTES = 1 << 26
 
 
-def solve_batched(problem: RollbackProblem, guard: Guard | str = Guard.FULL) -> Answer:
-    """The largest consistent rollback of ``problem``, equal to :func:`engine.rollback.solve`."""
-    arrays = RollbackArrays(problem, Guard(guard))
-    return decide(problem, arrays.guard, arrays.largest_consistent)
+def solve_batched(problem: RollbackProblem, guard: Guard | str = Guard.FULL,
+                  backend: str = "cpu", *, stats=None, simulated: bool = False) -> Answer:
+    """The largest consistent rollback of ``problem``, equal to :func:`engine.rollback.solve`.
+
+    ``backend``: ``"cpu"`` (NumPy, this module), ``"cuda"`` (the masks on a GPU:
+    :mod:`engine.rollback_cuda`) or ``"auto"`` (cuda only where a device is usable and the
+    cost estimate of :func:`engine.rollback_cuda.choose_rollback_backend` says it pays).
+    ``stats``, a :class:`engine.rollback_cuda.RollbackStats`, is filled in with the backend,
+    the reason, the rounds and (cuda) the launches and syncs per round. ``simulated=True`` with
+    ``backend="cuda"`` runs the device code on Numba's CUDA simulator (tests only).
+    """
+    from .rollback_cuda import RollbackStats, choose_rollback_backend
+    guard = Guard(guard)
+    stats = stats if stats is not None else RollbackStats()
+    if simulated:
+        chosen, stats.reason = "cuda", "simulated"
+    else:
+        chosen, stats.reason = choose_rollback_backend(problem, guard, backend)
+    if chosen == "cuda":
+        from .rollback_cuda import DeviceRollback
+        solver = DeviceRollback(problem, guard, simulated=simulated, stats=stats)
+        return decide(problem, guard, solver.largest_consistent)
+    stats.backend = "cpu"
+    arrays = RollbackArrays(problem, guard)
+
+    def gfp(fixed):
+        out = arrays.largest_consistent(fixed)
+        stats.rounds.append(arrays.rounds)
+        return out
+
+    return decide(problem, guard, gfp)
 
 
 def upclose(x: np.ndarray) -> np.ndarray:
@@ -115,7 +142,7 @@ class RollbackArrays:
     guard : Guard
     """
 
-    def __init__(self, problem: RollbackProblem, guard: Guard):
+    def __init__(self, problem: RollbackProblem, guard: Guard, c4_rows=None):
         self.problem, self.guard = problem, guard
         ne, ni, n = problem.ne, problem.ni, problem.n
         self.shape = (n, ne, ni)
@@ -148,7 +175,9 @@ class RollbackArrays:
         for q in range(n):
             for t in problem.notified[q]:
                 self.notified[q * nt + tix(t)] = True
-        self.c4 = _Rows.from_lists(n, nt, self._c4_rows()) if guard is Guard.FULL else None
+        # C4's rows: by reverse reachability here, or by ``c4_rows(self)`` (the device's)
+        self.c4 = (_Rows.from_lists(n, nt, (c4_rows or RollbackArrays._c4_rows)(self))
+                   if guard is Guard.FULL else None)
         self.every = np.array([problem.avail[p].every for p in range(n)], dtype=bool)
 
     def _c3_rows(self) -> _Rows:
@@ -296,6 +325,17 @@ class RollbackArrays:
             sel = np.flatnonzero(moved[self.src])
         return fc
 
+    def fc_step(self, fc: np.ndarray, f: np.ndarray) -> np.ndarray:
+        """One Jacobi step of the simple guard's ``f_c``:
+        ``fc & f & AND over e into q of phi(e)(fc[src e])`` (the twin of the device's
+        ``fc_step`` kernel, which runs the fixed point of ``f`` and ``f_c`` together)."""
+        out = fc & f
+        if len(self.src):
+            ph = self.phi(fc[self.src])
+            for j in _rank_passes(self.dst):
+                out[self.dst[j]] &= ph[j]
+        return out
+
     def _members(self, fixed: dict):
         """The finite availability lists as masks: ``(owner int[m], masks bool[m, NE, NI])``."""
         n, ne, ni = self.shape
@@ -319,10 +359,12 @@ class RollbackArrays:
         return np.array(owner, dtype=np.int64), (np.array(masks) if masks else
                                                  np.zeros((0, ne, ni), dtype=bool))
 
-    def largest_consistent(self, fixed: dict | None = None):
-        """Rounds of "``f(q)`` := the largest available frontier within ``f(q)`` minus the times
-        C3, C4 (or S2) and C5 forbid", all processors at once, from ``T`` everywhere; the same
-        fixed point as :func:`engine.rollback.largest_consistent` (same arguments, returns)."""
+    def availability(self, fixed: dict | None = None):
+        """``largest_available(d)``: per processor, the largest available frontier within the
+        downward-closed ``d`` (``bool[n, NE, NI]``), with the processors in ``fixed`` fixed to
+        theirs. Also sets ``self.avail_kind`` (``EVERY``/``CHAIN``/``LISTED`` of
+        :mod:`gpu_kernels.rollback` per processor), ``self.chain_k``, ``self.member_owner``,
+        ``self.member_masks`` (what the device's ``select`` kernel takes)."""
         fixed = fixed or {}
         n, ne, ni = self.shape
         problem = self.problem
@@ -349,6 +391,17 @@ class RollbackArrays:
                 pick = fits & (key == best[owner]) & (key > 0)
                 out[owner[pick]] = masks[pick]
             return out
+
+        self.avail_kind = np.where(listed, 2, np.where(chain, 1, 0)).astype(np.int8)
+        self.chain_k = np.array([problem.avail[p].epochs for p in range(n)], dtype=np.int64)
+        self.member_owner, self.member_masks = owner, masks
+        return largest_available
+
+    def largest_consistent(self, fixed: dict | None = None):
+        """Rounds of "``f(q)`` := the largest available frontier within ``f(q)`` minus the times
+        C3, C4 (or S2) and C5 forbid", all processors at once, from ``T`` everywhere; the same
+        fixed point as :func:`engine.rollback.largest_consistent` (same arguments, returns)."""
+        largest_available = self.availability(fixed)
 
         f = np.ones(self.shape, dtype=bool)
         fc = f

@@ -232,6 +232,19 @@ class DeviceRollback:
 
     # -- the greatest fixed point -----------------------------------------------------------
 
+    def avail_arrays(self, fixed: dict | None = None):
+        """The availability of every processor (``fixed`` ones fixed) as the device arrays
+        of ``select``/``write``: ``kind``, ``chain_k``, members (CSR by processor, flat
+        masks) and their sizes."""
+        a, n, nt = self.arrays, self.arrays.shape[0], self.arrays.nt
+        a.availability(fixed)
+        owner, masks = a.member_owner, a.member_masks.reshape(len(a.member_owner), nt)
+        mem_ptr, _ = _csr(owner, n)  # members are listed in processor order
+        return types.SimpleNamespace(
+            kind=self._up(a.avail_kind), chain_k=self._up(a.chain_k), mem_ptr=self._up(mem_ptr),
+            masks=self._up(masks.astype(np.uint8).reshape(-1)),
+            sizes=self._up(masks.sum(axis=1).astype(np.int64)))
+
     def largest_consistent(self, fixed: dict | None = None):
         """The greatest fixed point on the device: ``(f, fc)`` in canonical form, as
         :meth:`RollbackArrays.largest_consistent` returns them."""
@@ -239,13 +252,7 @@ class DeviceRollback:
         a, cu, tpb = self.arrays, self._cuda, self.tpb
         n, ne, ni = a.shape
         nt, cells = a.nt, n * a.nt
-        a.availability(fixed)
-        owner, masks = a.member_owner, a.member_masks.reshape(len(a.member_owner), nt)
-        mem_ptr, _ = _csr(owner, n)  # members are listed in processor order
-        avail = types.SimpleNamespace(
-            kind=self._up(a.avail_kind), chain_k=self._up(a.chain_k), mem_ptr=self._up(mem_ptr),
-            masks=self._up(masks.astype(np.uint8).reshape(-1)),
-            sizes=self._up(masks.sum(axis=1).astype(np.int64)))
+        avail = self.avail_arrays(fixed)
         simple = a.guard is Guard.SIMPLE
         f = self._alloc(cells, np.uint8, 1)
         fc, fc2 = self._alloc(cells, np.uint8, 1), self._alloc(cells, np.uint8)

@@ -676,3 +676,182 @@ def check_deferred_checks(kernels, strategy, rng):
     for a, b in zip(cpu.update_arrays(loc, big, diff), eng.update_arrays(loc, big, diff)):
         np.testing.assert_array_equal(a, b)
     assert state(eng) == state(cpu)
+
+
+# -- the batched rollback solver on the device (engine.rollback_cuda) ---------------------------
+
+def _random_down(rng, m, ne, ni, p=0.5):
+    """``bool[m, NE, NI]``: random downward-closed rows (the downward closure of random cells)."""
+    from engine.rollback_batched import downclose
+    return downclose(rng.random((m, ne, ni)) < p / max(1, ne * ni) * 3)
+
+
+def check_rollback_closures(rng, dev, host, *, tpb=None):
+    """``close_cuda`` up and down against ``upclose``/``downclose`` on random masks."""
+    from engine.rollback_batched import downclose, upclose
+    from gpu_kernels import rollback as rk
+    for m, ne, ni in ((1, 1, 1), (3, 2, 3), (2, 4, 1), (2, 3, 4)):
+        x = rng.random((m, ne, ni)) < 0.2
+        for down, twin in ((False, upclose), (True, downclose)):
+            d = dev(x.astype(np.uint8).reshape(-1))
+            rk.close_cuda(d, m, ne, ni, down=down, tpb=tpb)
+            np.testing.assert_array_equal(host(d).reshape(m, ne, ni).astype(bool), twin(x))
+
+
+def check_rollback_round_kernels(problem, guard, rng, *, simulated, tpb=None):
+    """The kernels of one round, on random frontiers, against their NumPy twins: ``bad_init``
+    and ``rows_violated`` against C5 | C3 | C4 (or S2) of ``RollbackArrays``; ``fc_step``
+    against ``RollbackArrays.fc_step``; the upward closure, ``select`` and ``write`` against
+    ``largest_available(f & ~upclose(bad))``, with the changed flag."""
+    from engine.rollback import Guard
+    from engine.rollback_batched import RollbackArrays, upclose
+    from engine.rollback_cuda import DeviceRollback
+    from gpu_kernels import rollback as rk
+    guard = Guard(guard)
+    dr = DeviceRollback(problem, guard, simulated=simulated, tpb=tpb)
+    a = RollbackArrays(problem, guard)
+    n, ne, ni = a.shape
+    xp = dr.xp
+    host = lambda d: np.asarray(_cuda.to_host(d))  # noqa: E731
+    f, fc = _random_down(rng, n, ne, ni), _random_down(rng, n, ne, ni, 0.8)
+    df, dfc = xp.asarray(f.astype(np.uint8).reshape(-1)), xp.asarray(fc.astype(np.uint8).reshape(-1))
+    flag = xp.zeros(1, xp.int64)
+    # C5, C3, C4 / S2
+    bad = xp.zeros(n * a.nt, xp.uint8)
+    rk.bad_init_cuda(dr.inflight, dr.notified, dfc, bad, simple=guard is Guard.SIMPLE, tpb=tpb)
+    rk.rows_violated_cuda(dr.gen_ptr, dr.gen_at, dr.target, df, bad, dr.nrows, tpb=tpb)
+    want = a.inflight | a.c3.violated(f.reshape(-1))
+    want |= a.c4.violated(f.reshape(-1)) if guard is Guard.FULL else a.notified & ~fc.reshape(-1)
+    np.testing.assert_array_equal(host(bad).astype(bool), want)
+    # one step of f_c
+    out = xp.zeros(n * a.nt, xp.uint8)
+    rk.fc_step_cuda(dfc, df, out, dr.edges, a.nt, ni, flag, 5, tpb=tpb)
+    step = a.fc_step(fc, f)
+    np.testing.assert_array_equal(host(out).reshape(n, ne, ni).astype(bool), step)
+    assert int(host(flag)[0]) == (5 if (step != fc).any() else 0)
+    # the shrink: up(bad), then the largest available frontier within f minus it
+    fixed = {}
+    if problem.n and rng.random() < 0.3:  # a processor fixed as decide fixes one
+        fixed = {int(rng.integers(problem.n)): ((0, ni - 1),)}
+    largest = a.availability(fixed)
+    av = dr.avail_arrays(fixed)
+    rk.close_cuda(bad, n, ne, ni, down=False, tpb=tpb)
+    np.testing.assert_array_equal(host(bad).reshape(n, ne, ni).astype(bool),
+                                  upclose(want.reshape(n, ne, ni)))
+    pick = xp.zeros(n, xp.int64)
+    rk.select_cuda(df, bad, av, pick, n, ne, ni, tpb=tpb)
+    rk.write_cuda(df, bad, av, pick, ne, ni, flag, 6, tpb=tpb)
+    new = largest(f & ~upclose(want.reshape(n, ne, ni)))
+    np.testing.assert_array_equal(host(df).reshape(n, ne, ni).astype(bool), new)
+    if (new != f).any():
+        assert int(host(flag)[0]) == 6
+
+
+def check_rollback_images(problem, rng, *, simulated, tpb=None):
+    """``image_scatter`` + downward closure against ``need_image`` and ``_steps_image``;
+    ``gather_src`` against the OR over each processor's out-edges; ``pull_dst`` against
+    ``dem |= demp[dst]``; ``tops`` against ``maximal_rows``."""
+    from engine.rollback import Guard
+    from engine.rollback_batched import RollbackArrays, _rank_passes, maximal_rows
+    from engine.rollback_cuda import DeviceRollback
+    from gpu_kernels import rollback as rk
+    dr = DeviceRollback(problem, Guard.SIMPLE, simulated=simulated, tpb=tpb)
+    a = RollbackArrays(problem, Guard.SIMPLE)
+    n, ne, ni = a.shape
+    E, nt, B = len(a.src), a.nt, 2
+    xp = dr.xp
+    host = lambda d: np.asarray(_cuda.to_host(d))  # noqa: E731
+    if E:
+        x = _random_down(rng, E * B, ne, ni).reshape(E, B, ne, ni)
+        for use_steps, twin in ((True, a._steps_image), (False, a.need_image)):
+            out = xp.zeros(E * B * nt, xp.uint8)
+            rk.image_scatter_cuda(xp.asarray(x.astype(np.uint8).reshape(-1)), out, dr.edges, B,
+                                  nt, ni, use_steps=use_steps, tpb=tpb)
+            rk.close_cuda(out, E * B, ne, ni, down=True, tpb=tpb)
+            np.testing.assert_array_equal(host(out).reshape(E, B, ne, ni).astype(bool), twin(x))
+        acc0 = _random_down(rng, n * B, ne, ni, 0.2).reshape(n, B, ne, ni)
+        acc = xp.asarray(acc0.astype(np.uint8).reshape(-1))
+        rk.gather_src_cuda(xp.asarray(x.astype(np.uint8).reshape(-1)), acc, dr.edges, B, nt,
+                           tpb=tpb)
+        want = acc0.copy()
+        for j in _rank_passes(a.src):
+            want[a.src[j]] |= x[j]
+        np.testing.assert_array_equal(host(acc).reshape(n, B, ne, ni).astype(bool), want)
+        dem = xp.asarray(x.astype(np.uint8).reshape(-1))
+        flag = xp.zeros(1, xp.int64)
+        rk.pull_dst_cuda(dem, xp.asarray(want.astype(np.uint8).reshape(-1)), dr.edges, B, nt,
+                         flag, 3, tpb=tpb)
+        grown = x | want[a.dst]
+        np.testing.assert_array_equal(host(dem).reshape(E, B, ne, ni).astype(bool), grown)
+        assert int(host(flag)[0]) == (3 if (grown != x).any() else 0)
+    r = _random_down(rng, n, ne, ni)
+    top = xp.zeros(n * nt, xp.uint8)
+    rk.tops_cuda(xp.asarray(r.astype(np.uint8).reshape(-1)), top, ne, ni, tpb=tpb)
+    got = host(top).reshape(n, ne, ni)
+    assert [tuple((int(e), int(i)) for e, i in zip(*np.nonzero(got[p]))) for p in range(n)] \
+        == maximal_rows(r)
+
+
+def check_rollback_c4_rows(problem, *, simulated, tpb=None):
+    """C4's rows by the device's reverse reachability equal the cpu backend's."""
+    from engine.rollback import Guard
+    from engine.rollback_batched import RollbackArrays
+    from engine.rollback_cuda import DeviceRollback
+    dev = DeviceRollback(problem, Guard.FULL, simulated=simulated, tpb=tpb).arrays.c4
+    cpu = RollbackArrays(problem, Guard.FULL).c4
+    for name in ("target", "gen_row", "gen_at"):
+        np.testing.assert_array_equal(getattr(dev, name), getattr(cpu, name))
+
+
+def check_rollback_solver(problem, guard, *, simulated):
+    """``solve_batched(backend="cuda")`` equals the reference solver."""
+    from engine.rollback import solve
+    from engine.rollback_batched import solve_batched
+    from engine.rollback_cuda import RollbackStats
+    stats = RollbackStats()
+    answer = solve_batched(problem, guard, "cuda", simulated=simulated, stats=stats)
+    assert answer == solve(problem, guard)
+    assert stats.backend.startswith("cuda") and stats.rounds and min(stats.rounds) >= 1
+
+
+#: Device work of one fixed-point round (with C3/C4 rows): launches and one flag read.
+ROLLBACK_ROUND = {"simple": {"launches": 7, "ops": 0, "syncs": 1, "allocs": 0},
+                  "full": {"launches": 6, "ops": 0, "syncs": 1, "allocs": 0}}
+
+
+def rollback_chain(n: int, ne: int, ni: int):
+    """A chain ``0 -> 1 -> ... -> n-1`` whose drops cascade: a message in flight into 1 at the
+    top time, and each processor consumed a message at the top time from its predecessor, so
+    the fixed point takes about ``n`` rounds (one processor more each round); a notification
+    at the end gives C4 rows."""
+    from engine.rollback import EdgeDecl, RollbackProblem
+    top = (ne - 1, ni - 1)
+    edges = [EdgeDecl("in", None, 0)] + [EdgeDecl("edge", k, k + 1) for k in range(n - 1)]
+    problem = RollbackProblem(ne, ni, [False] * n, edges)
+    for k in range(1, n):
+        problem.consumed[k] = {top}
+    problem.inflight[1] = {top}
+    problem.notified[n - 1] = {(0, 0)}
+    problem.check()
+    return problem
+
+
+def check_rollback_round_counts(sizes, *, simulated):
+    """Every round of the fixed point costs the same launches and syncs (:data:`ROLLBACK_ROUND`)
+    on cascading chains of every size (``sizes``: ``(n, NE, NI)``), while the rounds grow with
+    ``n``; the answers equal the cpu backend's."""
+    from engine.rollback import Guard
+    from engine.rollback_batched import solve_batched
+    from engine.rollback_cuda import RollbackStats
+    for guard in Guard:
+        seen, rounds = [], []
+        for n, ne, ni in sizes:
+            problem = rollback_chain(n, ne, ni)
+            stats = RollbackStats()
+            got = solve_batched(problem, guard, "cuda", simulated=simulated, stats=stats)
+            assert got == solve_batched(problem, guard, "cpu")
+            assert sum(stats.rounds) == len(stats.per_round)
+            seen += stats.per_round
+            rounds.append(sum(stats.rounds))
+        assert rounds == sorted(rounds) and rounds[-1] >= rounds[0] + len(sizes) - 1, rounds
+        assert all(s == ROLLBACK_ROUND[guard.value] for s in seen), (guard, seen)

@@ -54,8 +54,8 @@ from typing import Sequence
 import numpy as np
 
 from engine.rollback import Avail, EdgeDecl, Guard, RollbackProblem, solve
-from engine.rollback_batched import RollbackArrays, solve_batched
-from engine.rollback import decide
+from engine.rollback_batched import solve_batched
+from engine.rollback_cuda import RollbackStats
 from perf.environment import commit_info, commit_label, int_list, machine
 
 __all__ = ["main", "generate_problem", "run_benchmark", "format_table", "plot"]
@@ -115,13 +115,20 @@ def _timed(fn):
 
 
 def run_benchmark(procs, times, guards, repeat=3, seed=1, reference_limit=20_000,
-                  reference_limit_full=2_000, max_cells=10**7, log=print) -> dict:
+                  reference_limit_full=2_000, max_cells=10**7, log=print,
+                  backends=("cpu",), simulated=False) -> dict:
+    """Time the solvers (see the module notes); ``simulated``: the cuda backend on Numba's
+    CUDA simulator (tests only: the process must simulate CUDA)."""
     results = {"benchmark": "rollback", **commit_info(), "machine": machine(),
                "parameters": {"procs": procs, "times": times, "guards": guards, "repeat": repeat,
                               "seed": seed, "reference_limit": reference_limit,
                               "reference_limit_full": reference_limit_full,
-                              "max_cells": max_cells},
+                              "max_cells": max_cells, "backends": list(backends),
+                              "simulated": simulated},
                "runs": [], "cases": [], "skipped": [], "consistency": []}
+    if "cuda" in backends:
+        from engine.cuda_backend import usable_device
+        results["device"] = "Numba's CUDA simulator" if simulated else usable_device()[1]
     for guard in guards:
         for nt in times:
             for n in procs:
@@ -132,42 +139,65 @@ def run_benchmark(procs, times, guards, repeat=3, seed=1, reference_limit=20_000
                     continue
                 problem = generate_problem(n, nt, seed)
                 limit = reference_limit if guard == "simple" else reference_limit_full
-                with_ref = n * nt <= limit
-                walls, ref_s, rounds = [], None, None
-                for r in range(repeat):
-                    wall, answer = _timed(lambda: _batched(problem, guard))
-                    answer, rounds = answer
-                    walls.append(wall)
-                    results["runs"].append({"guard": guard, "n": n, "times": nt,
-                                            "variant": "batched", "repeat": r, "wall_s": wall})
-                    if with_ref and r == 0:
-                        ref_s, ref = _timed(lambda: solve(problem, guard))
+                ref_s, ref = None, None
+                answers = {}
+                for backend in backends:
+                    variant = "batched" if backend == "cpu" else f"batched-{backend}"
+                    first_s = None
+                    if backend != "cpu":  # compiles the kernels (once per process): not timed
+                        first_s, _ = _timed(lambda: _batched(problem, guard, backend, simulated))
+                    walls, rounds, stats = [], None, None
+                    for r in range(repeat):
+                        wall, (answer, stats) = _timed(
+                            lambda: _batched(problem, guard, backend, simulated))
+                        walls.append(wall)
                         results["runs"].append({"guard": guard, "n": n, "times": nt,
-                                                "variant": "reference", "repeat": 0,
-                                                "wall_s": ref_s})
-                        if ref != answer:
-                            results["consistency"].append({"guard": guard, "n": n, "times": nt})
-                med = statistics.median(walls)
-                case = {"guard": guard, "n": n, "times": nt, "ne": problem.ne, "ni": problem.ni,
-                        "processors": problem.n, "edges": len(problem.edges),
-                        "result": answer.result, "rounds": rounds,
-                        "batched_s_min": min(walls), "batched_s_median": med,
-                        "reference_s": ref_s,
-                        "speedup": None if ref_s is None else ref_s / med}
-                results["cases"].append(case)
-                log(_row(case))
+                                                "variant": variant, "repeat": r, "wall_s": wall})
+                        if n * nt <= limit and ref is None:
+                            ref_s, ref = _timed(lambda: solve(problem, guard))
+                            results["runs"].append({"guard": guard, "n": n, "times": nt,
+                                                    "variant": "reference", "repeat": 0,
+                                                    "wall_s": ref_s})
+                    answers[backend] = answer
+                    if (ref is not None and ref != answer) or answer != answers[backends[0]]:
+                        results["consistency"].append({"guard": guard, "n": n, "times": nt,
+                                                       "backend": backend})
+                    med = statistics.median(walls)
+                    case = {"guard": guard, "n": n, "times": nt, "ne": problem.ne,
+                            "ni": problem.ni, "processors": problem.n,
+                            "edges": len(problem.edges), "backend": backend,
+                            "result": answer.result, "rounds": sum(stats.rounds),
+                            "batched_s_min": min(walls), "batched_s_median": med,
+                            "reference_s": ref_s,
+                            "speedup": None if ref_s is None else ref_s / med}
+                    if backend != "cpu":
+                        case.update(first_call_s=first_s, per_round=_distinct(stats.per_round),
+                                    precompute=stats.precompute,
+                                    reach_rounds=stats.reach_rounds)
+                    results["cases"].append(case)
+                    log(_row(case))
     return results
 
 
-def _batched(problem, guard):
-    arrays = RollbackArrays(problem, Guard(guard))
-    answer = decide(problem, arrays.guard, arrays.largest_consistent)
-    return answer, arrays.rounds
+def _distinct(rows: list) -> list:
+    """The distinct per-round device counts, each with how many rounds had it."""
+    out: dict = {}
+    for r in rows:
+        key = json.dumps(r, sort_keys=True)
+        out[key] = out.get(key, 0) + 1
+    return [{**json.loads(k), "rounds": v} for k, v in out.items()]
+
+
+def _batched(problem, guard, backend="cpu", simulated=False):
+    stats = RollbackStats()
+    sim = simulated and backend == "cuda"
+    return solve_batched(problem, guard, backend, stats=stats, simulated=sim), stats
 
 
 def _row(c) -> str:
     ref = "" if c["reference_s"] is None else f"  reference {c['reference_s']:9.3f} s  x{c['speedup']:.1f}"
-    return (f"{c['guard']:6} n={c['n']:6} |T|={c['times']:7}  batched {c['batched_s_min']:8.4f} / "
+    where = "" if c.get("backend", "cpu") == "cpu" else f" [{c['backend']}]"
+    return (f"{c['guard']:6}{where} n={c['n']:6} |T|={c['times']:7}  batched {c['batched_s_min']:8.4f} / "
             f"{c['batched_s_median']:8.4f} s  rounds {c['rounds']:3}  {c['result']:9}{ref}")
 
 
@@ -181,17 +211,22 @@ def plot(results, path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 5))
+    backends = results["parameters"].get("backends", ["cpu"])
     for guard in results["parameters"]["guards"]:
         for nt in results["parameters"]["times"]:
-            cs = [c for c in results["cases"] if c["guard"] == guard and c["times"] == nt]
-            if not cs:
-                continue
-            x = [c["n"] * nt for c in cs]
-            line, = ax.plot(x, [c["batched_s_median"] for c in cs], "o-",
-                            label=f"batched {guard} |T|={nt}")
-            rs = [(c["n"] * nt, c["reference_s"]) for c in cs if c["reference_s"] is not None]
-            if rs:
-                ax.plot(*zip(*rs), "x--", color=line.get_color(), label=f"reference {guard} |T|={nt}")
+            for backend in backends:
+                cs = [c for c in results["cases"] if c["guard"] == guard and c["times"] == nt
+                      and c.get("backend", "cpu") == backend]
+                if not cs:
+                    continue
+                x = [c["n"] * nt for c in cs]
+                name = "batched" if backend == "cpu" else f"batched {backend}"
+                line, = ax.plot(x, [c["batched_s_median"] for c in cs], "o-",
+                                label=f"{name} {guard} |T|={nt}")
+                rs = [(c["n"] * nt, c["reference_s"]) for c in cs if c["reference_s"] is not None]
+                if rs and backend == backends[0]:
+                    ax.plot(*zip(*rs), "x--", color=line.get_color(),
+                            label=f"reference {guard} |T|={nt}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("processors x times")
@@ -225,8 +260,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="skip cases with n * |T| above this (default 1e7)")
     p.add_argument("--out", default="perf/results/rollback.json", help="JSON output file")
     p.add_argument("--plot", metavar="FILE.png", help="also draw the results to this PNG")
+    p.add_argument("--backend", default="cpu",
+                   help="backends of the batched solver, comma-separated: cpu, cuda (default "
+                        "cpu); cuda needs a usable device and records it in the JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines, only the table")
     args = p.parse_args(argv)
+    backends = [b.strip() for b in args.backend.split(",") if b.strip()]
+    for b in backends:
+        if b not in ("cpu", "cuda"):
+            p.error(f"unknown backend {b!r}: expected cpu or cuda")
+    if "cuda" in backends:
+        from engine.cuda_backend import usable_device
+        ok, why = usable_device()
+        if not ok:
+            p.error(f"--backend cuda: no usable device here: {why}")
     guards = [g.strip() for g in args.guards.split(",") if g.strip()]
     for g in guards:
         if g not in ("full", "simple"):
@@ -237,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = run_benchmark(sorted(args.procs), sorted(args.times), guards, repeat=args.repeat,
                             seed=args.seed, reference_limit=args.reference_limit[0],
                             reference_limit_full=args.reference_limit_full[0],
-                            max_cells=args.max_cells[0], log=log)
+                            max_cells=args.max_cells[0], log=log, backends=backends)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU claim of issue 10, measured in one run on a machine with a CUDA device:
+# Every GPU claim of issues 10 and 12, measured in one run on a machine with a CUDA device:
 #   bash perf/device_checks.sh OUTDIR
 # from the repository root, with CuPy and numba-cuda importable (the [cuda] or [cuda13]
 # extra, or a GPU image that has them) and the repository on PYTHONPATH. Writes under OUTDIR:
@@ -11,6 +11,10 @@
 #                       same host, N = 1000 and 5000, B = 1e4 .. 1e7, median of 5
 #   closure-cuda.json / closure-cpu.json
 #                       perf.bench_closure: Psi built on the device and on the host
+#   rollback-cuda.json / rollback-full-cuda.json
+#                       perf.bench_rollback --backend cpu,cuda: the batched rollback solver on
+#                       the host and on the device side by side (simple guard up to 1e7 cells,
+#                       full guard up to 1e5), with the launches and syncs per round
 # Copy the JSON into perf/results/ to commit them; each names its device and commit.
 set -uo pipefail
 out=${1:?usage: bash perf/device_checks.sh OUTDIR}
@@ -28,4 +32,10 @@ for backend in cuda cpu; do
   $py -m perf.bench_closure --backend "$backend" --sizes 100,1000,2000 --repeat 5 \
       --out "$out/closure-$backend.json" > "$out/closure-$backend.log" 2>&1
 done
+$py -m perf.bench_rollback --backend cpu,cuda --guards simple --procs 100,1000,10000 \
+    --times 1e2,1e3,1e4 --max-cells 1e7 --reference-limit 1 --repeat 3 \
+    --out "$out/rollback-cuda.json" > "$out/rollback-cuda.log" 2>&1
+$py -m perf.bench_rollback --backend cpu,cuda --guards full --procs 10,100,1000 \
+    --times 1e2,1e3 --max-cells 1e6 --reference-limit-full 1 --repeat 1 \
+    --out "$out/rollback-full-cuda.json" > "$out/rollback-full-cuda.log" 2>&1
 tail -n 3 "$out"/*.log

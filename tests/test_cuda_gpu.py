@@ -278,3 +278,63 @@ def test_pinned_pool_reuses_buffers_across_batches():
     k = CudaKernels()
     k.pool.min_bytes = 1 << 12
     cc.check_pinned_pool_reuse(example_graph(), k, 100, np.random.default_rng(5))
+
+
+# -- the batched rollback solver on the device (engine.rollback_cuda) ---------------------------
+
+from engine.rollback import Guard, parse_rollback  # noqa: E402
+from test_rollback import EXPECTED, problems  # noqa: E402
+
+rollback_guards = st.sampled_from(list(Guard))
+
+
+def test_rollback_closures(cp):
+    cc.check_rollback_closures(np.random.default_rng(1), cp.asarray, cp.asnumpy)
+
+
+@examples(40)
+@given(problems(), rollback_guards, st.integers(0, 2**32 - 1))
+def test_rollback_round_kernels(problem, guard, seed):
+    cc.check_rollback_round_kernels(problem, guard, np.random.default_rng(seed), simulated=False)
+
+
+@examples(30)
+@given(problems(), st.integers(0, 2**32 - 1))
+def test_rollback_c4_kernels(problem, seed):
+    cc.check_rollback_images(problem, np.random.default_rng(seed), simulated=False)
+    cc.check_rollback_c4_rows(problem, simulated=False)
+
+
+@pytest.mark.parametrize("case", range(len(EXPECTED)))
+def test_rollback_paper_examples(case):
+    text, guard, _ = EXPECTED[case]
+    cc.check_rollback_solver(parse_rollback(text), guard, simulated=False)
+
+
+@examples(100)
+@given(problems(), rollback_guards)
+def test_rollback_cuda_equals_reference(problem, guard):
+    cc.check_rollback_solver(problem, guard, simulated=False)
+
+
+@examples(50)
+@given(problems(closed=False), rollback_guards)
+def test_rollback_cuda_equals_reference_not_closed(problem, guard):
+    cc.check_rollback_solver(problem, guard, simulated=False)
+
+
+@examples(30)
+@given(problems(max_nodes=6, max_times=(4, 3), cycles=False), rollback_guards)
+def test_rollback_cuda_equals_reference_acyclic_larger(problem, guard):
+    cc.check_rollback_solver(problem, guard, simulated=False)
+
+
+def test_rollback_launches_per_round_do_not_grow():
+    cc.check_rollback_round_counts([(3, 2, 2), (50, 4, 3), (400, 5, 4)], simulated=False)
+
+
+def test_rollback_auto_is_cpu_for_small_and_cuda_for_large():
+    from engine.rollback_cuda import choose_rollback_backend
+    from perf.bench_rollback import generate_problem
+    assert choose_rollback_backend(parse_rollback(EXPECTED[0][0]), "full")[0] == "cpu"
+    assert choose_rollback_backend(generate_problem(10000, 100000), "simple")[0] == "cuda"

@@ -78,3 +78,21 @@ def test_solver_equals_reference_acyclic(problem, guard):
 
 def test_launches_per_round_do_not_grow():
     cc.check_rollback_round_counts([(3, 2, 2), (8, 3, 2)], simulated=True)
+
+
+def test_bench_rollback_cuda_on_the_simulator():
+    """``perf.bench_rollback`` with the cpu and cuda backends (cuda simulated): the answers
+    agree with each other and the reference, and each cuda case records its device work per
+    round."""
+    from perf.bench_rollback import format_table, run_benchmark
+    res = run_benchmark([4, 8], [4], ["simple", "full"], repeat=1, backends=("cpu", "cuda"),
+                        simulated=True, log=lambda *a, **k: None)
+    assert res["consistency"] == [] and res["device"] == "Numba's CUDA simulator"
+    assert [(c["guard"], c["n"], c["backend"]) for c in res["cases"]] == [
+        (g, n, b) for g in ("simple", "full") for n in (4, 8) for b in ("cpu", "cuda")]
+    for c in res["cases"]:
+        if c["backend"] == "cuda":
+            assert c["first_call_s"] > 0 and c["per_round"]
+            assert all(r["syncs"] == 1 and r["ops"] == 0 for r in c["per_round"])
+            assert sum(r["rounds"] for r in c["per_round"]) == c["rounds"]
+    assert "[cuda]" in format_table(res)

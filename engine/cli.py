@@ -19,9 +19,12 @@ closure of the workload's graph; ``info`` says which backend ``auto`` (or ``--ba
 chooses here and why, with versions (also of PySpark, PyArrow and Java) and CUDA devices.
 ``tfront --version`` prints the package version.
 
-``rollback FILE [--guard full|simple]`` prints the largest consistent rollback of a
-``timely-rollback v1`` problem (:mod:`engine.rollback`, ``docs/rollback.md``); a malformed
-file gives ``error: line N: ...`` and status 2.
+``rollback FILE [--guard full|simple] [--solver auto|reference|batched] [--backend
+auto|cpu|cuda]`` prints the largest consistent rollback of a ``timely-rollback v1`` problem
+(:mod:`engine.rollback`, ``docs/rollback.md``); a malformed file gives ``error: line N: ...``
+and status 2. Both solvers print the same answer (both assemble it with
+:func:`engine.rollback.decide`); ``auto`` takes the batched one for all but tiny problems
+(:func:`engine.rollback_batched.choose_solver`), on the backend ``--backend`` picks.
 
 Exit status: 0 success; 2 bad options (argparse) or bad input, with one message that names
 the file and line; 130 interrupted (Ctrl-C: a message, no traceback); 141 when stdout was
@@ -198,6 +201,13 @@ def _parser(plugins: bool = True) -> argparse.ArgumentParser:
     rb.add_argument("--guard", choices=["full", "simple"], default="full",
                     help="full: the guards of RollbackL (C1-C5); simple: section 7.4's guard with fc "
                          "(default full)")
+    rb.add_argument("--solver", choices=["auto", "reference", "batched"], default="auto",
+                    help="reference: the solver that reads like the paper; batched: bitmask rounds "
+                         "(much faster on large problems); auto: batched unless the problem is "
+                         "tiny (default auto; the answer is the same)")
+    rb.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None,
+                    help="where the batched solver runs: cpu, cuda (a GPU), or auto (cuda only "
+                         "where a device is usable and the estimate says it pays; default)")
 
     i = sub.add_parser("info", help="show the backend chosen here and why, versions and CUDA devices")
     i.add_argument("--backend", choices=backends, default=None,
@@ -440,14 +450,24 @@ def _info_strategy(out, path: str, backend: Backend) -> None:
 def _rollback(args) -> int:
     """``tfront rollback FILE``: print the answer; ``error: line N: ...`` and status 2 for a
     malformed file (the answer format of docs/rollback.md)."""
-    from .errors import RollbackFormatError
+    from .errors import BackendError, RollbackFormatError
     from .rollback import format_answer, read_rollback, solve
+    from .rollback_batched import choose_solver, solve_batched
     try:
         problem = read_rollback(args.file)
     except RollbackFormatError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    sys.stdout.write(format_answer(problem, solve(problem, args.guard)))
+    solver, _why = choose_solver(problem, args.solver)
+    if solver == "reference":
+        answer = solve(problem, args.guard)
+    else:
+        try:
+            answer = solve_batched(problem, args.guard, args.backend or "auto")
+        except BackendError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    sys.stdout.write(format_answer(problem, answer))
     return 0
 
 
@@ -459,6 +479,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "progress" and args.watch and args.html is None and args.png is None:
         parser.error("progress --watch needs --html and/or --png to redraw")
+    if args.command == "rollback" and args.solver == "reference" and args.backend is not None:
+        parser.error("rollback --backend is for the batched solver, not --solver reference")
     if args.command == "replay" and args.workers is None:
         for flag, value in (("--schedule-seed", args.schedule_seed), ("--policy", args.policy)):
             if value is not None:

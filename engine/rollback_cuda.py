@@ -288,14 +288,15 @@ class DeviceRollback:
 class RollbackCostModel:
     """Seconds per unit of work of the two backends' fixed points (see :func:`estimate`).
 
-    The cpu constants are rough fits to ``perf/results/rollback.json`` (NumPy passes over
-    ``bool`` masks, about ten per round; the C4 reverse reachability, a few passes per
-    reachability round). The cuda constants -- launch, sync, per cell, per row, the one-time
+    The cpu constants are rough fits to ``perf/results/rollback.json`` (about 5e-8 s per mask
+    cell per round at 10^5..10^7 cells, 2-4 rounds; the full guard's C4 reachability about
+    1e-7 s per cell of ``notifications x (n + E) x |T|`` in all, taken as 10 reachability
+    rounds of 1e-8 s). The cuda constants -- launch, sync, per cell, per row, the one-time
     kernel compilation of a fresh process -- are **predictions** until the rollback
     benchmark's cuda run (``perf/device_checks.sh``) measures them on a device.
     """
 
-    cpu_cell_s: float = 1.0e-8
+    cpu_cell_s: float = 5.0e-8
     cpu_row_s: float = 3.0e-8
     cpu_reach_cell_s: float = 1.0e-8
     device_launch_s: float = 1.0e-5
@@ -304,7 +305,7 @@ class RollbackCostModel:
     device_row_s: float = 1.0e-10
     device_setup_s: float = 3.0
     transfer_s_per_byte: float = 1.0 / 20e9
-    rounds: int = 10
+    rounds: int = 4
     reach_rounds: int = 10
 
 

@@ -9,6 +9,7 @@ import itertools
 import random
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 from hypothesis import assume, event, given, strategies as st
@@ -19,6 +20,7 @@ from engine.rollback import (Avail, EdgeDecl, Guard, RollbackProblem, c1, c2, c3
                              could_result_in, down, format_answer, maximal, parse_rollback, phi,
                              s, solve, union, within)
 from engine.rollback_batched import solve_batched
+from engine.rollback_state import Effects, RunState, rebuild
 from tests.strategies import examples
 
 # --- the paper's examples (format section 8), with the answers the format gives --------------
@@ -504,16 +506,28 @@ class Run:
                 out.inflight[k] = set(q)
         return out
 
-    def rollback(self, f) -> None:
-        """RollbackL2: ``H'(p) = H(p)@f(p)``; on ``e: p -> q`` the queue is what ``g(p)``
-        produces from ``H'(p)`` at times outside ``phi(e)(f(p)) ∩ f(q)``."""
-        pr = self.problem
-        self.H = [[(k, t) for k, t in h if t in f[p]] for p, h in enumerate(self.H)]
-        for k in pr.internal():
-            d = pr.edges[k]
-            keep = phi(pr, k, f[d.src]) & f[d.dst]
-            self.Q[k] = [b for b, c in sorted(self.produced(k, self.H[d.src]).items())
-                         if b not in keep for _ in range(c)]
+    def g(self, p, history) -> Effects:
+        """The run's behaviour as ``engine.rollback_state`` takes it: ``g(p)`` of a history."""
+        return Effects({k: Counter(self.produced(k, history))
+                        for k in self.problem.edges_out_of(p, ("edge",))}, frozenset())
+
+    def run_state(self) -> RunState:
+        """The run as a :class:`RunState`; the undelivered inputs are the input edges' queues."""
+        queues = {k: list(q) for k, q in self.Q.items()}
+        for k, d in enumerate(self.problem.edges):
+            if d.kind == "in":
+                queues[k] = [t for kk, t in self.pending if kk == k]
+        return RunState([list(h) for h in self.H], queues, [set() for _ in self.H])
+
+    def rollback(self, f, rebuild_state=rebuild) -> None:
+        """*RollbackL2* by ``engine.rollback_state.rebuild``: ``H'(p) = H(p)@f(p)``, each
+        internal queue what ``g(p)`` produces from ``H'(p)`` outside ``phi(e)(f(p)) ∩ f(q)``;
+        the undelivered inputs stay (C1)."""
+        new = rebuild_state(self.problem, self.g, self.run_state(), f)
+        self.H = new.histories
+        self.Q = {k: list(new.queues[k]) for k in self.problem.internal()}
+        assert sorted(self.pending) == sorted((k, t) for k, d in enumerate(self.problem.edges)
+                                              if d.kind == "in" for t in new.queues[k])
 
 
 @given(problems(max_nodes=4, max_times=(3, 2), closed=True, buffers=False),
@@ -538,3 +552,30 @@ def test_lemma1_before_and_after_rollback(problem, guard, seed, steps):
     assert run.lemma1()
     while run.step():  # and it keeps holding as the run goes on from the rolled-back state
         assert run.lemma1()
+
+
+def _rebuild_keeping_everything(problem, g, state, f):
+    """A wrong *RollbackL2*: queues every message ``g(p)`` produces from ``H'(p)``, also those
+    ``q`` kept (double counting them)."""
+    new = rebuild(problem, g, state, f)
+    for k in problem.internal():
+        d = problem.edges[k]
+        made = g(d.src, new.histories[d.src]).messages.get(k, {})
+        new.queues[k] = [t for t in sorted(made) for _ in range(made[t])]
+    return new
+
+
+def test_lemma1_check_catches_a_wrong_rebuild():
+    """The Lemma 1 check can fail: after a run that delivered everything, rolling back to
+    ``T`` (nothing lost) with a rebuild that re-queues kept messages breaks produced =
+    consumed + queued, while ``rebuild`` keeps it."""
+    problem = parse_rollback("timely-rollback v1\ntimes 2 1\nnode 0\nnode 1\nin 0 0\n"
+                             "edge 1 0 1\n")
+    top = [down(problem.top, problem.ne, problem.ni)] * problem.n
+    for wrong in (False, True):
+        run = Run(problem, random.Random(1), [(0, (0, 0)), (0, (1, 0))])
+        while run.step():
+            pass
+        assert run.lemma1() and sum(len(q) for q in run.Q.values()) == 0
+        run.rollback(top, _rebuild_keeping_everything if wrong else rebuild)
+        assert run.lemma1() is not wrong

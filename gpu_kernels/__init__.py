@@ -14,6 +14,8 @@ stating its inputs, outputs and cost:
   thread per source in a constant number of launches);
 * ``precursors`` -- could-result-in and Naiad's precursor counts through ``Psi`` rows;
 * ``summary_rows`` -- the scalar core (apply, compose, order) every kernel shares;
+* ``rollback`` -- the batched rollback solver's round (closures, violated rows, ``f_c``,
+  the shrink) and C4's reverse reachability;
 * ``unionfind`` -- the WCC job's union-find and star contractions; ``_cuda`` -- launch
   plumbing and the device-work counts.
 

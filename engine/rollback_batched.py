@@ -249,38 +249,51 @@ class RollbackArrays:
                     flat[at[j], t] = bool(xf[at[j], gens].all()) if gens else True
         return out
 
-    def need_image(self, x: np.ndarray) -> np.ndarray:
-        """``N_e(x[e, b]) = ∪_{t in x[e, b]} need_e(t)`` for every internal edge ``e``:
-        ``bool[E, B, NE, NI]`` from ``bool[E, B, NE, NI]`` (downward closed)."""
+    def need_image(self, x: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """``N_e(x[j, b]) = ∪_{t in x[j, b]} need_e(t)`` for the internal edges ``e = rows[j]``
+        (default: all, in order): ``bool[len(rows), B, NE, NI]`` from the same shape
+        (downward closed)."""
         ne, ni = self.shape[1:]
-        z = x & ~self.over_mask[:, None] if self.over else x
+        rows = np.arange(len(self.src)) if rows is None else rows
+        z = x & ~self.over_mask[rows][:, None] if self.over else x
         out = np.zeros_like(x)
+        group = self.shift_of[rows]
         for g, (de, di) in enumerate(self.shifts.tolist()):
-            rows = np.flatnonzero(self.shift_of == g)
-            if de < ne and di < ni:
-                out[rows, :, :ne - de, :ni - di] = z[rows, :, de:, di:]
+            js = np.flatnonzero(group == g)
+            if len(js) and de < ne and di < ni:
+                out[js, :, :ne - de, :ni - di] = z[js, :, de:, di:]
         if not self.over:  # a shifted downward-closed set is downward closed
             return out
+        at = self._positions(rows)
         flat, xf = out.reshape(*x.shape[:2], -1), x.reshape(*x.shape[:2], -1)
         for j, t, gens in self.over:
-            if gens:
-                flat[j][:, gens] |= xf[j][:, t][:, None]
+            if gens and at[j] >= 0:
+                flat[at[j]][:, gens] |= xf[at[j]][:, t][:, None]
         return downclose(out)
 
-    def _steps_image(self, x: np.ndarray) -> np.ndarray:
-        """``down{a : (a, b) in ~>1(e), b in x[e, ...]}`` per internal edge (the processor-side
-        reverse step of could-result-in): ``need_image`` where ``~>1`` is the default, the listed
-        pairs where the file gives ``step`` lines."""
-        out = self.need_image(x)
+    def _positions(self, rows: np.ndarray) -> np.ndarray:
+        """``at[e]``: the position of internal edge ``e`` in ``rows`` (-1: absent)."""
+        at = np.full(len(self.src), -1)
+        at[rows] = np.arange(len(rows))
+        return at
+
+    def _steps_image(self, x: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """``down{a : (a, b) in ~>1(e), b in x[j, ...]}`` per internal edge ``e = rows[j]``
+        (the processor-side reverse step of could-result-in): ``need_image`` where ``~>1`` is
+        the default, the listed pairs where the file gives ``step`` lines."""
+        rows = np.arange(len(self.src)) if rows is None else rows
+        out = self.need_image(x, rows)
         if not self.problem.steps:
             return out
         ni = self.shape[2]
+        at = self._positions(rows)
         flat, xf = out.reshape(*x.shape[:2], -1), x.reshape(*x.shape[:2], -1)
         for j, k in enumerate(self.internal):
-            if k in self.problem.steps:
-                flat[j] = False
+            if k in self.problem.steps and at[j] >= 0:
+                r = at[j]
+                flat[r] = False
                 for a, b in self.problem.steps[k]:
-                    flat[j][:, a[0] * ni + a[1]] |= xf[j][:, b[0] * ni + b[1]]
+                    flat[r][:, a[0] * ni + a[1]] |= xf[r][:, b[0] * ni + b[1]]
         return downclose(out)
 
     def _c4_rows(self) -> list:
@@ -304,16 +317,25 @@ class RollbackArrays:
             for b, (q, (e2t, i2t)) in enumerate(block):
                 dem_e[into[q], b, :e2t + 1, :i2t + 1] = True
             dem_p = np.zeros((n, B, ne, ni), dtype=bool)
-            size = -1
-            while E:  # the sets only grow: stop when their total size does not
-                pre = self._steps_image(dem_e)
-                for j in passes:
-                    dem_p[self.src[j]] |= pre[j]
-                dem_e |= dem_p[self.dst]
-                new_size = int(np.count_nonzero(dem_e))
-                if new_size == size:
-                    break
-                size = new_size
+            # semi-naive: each round steps back only from the edges whose demands grew in
+            # the previous one (the images are unions over times, so the others add nothing
+            # new); the sets only grow, and the rounds stop when none does
+            changed = np.flatnonzero(dem_e.any(axis=(1, 2, 3)))
+            while len(changed):
+                pre = self._steps_image(dem_e[changed], changed)
+                srcs = self.src[changed]
+                touched = np.unique(srcs)
+                before = dem_p[touched]
+                for j in _rank_passes(srcs):
+                    dem_p[srcs[j]] |= pre[j]
+                grown = touched[(dem_p[touched] != before).any(axis=(1, 2, 3))]
+                moved = np.zeros(n, dtype=bool)
+                moved[grown] = True
+                cand = np.flatnonzero(moved[self.dst])
+                new = dem_e[cand] | dem_p[self.dst[cand]]
+                grew = (new != dem_e[cand]).any(axis=(1, 2, 3))
+                dem_e[cand] = new
+                changed = cand[grew]
             # R(q, t2, p) = ∪_{e1 out of p} N_e1(dem_e[e1])
             r = np.zeros((n, B, ne, ni), dtype=bool)
             if E:

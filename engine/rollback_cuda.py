@@ -288,17 +288,17 @@ class DeviceRollback:
 class RollbackCostModel:
     """Seconds per unit of work of the two backends' fixed points (see :func:`estimate`).
 
-    The cpu constants are rough fits to ``perf/results/rollback.json`` (about 5e-8 s per mask
-    cell per round at 10^5..10^7 cells, 2-4 rounds; the full guard's C4 reachability about
-    1e-7 s per cell of ``notifications x (n + E) x |T|`` in all, taken as 10 reachability
-    rounds of 1e-8 s). The cuda constants -- launch, sync, per cell, per row, the one-time
-    kernel compilation of a fresh process -- are **predictions** until the rollback
+    The cpu constants are rough fits to ``perf/results/rollback.json`` (about 2.5e-8 s per
+    mask cell per round at 10^6..10^7 cells, 2-4 rounds; the full guard's C4 reachability
+    about 5e-9 s per cell of ``notifications x (n + E) x |T|`` in all, taken as 10
+    reachability rounds of 5e-10 s). The cuda constants -- launch, sync, per cell, per row,
+    the one-time kernel compilation of a fresh process -- are **predictions** until the rollback
     benchmark's cuda run (``perf/device_checks.sh``) measures them on a device.
     """
 
-    cpu_cell_s: float = 5.0e-8
+    cpu_cell_s: float = 2.5e-8
     cpu_row_s: float = 3.0e-8
-    cpu_reach_cell_s: float = 1.0e-8
+    cpu_reach_cell_s: float = 5.0e-10
     device_launch_s: float = 1.0e-5
     device_sync_s: float = 2.0e-5
     device_cell_s: float = 2.0e-11

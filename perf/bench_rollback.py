@@ -27,6 +27,14 @@ How to run (from the repository root)
     python -m perf.bench_rollback                                  # 10..1000 x 100..10000
     python -m perf.bench_rollback --procs 10,100,1000,10000 --times 1e2,1e3,1e4,1e5 \\
         --max-cells 1e8 --guards simple --plot perf/results/rollback.png
+    python -m perf.bench_rollback --backend cpu,cuda ...          # also on the GPU
+
+``--backend cpu,cuda`` times the batched solver on each backend (cuda needs a usable device;
+``perf/device_checks.sh`` runs it). A cuda case's first call compiles the kernels and is not
+timed (recorded as ``first_call_s``); the JSON names the device (``device``) and each cuda case
+records its launches and syncs per round (``per_round``: the distinct counts, each with its
+number of rounds), C4's precomputation counts and reachability rounds. The answers of every
+backend must equal each other and the reference (``consistency`` lists any that differ).
 
 How to read the output
 ----------------------

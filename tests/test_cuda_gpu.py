@@ -337,4 +337,4 @@ def test_rollback_auto_is_cpu_for_small_and_cuda_for_large():
     from engine.rollback_cuda import choose_rollback_backend
     from perf.bench_rollback import generate_problem
     assert choose_rollback_backend(parse_rollback(EXPECTED[0][0]), "full")[0] == "cpu"
-    assert choose_rollback_backend(generate_problem(1000, 1000), "full")[0] == "cuda"
+    assert choose_rollback_backend(generate_problem(10000, 100), "full")[0] == "cuda"

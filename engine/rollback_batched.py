@@ -14,9 +14,14 @@ differ only in how a fixed point is computed; they are compared on random proble
 Cost, per round: ``O(n NE NI)`` for the masks plus ``O(rows)`` for the C3 and C4 rows. The
 number of rounds is at most the length of the longest chain of forced drops (one processor's
 frontier shrinking makes a neighbour's shrink). C4 needs ``R(q, t2, p)`` for every notification,
-computed by reverse reachability over all locations at once, in chunks of notifications:
-``O(notifications x (n + E) x NE x NI)`` per round of that fixed point; the simple guard needs
-none of it (section 7.4's point).
+computed by reverse reachability over all locations at once, in chunks of notifications: at
+most ``O(notifications x (n + E) x NE x NI)`` per round of that fixed point, each round
+stepping back only from the edges whose demands grew in the previous one; the simple guard
+needs none of it (section 7.4's point).
+
+``solve_batched(..., backend="cuda")`` runs the same fixed point with the masks on a GPU
+(:mod:`engine.rollback_cuda`); ``backend="auto"`` takes it only where a device is usable and
+the cost estimate says it pays.
 
 >>> from engine.rollback import parse_rollback, solve
 >>> problem = parse_rollback("timely-rollback v1\\ntimes 3 1\\nnode 0\\nnode 1\\nin 0 0\\n"

@@ -205,7 +205,8 @@ def _batched(problem, guard, backend="cpu", simulated=False):
 def _row(c) -> str:
     ref = "" if c["reference_s"] is None else f"  reference {c['reference_s']:9.3f} s  x{c['speedup']:.1f}"
     where = "" if c.get("backend", "cpu") == "cpu" else f" [{c['backend']}]"
-    return (f"{c['guard']:6}{where} n={c['n']:6} |T|={c['times']:7}  batched {c['batched_s_min']:8.4f} / "
+    return (f"{c['guard']:6}{where} n={c['n']:6} |T|={c['times']:7}  "
+            f"batched {c['batched_s_min']:8.4f} / "
             f"{c['batched_s_median']:8.4f} s  rounds {c['rounds']:3}  {c['result']:9}{ref}")
 
 

@@ -714,7 +714,8 @@ def check_rollback_round_kernels(problem, guard, rng, *, simulated, tpb=None):
     xp = dr.xp
     host = lambda d: np.asarray(_cuda.to_host(d))  # noqa: E731
     f, fc = _random_down(rng, n, ne, ni), _random_down(rng, n, ne, ni, 0.8)
-    df, dfc = xp.asarray(f.astype(np.uint8).reshape(-1)), xp.asarray(fc.astype(np.uint8).reshape(-1))
+    flat = lambda x: xp.asarray(x.astype(np.uint8).reshape(-1))  # noqa: E731
+    df, dfc = flat(f), flat(fc)
     flag = xp.zeros(1, xp.int64)
     # C5, C3, C4 / S2
     bad = xp.zeros(n * a.nt, xp.uint8)

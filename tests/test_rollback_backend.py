@@ -37,8 +37,8 @@ def problem_text(problem) -> str:
         lines.append({"in": f"in {k} {d.dst}", "edge": f"edge {k} {d.src} {d.dst}",
                       "out": f"out {k} {d.src}"}[d.kind])
     lines += [f"phi {k} shift {de} {di}" for k, (de, di) in sorted(problem.shift.items())]
-    lines += [f"need {k} {t([x])} {t(gens)}".rstrip() for k, over in sorted(problem.need_over.items())
-              for x, gens in sorted(over.items())]
+    lines += [f"need {k} {t([x])} {t(gens)}".rstrip()
+              for k, over in sorted(problem.need_over.items()) for x, gens in sorted(over.items())]
     lines += [f"step {k} {t([a])} {t([b])}" for k, pairs in sorted(problem.steps.items())
               for a, b in sorted(pairs)]
     for p, a in enumerate(problem.avail):

@@ -206,8 +206,9 @@ def _parser(plugins: bool = True) -> argparse.ArgumentParser:
                          "(much faster on large problems); auto: batched unless the problem is "
                          "tiny (default auto; the answer is the same)")
     rb.add_argument("--backend", choices=["auto", "cpu", "cuda"], default=None,
-                    help="where the batched solver runs: cpu, cuda (a GPU), or auto (cuda only "
-                         "where a device is usable and the estimate says it pays; default)")
+                    help="where the batched solver runs (given, it implies --solver batched "
+                         "under --solver auto): cpu, cuda (a GPU), or auto (cuda only where a "
+                         "device is usable and the estimate says it pays; default)")
 
     i = sub.add_parser("info", help="show the backend chosen here and why, versions and CUDA devices")
     i.add_argument("--backend", choices=backends, default=None,
@@ -458,7 +459,9 @@ def _rollback(args) -> int:
     except RollbackFormatError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    solver, _why = choose_solver(problem, args.solver)
+    # an explicit --backend asks for the batched solver, whatever the size
+    solver, _why = choose_solver(problem, "batched" if args.solver == "auto" and args.backend
+                                 else args.solver)
     if solver == "reference":
         answer = solve(problem, args.guard)
     else:

@@ -92,10 +92,10 @@ def test_cli_backend_errors(tmp_path):
     from engine.cuda_backend import usable_device
     ok, why = usable_device()
     if not ok:  # no device here: cuda is an error naming why, nothing printed on stdout
-        status, out, err = run_cli(["rollback", str(path), "--solver", "batched",
-                                    "--backend", "cuda"])
-        assert status == 2 and out == "" and err.startswith("error: rollback backend cuda")
-        assert why in err
+        for solver in (["--solver", "batched"], []):  # --backend implies the batched solver
+            status, out, err = run_cli(["rollback", str(path), *solver, "--backend", "cuda"])
+            assert status == 2 and out == "" and err.startswith("error: rollback backend cuda")
+            assert why in err
     with pytest.raises(SystemExit) as e, contextlib.redirect_stderr(io.StringIO()) as err:
         main(["rollback", str(path), "--solver", "reference", "--backend", "cpu"])
     assert e.value.code == 2 and "--backend is for the batched solver" in err.getvalue()

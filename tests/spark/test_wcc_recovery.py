@@ -40,15 +40,15 @@ def _manifest(inputs, loop, outputs):
 
 @pytest.mark.parametrize("inputs, loop, outputs, expect", [
     # killed after epoch 2 started: the input keeps its record of the epoch in flight
-    (range(4), range(3), range(3), {"input": 4, "loop": 3, "output": 3}),
+    (range(4), range(3), range(3), {"input": 4, "loop": 3, "output": 3, "iteration": None}),
     # the loop's record of the last final epoch is missing: the output's epoch 2 is final
     # (C2 keeps it) and its labels rebuild the loop's state, so the loop keeps 2 as well
-    (range(3), range(2), range(3), {"input": 3, "loop": 3, "output": 3}),
+    (range(3), range(2), range(3), {"input": 3, "loop": 3, "output": 3, "iteration": None}),
     # killed after the data of epoch 1 was renamed, before the manifest named it
-    (range(2), range(1), range(1), {"input": 2, "loop": 1, "output": 1}),
+    (range(2), range(1), range(1), {"input": 2, "loop": 1, "output": 1, "iteration": None}),
     # killed during epoch 0: nothing is kept but the input's record
-    (range(1), [], [], {"input": 1, "loop": 0, "output": 0}),
-    ([], [], [], {"input": 0, "loop": 0, "output": 0}),
+    (range(1), [], [], {"input": 1, "loop": 0, "output": 0, "iteration": None}),
+    ([], [], [], {"input": 0, "loop": 0, "output": 0, "iteration": None}),
 ])
 def test_the_solver_keeps_exactly_the_epochs_the_output_made_final(inputs, loop, outputs,
                                                                    expect):
@@ -56,6 +56,45 @@ def test_the_solver_keeps_exactly_the_epochs_the_output_made_final(inputs, loop,
     assert kept_epochs(m) == expect
     problem = recovery_problem(m)
     assert problem.buffer == [False, False, True]   # the output: a buffer to the outside
+
+
+def _ckpt(e, it):
+    return {"epoch": e, "iteration": it, "dir": f"e{e}-i{it}", "files": [], "rows": 1,
+            "new": 1, "pointstamps": []}
+
+
+@pytest.mark.parametrize("inputs, loop, outputs, expect, frontier", [
+    # killed in epoch 2 after the loop checkpoint of iteration 4: epochs 0-1 whole, and the
+    # loop keeps epoch 2 up to iteration 4 (down{(1, NI-1), (2, 4)}, NI - 1 = 5)
+    (range(3), [0, 1, _ckpt(2, 4)], range(2), {"input": 3, "loop": 2, "output": 2,
+                                               "iteration": 4}, ((1, 5), (2, 4))),
+    (range(1), [_ckpt(0, 0)], [], {"input": 1, "loop": 0, "output": 0, "iteration": 0},
+     ((0, 0),)),
+    # the input's record of epoch 2 is missing: the loop consumed epoch 2's edges (C3 needs
+    # the input to keep them), so the checkpoint cannot be kept; the epoch restarts
+    (range(2), [0, 1, _ckpt(2, 4)], range(2), {"input": 2, "loop": 2, "output": 2,
+                                               "iteration": None}, ((1, 5),)),
+    # a stale checkpoint of an epoch since made final, or of an epoch after one that is not
+    # final yet: not available (its state lacks the labels the output would need); times
+    # are then (epoch, 0) only, as without checkpoints
+    (range(3), [0, 1, _ckpt(1, 3)], range(2), {"input": 3, "loop": 2, "output": 2,
+                                               "iteration": None}, ((1, 0),)),
+    (range(3), [0, _ckpt(2, 3)], range(1), {"input": 3, "loop": 1, "output": 1,
+                                            "iteration": None}, ((0, 0),)),
+])
+def test_loop_checkpoints_give_the_loop_a_frontier_inside_the_epoch_in_flight(
+        inputs, loop, outputs, expect, frontier):
+    """Item 6, per iteration: a loop checkpoint ``(E, I)`` offers the loop the frontier
+    "epochs < E complete, plus epoch E up to iteration I", and the solver keeps it exactly
+    when that is consistent."""
+    from engine.rollback import solve
+
+    m = _manifest(inputs, [], outputs)
+    m["loop"] = list(loop)
+    assert kept_epochs(m) == expect
+    problem = recovery_problem(m)
+    answer = solve(problem)
+    assert answer.result == "ok" and answer.choice[1] == frontier
 
 
 def _edges(seed=3, n=2000, m=2400):

@@ -8,7 +8,10 @@ The job (:func:`spark_plugin.wcc.run_wcc`) has three operators whose work surviv
 * the **loop** records the epochs whose converged state (the stars: component, vertex) is
   durable. The state after epoch ``e`` is exactly what epoch ``e``'s labels say (every vertex
   whose component is not itself is a leaf of its component's star), so it is read back from
-  the labels in ``--out``: the output's records make the loop's state available too;
+  the labels in ``--out``: the output's records make the loop's state available too. Inside
+  the epoch in flight, the Spark loop also writes *loop checkpoints* (its edges after the
+  small-star stage of an iteration, under ``OUT/_tfront_loop/``; :meth:`OutputLog.record_loop`),
+  one record at a time;
 * the **output** records the epochs whose labels are in ``--out`` and the data files of each.
 
 All three live in one manifest, ``OUT/_tfront_manifest.json`` (readers of the dataset --
@@ -18,11 +21,13 @@ hidden names, fsynced and renamed into place *before* the manifest names them, s
 leaves at worst files the manifest does not name; they are removed on the next start.
 
 On a start with an existing manifest, :func:`recovery_problem` turns the records into a
-rollback problem (processors input -> loop -> output, times = epochs) and
+rollback problem (processors input -> loop -> output, times ``(epoch, iteration)``) and
 :func:`engine.rollback.solve` chooses the frontiers to keep: the output keeps exactly the
-epochs it made final (condition C2), the loop the same (C3), the input its records. The job
-then starts at the first epoch the output has not made final, with the loop's state rebuilt
-from the last final epoch's labels, re-reading no input of a kept epoch. ``docs/wcc.md``
+epochs it made final (condition C2), the loop the same (C3) plus, where a loop checkpoint
+allows it, the epoch in flight up to the checkpoint's iteration; the input its records. The
+job then starts at the first epoch the output has not made final (after the kept
+checkpoint's iteration, if any), with the loop's state rebuilt from the last final epoch's
+labels, re-reading no input of a kept epoch. ``docs/wcc.md``
 ("Crash recovery") states the rules.
 
 Every :class:`~spark_plugin.job.EpochJob` keeps its local ``out`` this way: its result

@@ -335,7 +335,7 @@ def test_a_killed_epoch_resumes_after_its_last_loop_checkpoint(spark, tmp_path, 
     keeps iteration 0's checkpoint (the solver's choice), removes iteration 1's unrecorded
     data, says it resumes at iteration 1, and ends with scipy's labels, the epoch once, no
     loop files left; its frontiers from iteration 1 on are those of an uninterrupted run."""
-    n = 24
+    n = 12
     perm = np.random.default_rng(7).permutation(n)
     src, dst = perm[:-1], perm[1:]
     d = tmp_path / "in"

@@ -659,18 +659,19 @@ class WccJob(EpochJob):
 
     def _write_loop(self, e, it, df) -> None:
         """Write the loop checkpoint after the small-star stage of iteration ``it``: the rows
-        ``df`` (a, b, f) at ``label.in0 (e, it + 1)`` (those flagged ``f`` are the messages in
-        flight there), with the tracker's pointstamps at this cut."""
-        from pyspark.sql import functions as F
-
+        ``df`` (a, b, f) at ``label.in0 (e, it + 1)`` -- those flagged ``f`` are the messages
+        in flight there, whose count the tracker holds -- with the tracker's pointstamps at
+        this cut. One Spark job (the write)."""
         d = self.driver
         d.steps.step("loop checkpoint", e, it)
-        stats = df.agg(F.count(F.lit(1)).alias("rows"),
-                       F.sum(F.col("f").cast("long")).alias("new")).collect()[0]
         d.sync()
-        self.out_log.record_loop(e, it, df, rows=int(stats["rows"] or 0),
-                                 new=int(stats["new"] or 0),
-                                 pointstamps=_pointstamps(d.service.counts()))
+        counts = d.service.counts()
+        at = self.wg.b_in0
+        new = sum(c for l, t, c in zip(counts.column("loc").to_pylist(),
+                                        counts.column("ts").to_pylist(),
+                                        counts.column("cnt").to_pylist())
+                  if l == at and tuple(t) == (e, it + 1))
+        self.out_log.record_loop(e, it, df, new=new, pointstamps=_pointstamps(counts))
 
     def _resume_loop(self, e, rec, rows):
         """Resume epoch ``e`` after iteration ``I = rec["iteration"]`` from its loop

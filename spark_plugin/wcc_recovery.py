@@ -427,14 +427,16 @@ class OutputLog:
         ``it`` of epoch ``e``."""
         return f"epoch-{e:06d}-iteration-{it:06d}"
 
-    def record_loop(self, e: int, it: int, df, *, rows: int, new: int,
-                    pointstamps: list) -> dict:
+    def record_loop(self, e: int, it: int, df, *, new: int, pointstamps: list) -> dict:
         """Make the loop's state after iteration ``it`` of epoch ``e`` durable: Spark writes
         ``df`` (a DataFrame) as Parquet into a hidden directory of :data:`LOOP_DIR`, each part
         file is fsynced and renamed into the checkpoint's directory, which is fsynced; only
-        then does the manifest's ``loop`` list record it (``rows`` rows, ``new`` of them
-        flagged new, and the tracker's ``pointstamps`` at that point), replacing the
-        epoch's previous checkpoint, whose files are deleted after. Returns the record."""
+        then does the manifest's ``loop`` list record it (its rows, counted from the files'
+        footers, ``new`` of them flagged new, and the tracker's ``pointstamps`` at that
+        point), replacing the epoch's previous checkpoint, whose files are deleted after.
+        Returns the record."""
+        import pyarrow.parquet as pq
+
         root = self.out / LOOP_DIR
         name = self.loop_name(e, it)
         tmp = root / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
@@ -450,6 +452,7 @@ class OutputLog:
             os.replace(part, final / f)
             files.append(f)
         shutil.rmtree(tmp)
+        rows = sum(pq.read_metadata(final / f).num_rows for f in files)
         _fsync_dir(final)
         _fsync_dir(root)
         crash_point(f"iteration:{it}:after-loop-data", e)

@@ -21,7 +21,7 @@ from engine import Backend
 from engine.cli import positive_int, positive_seconds
 
 __all__ = ["add_wcc", "run_wcc_command", "master_url", "memory_size", "conf_pair",
-           "MASTER_FORMS", "WCC_INPUT"]
+           "loop_checkpoint", "MASTER_FORMS", "WCC_INPUT"]
 
 #: Spark master URLs ``--master`` accepts (their form only; Spark checks the rest).
 MASTER = re.compile(
@@ -75,6 +75,20 @@ def conf_pair(text: str) -> tuple[str, str]:
     return key, value.strip()
 
 
+def loop_checkpoint(text: str) -> "float | None":
+    """``--loop-checkpoint``: seconds ``>= 0``, or ``off`` (``None``)."""
+    t = text.strip().lower()
+    if t == "off":
+        return None
+    try:
+        seconds = float(t)
+    except ValueError:
+        seconds = -1.0
+    if not (0 <= seconds < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0 or 'off'")
+    return seconds
+
+
 def add_wcc(sub) -> argparse.ArgumentParser:
     """Add ``tfront wcc`` to ``sub`` (the ``tfront`` parser's subparsers; the entry point
     ``wcc`` of the group ``tfront.commands``)."""
@@ -99,6 +113,10 @@ def add_wcc(sub) -> argparse.ArgumentParser:
                         "usable, else the CPU (reason logged and printed); auto = the same for large "
                         "inputs; cpu = Numba kernels only. Also the driver's frontier-service backend "
                         "(cpu when the driver has no GPU). Default: $TFRONT_BACKEND or auto")
+    w.add_argument("--loop-checkpoint", type=loop_checkpoint, default=60.0, metavar="SECONDS",
+                   help="with --out: write the Spark loop's state into OUT after a round when "
+                        "SECONDS have passed since the epoch's last such checkpoint, so that a "
+                        "killed epoch resumes from there (default 60; 0 = every round; off = never)")
     w.add_argument("--checkpoint-dir", default=None,
                    help="checkpoint the Spark loop's stages reliably here (e.g. an HDFS path on a "
                         "cluster) instead of localCheckpoint")

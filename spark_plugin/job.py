@@ -772,7 +772,7 @@ class EpochJob(abc.ABC):
         self.start()
         try:
             total, sources = self.sources()
-            out_log = self._open_out(result)
+            out_log = self.out_log = self._open_out(result)
         except BaseException as err:
             d.close(err)   # a reader of the log learns that the job ended, and why
             raise
@@ -795,6 +795,12 @@ class EpochJob(abc.ABC):
                     self.replay(e, source)   # re-read only if the job's state needs it
                     continue
                 if out_log is not None:
+                    if self.loop_resume is not None and not out_log.same_source(e, source):
+                        self.notice(f"epoch {e}'s input {source.what} changed since its loop "
+                                    f"checkpoint was written: the epoch restarts from its "
+                                    f"first iteration")
+                        self.loop_resume = None
+                        out_log.drop_loop()
                     out_log.record_input(e, source)
                     crash_point("after-input", e)
                 t_epoch = time.perf_counter()
@@ -866,6 +872,12 @@ class EpochJob(abc.ABC):
     #: result (a resumed one's too).
     rows_so_far = 0
     last_result = None
+    #: The manifest of a local ``out`` (:class:`~spark_plugin.wcc_recovery.OutputLog`), or
+    #: ``None``; and the loop checkpoint of the first epoch to compute that the rollback kept
+    #: (a record of the manifest's ``loop`` list), which the job's :meth:`epoch` resumes from
+    #: (and clears), or ``None``.
+    out_log = None
+    loop_resume = None
 
     def holding(self) -> set:
         """The checkpoint ids the job's state holds now (kept while the state is current)."""
@@ -901,14 +913,17 @@ class EpochJob(abc.ABC):
         out_log, resume = OutputLog.open(out, self.fingerprint(), overwrite=self.overwrite,
                                          columns=self.result_columns)
         result.resumed_at = resume.epoch
+        self.loop_resume = resume.loop
         if resume.labels is not None:   # the loop's state: the last final epoch's result
             self.rows_so_far = resume.edges
             self.last_result = resume.labels
             self.resume(resume.labels)
-        if resume.epoch or resume.removed:
+        if resume.epoch or resume.removed or resume.loop:
             were = ("epoch 0 is" if resume.epoch == 1 else f"epochs 0-{resume.epoch - 1} are")
             self.notice((f"resuming {out}: {were} final there, not recomputed"
                          if resume.epoch else f"resuming {out}: no epoch was final there")
+                        + (f"; epoch {resume.epoch} has a loop checkpoint after iteration "
+                           f"{resume.loop['iteration']}" if resume.loop else "")
                         + (f"; removed {len(resume.removed)} leftover file"
                            f"{'s' if len(resume.removed) != 1 else ''} of a killed epoch"
                            if resume.removed else ""))

@@ -56,10 +56,11 @@ from .job import (EpochJob, EpochOutcome, JobProtocolError, JobResult, StageTask
                   arrow_fixed, arrow_numpy, fmt_frontier, from_ipc, to_ipc, write_line)
 from .job_command import driver_heap_bytes, run_job_command, verbosity  # noqa: F401
 from .wcc_io import EdgeInputError, check_input, edge_files, edge_format, even_cuts, read_edges
+from .wcc_recovery import LOOP_DIR
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
            "EdgeInputError", "WccProtocolError", "WccKernels", "wcc_kernels", "WCC_BACKENDS",
-           "WccJob"]
+           "WccJob", "DEFAULT_LOOP_CHECKPOINT", "loop_checkpoint_seconds"]
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,36 @@ DRIVER_RESULT_BYTES_PER_ROW = 40
 DRIVER_PYTHON_BYTES_PER_ROW = 256
 #: The limit for a driver with Spark's default 1g heap (about 8.4M rows).
 DRIVER_FINISH_ROWS = (1 << 30) // DRIVER_JVM_BYTES_PER_ROW
+
+
+#: Seconds between two loop checkpoints of an epoch (:func:`run_wcc` ``loop_checkpoint``).
+DEFAULT_LOOP_CHECKPOINT = 60.0
+
+
+def loop_checkpoint_seconds(value) -> float | None:
+    """``run_wcc``'s ``loop_checkpoint`` as seconds (``None``: never): a number ``>= 0`` (``0``:
+    after every round) or ``None`` / ``"off"``.
+
+    Raises
+    ------
+    ConfigError
+        Anything else (a negative or non-finite number, another word).
+
+    >>> loop_checkpoint_seconds("off"), loop_checkpoint_seconds(0), loop_checkpoint_seconds("90")
+    (None, 0.0, 90.0)
+    """
+    from .errors import ConfigError
+
+    if value is None or isinstance(value, str) and value.strip().lower() == "off":
+        return None
+    try:
+        seconds = float(value) if not isinstance(value, bool) else -1.0
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if not (0 <= seconds < float("inf")):
+        raise ConfigError(f"loop_checkpoint must be a number of seconds >= 0 or 'off', got "
+                          f"{value!r}")
+    return seconds
 
 
 #: The loop's data rows: an edge ``(a, b)`` and whether it is new (``f``).
@@ -420,6 +451,14 @@ def _changed_stars(a, b, f, oa, ob) -> np.ndarray:
     return ~((leaf[pos] == ob) & (root[pos] == oa))
 
 
+def _pointstamps(counts: pa.Table) -> list:
+    """A tracker's pointstamp counts (``loc, ts, cnt``) as sorted ``[loc, [ts...], cnt]``
+    rows (what a loop checkpoint records, JSON)."""
+    rows = zip(counts.column("loc").to_pylist(), counts.column("ts").to_pylist(),
+               counts.column("cnt").to_pylist())
+    return sorted([int(l), [int(x) for x in t], int(c)] for l, t, c in rows if c)
+
+
 def _stars_table(a, b) -> pa.Table:
     """Stars ``(component, vertex)`` held on the driver as loop-input rows (``f`` false)."""
     return pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b, pa.int64()),
@@ -443,6 +482,11 @@ class WccJob(EpochJob):
     backends = WCC_BACKENDS
     protocol_error = WccProtocolError
     result_type = WccResult
+
+    def __init__(self, *args, loop_checkpoint: "float | str | None" = DEFAULT_LOOP_CHECKPOINT,
+                 **kwargs):
+        super().__init__(*args, **kwargs)
+        self.loop_checkpoint = loop_checkpoint_seconds(loop_checkpoint)
 
     state = None        # converged stars (a = component, b = vertex): a DataFrame or arrays
     labels = None       # vertex, component of all vertices seen so far
@@ -542,6 +586,11 @@ class WccJob(EpochJob):
             self.labels = spark.createDataFrame(self.labels,
                                                 schema="vertex bigint, component bigint")
         self.more = inp.more
+        if on_driver and self.loop_resume is not None:   # e.g. TFRONT_WCC_DRIVER_ROWS raised
+            self.notice(f"epoch {e} is finished on the driver this time: its loop checkpoint "
+                        f"of iteration {self.loop_resume['iteration']} is not used")
+            self.loop_resume = None
+            self.out_log.drop_loop()
         if on_driver:
             return self._finish_on_driver(e, inp.scan if new_tbl is None else new_tbl)
         return self._spark_loop(e, new_tbl)
@@ -555,23 +604,37 @@ class WccJob(EpochJob):
 
     def _spark_loop(self, e, new_tbl) -> EpochOutcome:
         """Contract, then small-star / large-star until the frontier at ``label.in0`` has no
-        element of epoch ``e``; the labels of every vertex seen so far, checkpointed."""
+        element of epoch ``e``; the labels of every vertex seen so far, checkpointed. After
+        a small-star stage that leaves the loop running, the state is written to ``out`` as a
+        loop checkpoint when :attr:`loop_checkpoint` seconds have passed since the epoch's
+        last one; an epoch the rollback kept a checkpoint of resumes from it."""
         from pyspark.sql import functions as F
 
         d, ck = self.driver, self.driver.checkpoints
         new = self.spark.createDataFrame(new_tbl, schema=EDGE_DDL)
-        inp = new if self.state is None else self.state.unionByName(new)
-        df, ids = self._stage("contract", inp, e, 0, F.least("a", "b"))
-        it = 0
+        rec, self.loop_resume = self.loop_resume, None
+        if rec is not None and rec["epoch"] == e:
+            df, ids, it = self._resume_loop(e, rec, new_tbl.num_rows), set(), rec["iteration"] + 1
+        else:
+            inp = new if self.state is None else self.state.unionByName(new)
+            df, ids = self._stage("contract", inp, e, 0, F.least("a", "b"))
+            it, rec = 0, None
+        last = time.monotonic()
         while True:
-            df, ids2 = self._stage("small", df, e, it, F.col("b"))
-            ck.release(ids)
-            ids = ids2
-            fb, _ = d.round_passed(e, it, LABEL_IN0, STAR_IN0)
-            self.bar.round(e, it + 1, fb)   # rounds so far: the epoch line's count
-            if d.converged(e, fb):
-                break  # no new edge of epoch e can reach the label operator
-            it += 1
+            if rec is None:   # resumed: the checkpoint is the small-star stage's output
+                df, ids2 = self._stage("small", df, e, it, F.col("b"))
+                ck.release(ids)
+                ids = ids2
+                fb, _ = d.round_passed(e, it, LABEL_IN0, STAR_IN0)
+                self.bar.round(e, it + 1, fb)   # rounds so far: the epoch line's count
+                if d.converged(e, fb):
+                    break  # no new edge of epoch e can reach the label operator
+                if (self.out_log is not None and self.loop_checkpoint is not None
+                        and time.monotonic() - last >= self.loop_checkpoint):
+                    self._write_loop(e, it, df)
+                    last = time.monotonic()
+                it += 1
+            rec = None
             both = df.unionByName(df.select(F.col("b").alias("a"), F.col("a").alias("b"), "f"))
             df, ids2 = self._stage("large", both, e, it, F.col("a"))
             ck.release(ids)
@@ -593,6 +656,64 @@ class WccJob(EpochJob):
                                 .alias("c")).collect()[0]
         return EpochOutcome(self.labels, int(stats["v"] or 0), it, it + 1,
                             stats={"components": int(stats["c"] or 0)})
+
+    def _write_loop(self, e, it, df) -> None:
+        """Write the loop checkpoint after the small-star stage of iteration ``it``: the rows
+        ``df`` (a, b, f) at ``label.in0 (e, it + 1)`` -- those flagged ``f`` are the messages
+        in flight there, whose count the tracker holds -- with the tracker's pointstamps at
+        this cut. One Spark job (the write)."""
+        d = self.driver
+        d.steps.step("loop checkpoint", e, it)
+        d.sync()
+        counts = d.service.counts()
+        at = self.wg.b_in0
+        new = sum(c for l, t, c in zip(counts.column("loc").to_pylist(),
+                                        counts.column("ts").to_pylist(),
+                                        counts.column("cnt").to_pylist())
+                  if l == at and tuple(t) == (e, it + 1))
+        self.out_log.record_loop(e, it, df, new=new, pointstamps=_pointstamps(counts))
+
+    def _resume_loop(self, e, rec, rows):
+        """Resume epoch ``e`` after iteration ``I = rec["iteration"]`` from its loop
+        checkpoint: read the state back (checked against the record), and report what the
+        skipped stages did in one driver batch -- the label operator consumed the epoch's
+        ``rows`` input edges and moved its capability on, and the ``rec["new"]`` new edges
+        of the checkpoint went round the loop to ``label.in0 (e, I + 1)`` -- after which the
+        tracker's pointstamps must be the ones recorded at the checkpoint. Returns the
+        state (a DataFrame a, b, f)."""
+        from pyspark.sql import functions as F
+
+        from .errors import OutputStateError
+
+        d, I = self.driver, rec["iteration"]
+        where = f"{self.out_log.out}/{LOOP_DIR}/{rec['dir']}"
+        self.notice(f"resuming epoch {e} at iteration {I + 1} from the loop checkpoint of "
+                    f"iteration {I} ({where}, {rec['rows']:,} edges)")
+        d.steps.step("loop checkpoint", e, I)
+        df = self.spark.read.schema(EDGE_DDL).parquet(*self.out_log.loop_paths(rec))
+        stats = df.agg(F.count(F.lit(1)).alias("rows"),
+                       F.sum(F.col("f").cast("long")).alias("new")).collect()[0]
+        got = (int(stats["rows"] or 0), int(stats["new"] or 0))
+        if got != (rec["rows"], rec["new"]):
+            raise OutputStateError(
+                f"--out {self.out_log.out}: the loop checkpoint {rec['dir']} holds {got[0]} "
+                f"rows ({got[1]} new), its record says {rec['rows']} ({rec['new']}); pass "
+                f"--overwrite to start over")
+        c, t0, t1 = rec["new"], (e, 0), (e, I + 1)
+        report = Report().consumed("label", 1, t0, rows).capabilities("label", 0, t0, -1)
+        if self.more:
+            report.capabilities("label", 0, (e + 1, 0), 1)
+        report.produced("label", 0, t0, c).consumed("star", 0, t0, c) \
+            .produced("star", 0, t0, c).consumed("feedback", 0, t0, c) \
+            .produced("feedback", 0, t1, c)
+        d.report(report)
+        d.sync()
+        now = _pointstamps(d.service.counts())
+        if now != rec["pointstamps"]:
+            raise self.protocol_error(
+                f"epoch {e}: resumed after iteration {I}, the tracker holds the pointstamps "
+                f"{now}, not the {rec['pointstamps']} recorded at the loop checkpoint")
+        return df
 
     def _finish_on_driver(self, e, new) -> EpochOutcome:
         """One Spark job contracts (its output collected); the driver's global union-find is
@@ -679,7 +800,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             progress: bool | None = None, on_epoch=None, task_wrapper=None,
             executor_input: bool | None = None, follow: float | None = None,
             checkpoint_dir: str | None = None, progress_log=None,
-            overwrite: bool = False) -> WccResult:
+            overwrite: bool = False,
+            loop_checkpoint: "float | str | None" = DEFAULT_LOOP_CHECKPOINT) -> WccResult:
     """Run the incremental WCC job.
 
     Parameters
@@ -706,6 +828,13 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         not written again) and resumes from the last one's labels.
     overwrite : bool
         Remove the content of an existing ``out`` first and start from epoch 0.
+    loop_checkpoint : float or "off", optional
+        With a local ``out``: write the Spark loop's state (its edges after a small-star
+        stage) into ``out`` as a *loop checkpoint* when at least this many seconds have
+        passed since the epoch's last one (default 60; ``0``: after every round; ``None`` or
+        ``"off"``: never), so that a killed epoch resumes after its last checkpointed
+        iteration instead of from its first (docs/wcc.md "Crash recovery"). An epoch
+        finished on the driver has no iterations to checkpoint.
     partitions : int, optional
         Spark partitions per stage (fixed: one producer per partition); default the
         session's default parallelism.
@@ -770,7 +899,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     return WccJob(spark, edges, epochs=epochs, out=out, partitions=partitions, backend=backend,
                   progress=progress, on_epoch=on_epoch, task_wrapper=task_wrapper,
                   executor_input=executor_input, follow=follow, checkpoint_dir=checkpoint_dir,
-                  progress_log=progress_log, overwrite=overwrite).run()
+                  progress_log=progress_log, overwrite=overwrite,
+                  loop_checkpoint=loop_checkpoint).run()
 
 
 def driver_finish_rows(spark) -> tuple[int, str]:
@@ -859,7 +989,8 @@ def main_wcc(args) -> int:
                        on_epoch=on_epoch, follow=follow,
                        checkpoint_dir=getattr(args, "checkpoint_dir", None),
                        progress_log=getattr(args, "progress_log", None),
-                       overwrite=bool(getattr(args, "overwrite", False)))
+                       overwrite=bool(getattr(args, "overwrite", False)),
+                       loop_checkpoint=getattr(args, "loop_checkpoint", DEFAULT_LOOP_CHECKPOINT))
 
     return run_job_command(args, name="wcc", what="labels", run=run, banner=banner,
                            on_summary=empty_epoch, after=after,

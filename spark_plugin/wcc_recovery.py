@@ -8,7 +8,10 @@ The job (:func:`spark_plugin.wcc.run_wcc`) has three operators whose work surviv
 * the **loop** records the epochs whose converged state (the stars: component, vertex) is
   durable. The state after epoch ``e`` is exactly what epoch ``e``'s labels say (every vertex
   whose component is not itself is a leaf of its component's star), so it is read back from
-  the labels in ``--out``: the output's records make the loop's state available too;
+  the labels in ``--out``: the output's records make the loop's state available too. Inside
+  the epoch in flight, the Spark loop also writes *loop checkpoints* (its edges after the
+  small-star stage of an iteration, under ``OUT/_tfront_loop/``; :meth:`OutputLog.record_loop`),
+  one record at a time;
 * the **output** records the epochs whose labels are in ``--out`` and the data files of each.
 
 All three live in one manifest, ``OUT/_tfront_manifest.json`` (readers of the dataset --
@@ -18,11 +21,13 @@ hidden names, fsynced and renamed into place *before* the manifest names them, s
 leaves at worst files the manifest does not name; they are removed on the next start.
 
 On a start with an existing manifest, :func:`recovery_problem` turns the records into a
-rollback problem (processors input -> loop -> output, times = epochs) and
+rollback problem (processors input -> loop -> output, times ``(epoch, iteration)``) and
 :func:`engine.rollback.solve` chooses the frontiers to keep: the output keeps exactly the
-epochs it made final (condition C2), the loop the same (C3), the input its records. The job
-then starts at the first epoch the output has not made final, with the loop's state rebuilt
-from the last final epoch's labels, re-reading no input of a kept epoch. ``docs/wcc.md``
+epochs it made final (condition C2), the loop the same (C3) plus, where a loop checkpoint
+allows it, the epoch in flight up to the checkpoint's iteration; the input its records. The
+job then starts at the first epoch the output has not made final (after the kept
+checkpoint's iteration, if any), with the loop's state rebuilt from the last final epoch's
+labels, re-reading no input of a kept epoch. ``docs/wcc.md``
 ("Crash recovery") states the rules.
 
 Every :class:`~spark_plugin.job.EpochJob` keeps its local ``out`` this way: its result
@@ -50,8 +55,8 @@ from engine.rollback import Avail, EdgeDecl, RollbackProblem, in_down, solve
 from .errors import OutputStateError
 from .wcc_io import FileStamp, edge_files
 
-__all__ = ["MANIFEST", "FORMAT", "CRASH_ENV", "job_fingerprint", "OutputLog",
-           "recovery_problem", "kept_epochs", "crash_point", "already_final"]
+__all__ = ["MANIFEST", "FORMAT", "CRASH_ENV", "LOOP_DIR", "job_fingerprint", "OutputLog",
+           "recovery_problem", "kept_epochs", "loop_records", "crash_point", "already_final"]
 
 #: The manifest's name inside ``--out``.
 MANIFEST = "_tfront_manifest.json"
@@ -61,6 +66,12 @@ FORMAT = "tfront-wcc-manifest v1"
 #: in the manifest), ``after-manifest`` (the epoch is final).
 CRASH_ENV = "TFRONT_WCC_CRASH_AT"
 CRASH_POINTS = ("after-input", "after-data", "after-manifest")
+#: Mid-epoch points of ``$TFRONT_WCC_CRASH_AT``, as ``epoch:E:iteration:I:POINT``: after the
+#: loop checkpoint of iteration ``I`` was renamed into place (not yet in the manifest), and
+#: after the manifest recorded it.
+LOOP_CRASH_POINTS = ("after-loop-data", "after-loop")
+#: The directory inside ``--out`` that holds the loop checkpoints (one subdirectory each).
+LOOP_DIR = "_tfront_loop"
 
 #: The processors of the recovery problem.
 INPUT, LOOP, OUTPUT = 0, 1, 2
@@ -111,29 +122,61 @@ def fsync_file(path: Path) -> None:
         os.fsync(h.fileno())
 
 
+def loop_records(manifest: dict) -> list[dict]:
+    """The manifest's loop checkpoints: the ``loop`` entries that are records ``{"epoch": E,
+    "iteration": I, "dir": ..., "files": [...], ...}`` (the loop's state after iteration
+    ``I`` of epoch ``E``), not plain epochs (a final epoch's state, in its labels)."""
+    return [r for r in manifest.get("loop", []) if isinstance(r, dict)]
+
+
+def _loop_epochs(manifest: dict) -> list[int]:
+    return [r for r in manifest.get("loop", []) if not isinstance(r, dict)]
+
+
 def recovery_problem(manifest: dict) -> RollbackProblem:
-    """The rollback problem of a manifest's records (times ``(epoch, 0)``).
+    """The rollback problem of a manifest's records, in two-dimensional times ``(epoch,
+    iteration)``.
 
     Processors: input (0), loop (1), output (2, a buffer whose output edge leaves the job).
-    Edges: outside -> input, input -> loop, loop -> output, output -> outside, each epoch's
-    messages determined by the sender's history up to that epoch. ``consumed``: the input and
-    the loop consumed every recorded input epoch (the one in flight too), the output every
-    epoch it made final. Available frontiers (chains ``down{(k, 0)}``): the input up to its
-    last record, the output up to its last final epoch, the loop up to its last durable state
-    -- its own records or the output's final labels, which rebuild it.
+    Edges: outside -> input, input -> loop, loop -> output, output -> outside. The input's
+    messages of epoch ``e`` are at ``(e, 0)``, determined by its history up to ``(e, 0)``
+    (the identity ``phi``); the loop's labels of epoch ``e`` are determined only by the
+    whole epoch, ``need((e, i)) = down{(e, NI-1)}``, ``NI - 1`` being past every recorded
+    iteration. ``consumed``: the input and the loop consumed every recorded input epoch
+    (the one in flight too), the output every epoch it made final. Available frontiers:
+
+    * input: the chain ``down{(k, NI-1)}`` up to its last record ("epochs <= k");
+    * output: the chain up to its last final epoch;
+    * loop: the chain up to its last durable epoch -- its own records or the output's final
+      labels, which rebuild it -- and, for each loop checkpoint ``(E, I)`` (the state after
+      iteration ``I`` of epoch ``E``) of the epoch right after the output's last final one,
+      the frontier ``down{(E-1, NI-1), (E, I)}``: epochs before ``E`` complete, plus epoch
+      ``E`` up to iteration ``I``. A checkpoint of epoch ``E`` means the loop consumed the
+      input's epoch ``E`` (C3 then keeps it only if the input keeps its record of ``E``).
     """
     inputs = _chain(r["epoch"] for r in manifest.get("input", []))
     outputs = _chain(r["epoch"] for r in manifest.get("output", []))
-    loop = max(_chain(manifest.get("loop", [])), outputs)
-    ne = max(inputs, outputs, loop) + 2
+    loop = max(_chain(_loop_epochs(manifest)), outputs)
+    # a checkpoint is of the epoch after the last final one (the job writes none elsewhere):
+    # the loop's state does not hold the labels of the epochs before it, which an output
+    # that has not made them final would need again
+    checkpoints = [(int(r["epoch"]), int(r["iteration"])) for r in loop_records(manifest)
+                   if int(r["epoch"]) == outputs + 1]
+    ne = max([inputs, outputs, loop] + [e for e, _ in checkpoints]) + 2
+    ni = max([i for _, i in checkpoints], default=-1) + 2
     edges = [EdgeDecl("in", None, INPUT), EdgeDecl("edge", INPUT, LOOP),
              EdgeDecl("edge", LOOP, OUTPUT), EdgeDecl("out", OUTPUT, None)]
+    top = ni - 1
+    need = {2: {(e, i): ((e, top),) for e in range(ne) for i in range(ni)}}
     consumed = {0: {(e, 0) for e in range(inputs + 1)},
-                1: {(e, 0) for e in range(inputs + 1)},
+                1: {(e, 0) for e in range(inputs + 1)} | {(e, 0) for e, _ in checkpoints},
                 2: {(e, 0) for e in range(outputs + 1)}}
+    explicit = {tuple(x for x in (((e - 1, top),) if e else ()) + ((e, i),))
+                for e, i in checkpoints}
     problem = RollbackProblem(
-        ne=ne, ni=1, buffer=[False, False, True], edges=edges,
-        avail=[Avail(every=False, epochs=inputs), Avail(every=False, epochs=loop),
+        ne=ne, ni=ni, buffer=[False, False, True], edges=edges, need_over=need,
+        avail=[Avail(every=False, epochs=inputs),
+               Avail(every=False, epochs=loop, explicit=explicit),
                Avail(every=False, epochs=outputs)],
         consumed=consumed)
     problem.check()
@@ -151,7 +194,9 @@ def _chain(epochs) -> int:
 
 def kept_epochs(manifest: dict) -> dict:
     """Solve the manifest's recovery problem: ``{"input": n, "loop": n, "output": n}``, the
-    number of epochs each operator keeps (epochs ``0..n-1``).
+    number of epochs each operator keeps whole (epochs ``0..n-1``), and ``"iteration"``: the
+    last iteration the loop keeps of epoch ``loop`` (the epoch in flight), from a loop
+    checkpoint, or ``None`` when it keeps none of it.
 
     Raises
     ------
@@ -163,21 +208,28 @@ def kept_epochs(manifest: dict) -> dict:
     if answer.result != "ok":
         raise OutputStateError(f"the records of {MANIFEST} admit no consistent rollback "
                                f"(solver: {answer.result})")
+    top = problem.ni - 1
     kept = {}
     for name, p in (("input", INPUT), ("loop", LOOP), ("output", OUTPUT)):
-        kept[name] = sum(1 for e in range(problem.ne) if in_down((e, 0), answer.choice[p]))
+        kept[name] = sum(1 for e in range(problem.ne) if in_down((e, top), answer.choice[p]))
+    partial = [i for e, i in answer.choice[LOOP] if e == kept["loop"] and i < top]
+    kept["iteration"] = max(partial) if partial else None
     return kept
 
 
 @dataclass
 class Resume:
     """Where a job resumes: ``epoch`` (the first not final), the cumulative edge count
-    before it, and the last final epoch's labels (``None`` when starting from epoch 0)."""
+    before it, the last final epoch's labels (``None`` when starting from epoch 0), the
+    leftovers removed, and the kept loop checkpoint of epoch ``epoch``, if any."""
 
     epoch: int = 0
     edges: int = 0
     labels: pa.Table | None = None
     removed: tuple = ()
+    #: The loop checkpoint the solver kept (the state after iteration ``loop["iteration"]`` of
+    #: epoch ``epoch``), or ``None``.
+    loop: dict | None = None
 
 
 class OutputLog:
@@ -252,7 +304,17 @@ class OutputLog:
             raise OutputStateError(f"--out {self.out}: {MANIFEST} lists epochs "
                                    f"{[r['epoch'] for r in m['output']]}, not 0..{n_out - 1}")
         m["output"] = final
-        m["loop"] = [e for e in m.get("loop", []) if e < kept["loop"]]
+        # the loop keeps the epochs it keeps whole, and the one checkpoint of the epoch in
+        # flight the solver chose, if its files are all there (else the epoch restarts)
+        loop = None
+        if kept["iteration"] is not None and kept["loop"] == n_out:
+            loop = next((r for r in loop_records(m) if r["epoch"] == n_out
+                         and r["iteration"] == kept["iteration"]), None)
+            if loop is not None and not all((self.out / LOOP_DIR / loop["dir"] / f).is_file()
+                                            for f in loop["files"]):
+                loop = None
+        m["loop"] = [e for e in _loop_epochs(m) if e < kept["loop"]] + (
+            [loop] if loop is not None else [])
         m["input"] = [r for r in m["input"] if r["epoch"] < kept["input"]]
         if n_out < (m.get("total") or 0) or m.get("total") is None:
             m["complete"] = False
@@ -264,15 +326,27 @@ class OutputLog:
                                            f"--overwrite to start over")
         labels = self._read(final[-1]) if final else None   # checked before anything changes
         named = {MANIFEST} | {f for r in final for f in r["files"]}
+        if loop is not None:
+            named.add(LOOP_DIR)
         removed = []
         for p in sorted(self.out.iterdir()):
             if p.name not in named:
                 removed.append(p.name)
                 shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        if loop is not None:   # other checkpoints (superseded, or never recorded) go too
+            keep = self.out / LOOP_DIR / loop["dir"]
+            for p in sorted((self.out / LOOP_DIR).iterdir()):
+                if p != keep:
+                    removed.append(f"{LOOP_DIR}/{p.name}")
+                    shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+            for p in sorted(keep.iterdir()):
+                if p.name not in loop["files"]:
+                    removed.append(f"{LOOP_DIR}/{loop['dir']}/{p.name}")
+                    shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
         self.save()
         if not final:
-            return Resume(removed=tuple(removed))
-        return Resume(n_out, int(final[-1]["edges"]), labels, tuple(removed))
+            return Resume(removed=tuple(removed), loop=loop)
+        return Resume(n_out, int(final[-1]["edges"]), labels, tuple(removed), loop)
 
     def _read(self, rec: dict) -> pa.Table:
         """Epoch ``rec``'s result (its :attr:`columns`, sorted by the first), checked against
@@ -315,6 +389,12 @@ class OutputLog:
             raise OutputStateError(f"--out {self.out}: epoch {e}'s input {source.what} changed "
                                    f"since the job recorded it; pass --overwrite to start over")
 
+    def same_source(self, e: int, source) -> bool:
+        """Whether epoch ``e``'s kept input record names ``source``, unchanged."""
+        r = self.kept_input(e)
+        return r is not None and r["source"] == source.what and (
+            r.get("stamp") is None or _stamp_of(source) == r["stamp"])
+
     def record_input(self, e: int, source) -> None:
         """Epoch ``e`` starts: record which source it is. A record of ``e`` kept from a
         killed run (the epoch then in flight) is replaced: nothing of that epoch left the
@@ -330,12 +410,81 @@ class OutputLog:
 
     def record_final(self, e: int, files: list[str], rows: int, edges: int) -> None:
         """Epoch ``e``'s data ``files`` (already renamed into place and fsynced) are final:
-        the output and the loop record it, in one atomic manifest write."""
+        the output and the loop record it, in one atomic manifest write; the loop
+        checkpoints of epoch ``e`` are then superseded and deleted (a crash before that
+        leaves files the manifest no longer names: the next start removes them)."""
         _fsync_dir(self.out)
         self.manifest["output"].append({"epoch": e, "files": list(files), "rows": int(rows),
                                         "edges": int(edges)})
-        self.manifest["loop"].append(e)
+        old = loop_records(self.manifest)
+        self.manifest["loop"] = _loop_epochs(self.manifest) + [e]
         self.save()
+        self._drop_loop(old)
+
+    # -- the loop's checkpoints --
+    def loop_name(self, e: int, it: int) -> str:
+        """The directory (inside :data:`LOOP_DIR`) of the loop checkpoint after iteration
+        ``it`` of epoch ``e``."""
+        return f"epoch-{e:06d}-iteration-{it:06d}"
+
+    def record_loop(self, e: int, it: int, df, *, new: int, pointstamps: list) -> dict:
+        """Make the loop's state after iteration ``it`` of epoch ``e`` durable: Spark writes
+        ``df`` (a DataFrame) as Parquet into a hidden directory of :data:`LOOP_DIR`, each part
+        file is fsynced and renamed into the checkpoint's directory, which is fsynced; only
+        then does the manifest's ``loop`` list record it (its rows, counted from the files'
+        footers, ``new`` of them flagged new, and the tracker's ``pointstamps`` at that
+        point), replacing the epoch's previous checkpoint, whose files are deleted after.
+        Returns the record."""
+        import pyarrow.parquet as pq
+
+        root = self.out / LOOP_DIR
+        name = self.loop_name(e, it)
+        tmp = root / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
+        df.write.mode("overwrite").parquet(str(tmp))
+        final = root / name
+        if final.exists():   # a leftover of a killed run the manifest does not name
+            shutil.rmtree(final)
+        final.mkdir()
+        files = []
+        for k, part in enumerate(sorted(tmp.glob("part-*.parquet"))):
+            f = f"part-{k:05d}.parquet"
+            fsync_file(part)
+            os.replace(part, final / f)
+            files.append(f)
+        shutil.rmtree(tmp)
+        rows = sum(pq.read_metadata(final / f).num_rows for f in files)
+        _fsync_dir(final)
+        _fsync_dir(root)
+        crash_point(f"iteration:{it}:after-loop-data", e)
+        old = loop_records(self.manifest)
+        rec = {"epoch": int(e), "iteration": int(it), "dir": name, "files": files,
+               "rows": int(rows), "new": int(new), "pointstamps": pointstamps}
+        self.manifest["loop"] = _loop_epochs(self.manifest) + [rec]
+        self.save()
+        crash_point(f"iteration:{it}:after-loop", e)
+        self._drop_loop(old)
+        return rec
+
+    def loop_paths(self, rec: dict) -> list[str]:
+        """The data files of loop checkpoint ``rec`` (paths Spark reads)."""
+        return [str(self.out / LOOP_DIR / rec["dir"] / f) for f in rec["files"]]
+
+    def drop_loop(self) -> None:
+        """Forget every loop checkpoint (the epoch in flight restarts from its beginning)."""
+        old = loop_records(self.manifest)
+        if old:
+            self.manifest["loop"] = _loop_epochs(self.manifest)
+            self.save()
+            self._drop_loop(old)
+
+    def _drop_loop(self, records) -> None:
+        """Delete the files of loop checkpoints the manifest no longer names, and the loop
+        directory once it is empty."""
+        root = self.out / LOOP_DIR
+        for r in records:
+            shutil.rmtree(root / r["dir"], ignore_errors=True)
+        if root.is_dir() and not loop_records(self.manifest):
+            shutil.rmtree(root, ignore_errors=True)
 
     def finish(self, total: int) -> None:
         """The input is exhausted after ``total`` epochs, all final."""

@@ -31,6 +31,8 @@ def parse_error(capsys, *argv):
     (["--master", "bogus://x"], "argument --master: 'bogus://x' is not a Spark master URL"),
     (["--master", "local[0]"], "is not a Spark master URL"),
     (["--master", "local[2"], "is not a Spark master URL"),
+    (["--loop-checkpoint", "-1"], "argument --loop-checkpoint: '-1' is not a number of seconds"),
+    (["--loop-checkpoint", "never"], "'never' is not a number of seconds >= 0 or 'off'"),
 ])
 def test_wcc_options_are_checked_by_the_parser(capsys, argv, what):
     code, err = parse_error(capsys, "wcc", "g.txt", *argv)
@@ -44,6 +46,21 @@ def test_wcc_options_are_checked_by_the_parser(capsys, argv, what):
                                  "mesos://m:5050"])
 def test_wcc_master_forms_accepted(url):
     assert _parser().parse_args(["wcc", "g.txt", "--master", url]).master == url
+
+
+def test_wcc_loop_checkpoint_forms():
+    """``--loop-checkpoint``: seconds (default 60), ``0`` every round, ``off`` never -- and
+    the API's ``loop_checkpoint`` refuses what the option refuses, naming the value."""
+    from spark_plugin.errors import ConfigError
+    from spark_plugin.wcc import loop_checkpoint_seconds
+
+    parse = _parser().parse_args
+    assert parse(["wcc", "g.txt"]).loop_checkpoint == 60.0
+    assert parse(["wcc", "g.txt", "--loop-checkpoint", "0"]).loop_checkpoint == 0.0
+    assert parse(["wcc", "g.txt", "--loop-checkpoint", "OFF"]).loop_checkpoint is None
+    for bad in (-1, "nan", "inf", True, "soon"):
+        with pytest.raises(ConfigError, match="loop_checkpoint must be a number of seconds"):
+            loop_checkpoint_seconds(bad)
 
 
 def test_version(capsys):

@@ -40,15 +40,15 @@ def _manifest(inputs, loop, outputs):
 
 @pytest.mark.parametrize("inputs, loop, outputs, expect", [
     # killed after epoch 2 started: the input keeps its record of the epoch in flight
-    (range(4), range(3), range(3), {"input": 4, "loop": 3, "output": 3}),
+    (range(4), range(3), range(3), {"input": 4, "loop": 3, "output": 3, "iteration": None}),
     # the loop's record of the last final epoch is missing: the output's epoch 2 is final
     # (C2 keeps it) and its labels rebuild the loop's state, so the loop keeps 2 as well
-    (range(3), range(2), range(3), {"input": 3, "loop": 3, "output": 3}),
+    (range(3), range(2), range(3), {"input": 3, "loop": 3, "output": 3, "iteration": None}),
     # killed after the data of epoch 1 was renamed, before the manifest named it
-    (range(2), range(1), range(1), {"input": 2, "loop": 1, "output": 1}),
+    (range(2), range(1), range(1), {"input": 2, "loop": 1, "output": 1, "iteration": None}),
     # killed during epoch 0: nothing is kept but the input's record
-    (range(1), [], [], {"input": 1, "loop": 0, "output": 0}),
-    ([], [], [], {"input": 0, "loop": 0, "output": 0}),
+    (range(1), [], [], {"input": 1, "loop": 0, "output": 0, "iteration": None}),
+    ([], [], [], {"input": 0, "loop": 0, "output": 0, "iteration": None}),
 ])
 def test_the_solver_keeps_exactly_the_epochs_the_output_made_final(inputs, loop, outputs,
                                                                    expect):
@@ -56,6 +56,45 @@ def test_the_solver_keeps_exactly_the_epochs_the_output_made_final(inputs, loop,
     assert kept_epochs(m) == expect
     problem = recovery_problem(m)
     assert problem.buffer == [False, False, True]   # the output: a buffer to the outside
+
+
+def _ckpt(e, it):
+    return {"epoch": e, "iteration": it, "dir": f"e{e}-i{it}", "files": [], "rows": 1,
+            "new": 1, "pointstamps": []}
+
+
+@pytest.mark.parametrize("inputs, loop, outputs, expect, frontier", [
+    # killed in epoch 2 after the loop checkpoint of iteration 4: epochs 0-1 whole, and the
+    # loop keeps epoch 2 up to iteration 4 (down{(1, NI-1), (2, 4)}, NI - 1 = 5)
+    (range(3), [0, 1, _ckpt(2, 4)], range(2), {"input": 3, "loop": 2, "output": 2,
+                                               "iteration": 4}, ((1, 5), (2, 4))),
+    (range(1), [_ckpt(0, 0)], [], {"input": 1, "loop": 0, "output": 0, "iteration": 0},
+     ((0, 0),)),
+    # the input's record of epoch 2 is missing: the loop consumed epoch 2's edges (C3 needs
+    # the input to keep them), so the checkpoint cannot be kept; the epoch restarts
+    (range(2), [0, 1, _ckpt(2, 4)], range(2), {"input": 2, "loop": 2, "output": 2,
+                                               "iteration": None}, ((1, 5),)),
+    # a stale checkpoint of an epoch since made final, or of an epoch after one that is not
+    # final yet: not available (its state lacks the labels the output would need); times
+    # are then (epoch, 0) only, as without checkpoints
+    (range(3), [0, 1, _ckpt(1, 3)], range(2), {"input": 3, "loop": 2, "output": 2,
+                                               "iteration": None}, ((1, 0),)),
+    (range(3), [0, _ckpt(2, 3)], range(1), {"input": 3, "loop": 1, "output": 1,
+                                            "iteration": None}, ((0, 0),)),
+])
+def test_loop_checkpoints_give_the_loop_a_frontier_inside_the_epoch_in_flight(
+        inputs, loop, outputs, expect, frontier):
+    """Item 6, per iteration: a loop checkpoint ``(E, I)`` offers the loop the frontier
+    "epochs < E complete, plus epoch E up to iteration I", and the solver keeps it exactly
+    when that is consistent."""
+    from engine.rollback import solve
+
+    m = _manifest(inputs, [], outputs)
+    m["loop"] = list(loop)
+    assert kept_epochs(m) == expect
+    problem = recovery_problem(m)
+    answer = solve(problem)
+    assert answer.result == "ok" and answer.choice[1] == frontier
 
 
 def _edges(seed=3, n=2000, m=2400):
@@ -272,3 +311,67 @@ def test_an_out_without_a_manifest_is_never_appended_to_twice(spark, tmp_path, m
     run_wcc(spark, str(edges), epochs=1, out=str(out), progress=False, overwrite=True)
     t = pq.read_table(out)
     assert sorted(t.column("epoch").to_pylist()) == [0] * 5   # one epoch, once
+
+
+def _frontier_events(log: Path, epoch: int, after: int) -> list:
+    """The ``frontier`` events of a progress log for ``epoch`` at iterations after ``after``:
+    ``(step, iteration, input, frontier)`` in order (stage numbers and producers differ
+    between runs with different histories, the frontiers must not)."""
+    out = []
+    for line in log.read_text().splitlines():
+        ev = json.loads(line)
+        if ev["event"] == "frontier" and ev["epoch"] == epoch and ev["iteration"] > after:
+            out.append((ev["step"], ev["iteration"], ev["input"], ev["frontier"]))
+    return out
+
+
+@pytest.mark.spark
+def test_a_killed_epoch_resumes_after_its_last_loop_checkpoint(spark, tmp_path, monkeypatch,
+                                                               capfd):
+    """Item 6, per iteration: one epoch that takes several Spark rounds (a path with shuffled
+    ids; every round on Spark: ``TFRONT_WCC_DRIVER_ROWS=0``), a loop checkpoint after every
+    round (``--loop-checkpoint 0``), ``tfront wcc`` killed with SIGKILL after iteration 1's
+    checkpoint data is renamed into place but before the manifest records it. The restart
+    keeps iteration 0's checkpoint (the solver's choice), removes iteration 1's unrecorded
+    data, says it resumes at iteration 1, and ends with scipy's labels, the epoch once, no
+    loop files left; its frontiers from iteration 1 on are those of an uninterrupted run."""
+    n = 12
+    perm = np.random.default_rng(7).permutation(n)
+    src, dst = perm[:-1], perm[1:]
+    d = tmp_path / "in"
+    cuts = _write_epochs(d, src, dst, 1)
+    out = tmp_path / "out"
+    env = {"TFRONT_WCC_DRIVER_ROWS": "0", CRASH_ENV: "epoch:0:iteration:1:after-loop-data"}
+    rc, stdout, err = _tfront(d, out, "--loop-checkpoint", "0", env=env)
+    assert rc == -signal.SIGKILL, (stdout, err)
+    m = json.loads((out / MANIFEST).read_text())
+    assert m["output"] == [] and [(r["epoch"], r["iteration"]) for r in m["loop"]] == [(0, 0)]
+    loop_dirs = sorted(os.listdir(out / "_tfront_loop"))
+    assert loop_dirs == [m["loop"][0]["dir"], "epoch-000000-iteration-000001"], loop_dirs
+
+    # an uninterrupted run (the witness)
+    monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")
+    whole = tmp_path / "whole.jsonl"
+    full = run_wcc(spark, d, out=str(tmp_path / "whole"), partitions=2, progress=False,
+                   backend="cpu", progress_log=whole, loop_checkpoint=None)
+    # the restart (in this process: the kill was the real one)
+    log = tmp_path / "resumed.jsonl"
+    capfd.readouterr()
+    res = run_wcc(spark, d, out=str(out), partitions=2, progress=True, backend="cpu",
+                  progress_log=log, loop_checkpoint=0)
+    err = capfd.readouterr().err
+    assert "resuming epoch 0 at iteration 1 from the loop checkpoint of iteration 0" in err, err
+    assert "removed 1 leftover file" in err, err
+    _check_out(out, src, dst, cuts)       # once, scipy's labels, no _tfront_loop left
+    # only the stages after the checkpoint ran: no contract stage, no iteration-0 stage
+    steps = [json.loads(x) for x in log.read_text().splitlines()]
+    ran = {(s["step"], s["iteration"]) for s in steps if s["event"] == "step"}
+    assert ("contract", 0) not in ran and ("small-star", 0) not in ran
+    assert ("large-star", 1) in ran
+
+    rounds = full.epochs[0].rounds
+    assert rounds >= 3 and res.epochs[0].rounds == rounds, rounds   # several Spark rounds
+    # from iteration 1 on, the resumed run's frontiers at every input are the witness's
+    resumed = _frontier_events(log, 0, 0)
+    assert resumed and resumed == _frontier_events(whole, 0, 0)
+    assert not (tmp_path / "whole" / "_tfront_loop").exists()

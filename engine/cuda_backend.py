@@ -667,18 +667,23 @@ class CudaKernels(KernelSet):
             h_ts = _cuda.read(F_ts[:int(h_ptr[L])])
         return h_ptr, np.ascontiguousarray(h_ts), h_mode
 
-    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None):
+    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None, old_F=None):
         """:func:`gpu_kernels.propagate.closure_step_cuda` over target-major ``Psi``, the
         batch's deferred words read (and their checks settled) with its first transfer; the
-        changes come back in one copy and are split on the host."""
+        changes come back in one copy and are split on the host. ``old_F`` (``F`` before the
+        batch) is required: it tells which targets can be updated incrementally."""
         from gpu_kernels import _cuda
         from gpu_kernels.propagate import closure_step_cuda
+        if old_F is None:
+            raise BackendError("the cuda backend's closure step needs old_F, the frontiers "
+                               "(F_ptr, F_ts) from before the batch")
         with self._scope():
             p = self._psi(psi)
             words = deferred.words() if deferred is not None else None
             _cuda.op(k=int(words is not None))  # the words' concatenation
             new_ptr, new_ts, ch = closure_step_cuda(
                 ga.m, p.tm_ptr, p.tm_src, p.tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
+                old_ptr=old_F[0], old_ts=old_F[1],
                 pending=words, settle=deferred.settle if words is not None else None,
                 **self.closure_options)
         changes = (ch[:, 0].astype(np.int32), np.ascontiguousarray(ch[:, 2:]),
@@ -697,5 +702,8 @@ class CudaKernels(KernelSet):
         return _cuda.COUNTS.snapshot()
 
     def counts_since(self, snap) -> dict[str, int]:
+        """The device work since ``snap`` and, for the closure strategy, the targets the
+        gather recomputed in full and incrementally (``targets_full``,
+        ``targets_incremental``)."""
         from gpu_kernels import _cuda
-        return _cuda.COUNTS.since(snap)
+        return {**_cuda.COUNTS.since(snap), **_cuda.COUNTS.gather_since(snap)}

@@ -160,11 +160,13 @@ class KernelSet(abc.ABC):
     # propagation: gpu_kernels.propagate. Edge-wise propagation runs on the host for every
     # backend (CpuKernels.edgewise): it does sequential work where frontiers change.
     @abc.abstractmethod
-    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None):
+    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None, old_F=None):
         """The closure strategy: ``(I_ptr, I_ts, (c_loc, c_ts, c_diff))`` -- the new implied
         frontiers (backend arrays) of every target that a changed ``F`` (``mode > 0``, from
         :meth:`frontier_update`) reaches, and their changes as host arrays sorted by
-        ``(loc, ts)``."""
+        ``(loc, ts)``. ``old_F``: ``(F_ptr, F_ts)`` from before the batch, which lets a
+        backend update a target incrementally where no withdrawn row of ``F`` was a witness
+        of its old frontier (:func:`gpu_kernels.propagate.witness_hit`)."""
 
     @abc.abstractmethod
     def frontier_changes(self, locs, old_ptr, old_ts, new_ptr, new_ts, W):
@@ -218,7 +220,9 @@ class CpuKernels(KernelSet):
             psi.sums.reshape(-1, psi.sums.shape[-1]), psi.max_antichain if dense else 0,
             F_ptr, F_ts, I_ptr, I_ts, seeds)
 
-    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None):
+    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None, old_F=None):
+        """:meth:`gather_closure` (every target a changed ``F`` reaches, recomputed in full;
+        ``old_F`` is not needed) and :meth:`frontier_changes`."""
         seeds = np.flatnonzero(mode).astype(np.int64)
         if not len(seeds):
             return I_ptr, I_ts, (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64),

@@ -611,10 +611,14 @@ class CudaKernels(KernelSet):
         with self._scope():
             if deferred is None:
                 return merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip)
+            from gpu_kernels import _cuda
+            _cuda.op(k=deferred.joins())
+            carry = deferred.words()  # the intake's words: the merge's status carries them
             o_loc, o_ts, o_cnt, status = merge_counts_cuda(
                 t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip,
-                b_count=deferred.batch_count, defer=True)
+                b_count=deferred.batch_count, defer=True, carry=carry)
         n = int(b_ts.shape[0])
+        P = 0 if carry is None else int(carry.size)
 
         def check(words):
             if int(words[2]) < n:
@@ -625,8 +629,8 @@ class CudaKernels(KernelSet):
                 raise StrictViolation(int(words[0]))
             deferred.results["table_len"] = int(words[1])
 
-        deferred.add(status, check)
-        deferred.table_len = status[1:2]
+        deferred.absorb(status, check)
+        deferred.table_len = status[P + 1:P + 2]
         return o_loc, o_ts, o_cnt, -1
 
     def deferred(self):
@@ -653,11 +657,12 @@ class CudaKernels(KernelSet):
         xp = self.xp
         L = F_ptr.shape[0] - 1
         with self._scope():
+            _cuda.op(k=deferred.joins() if deferred is not None else 0)
             words = deferred.words() if deferred is not None else None
             parts = [F_ptr.view(xp.uint8), mode.view(xp.uint8)]
             if words is not None:
                 parts.insert(0, words.view(xp.uint8))
-            host = _cuda.read(_cuda.op(xp.concatenate(parts), 1 + (words is not None)))
+            host = _cuda.read(_cuda.op(xp.concatenate(parts)))
             if words is not None:
                 k = 8 * words.size
                 deferred.settle(np.ascontiguousarray(host[:k]).view(np.int64))
@@ -679,8 +684,8 @@ class CudaKernels(KernelSet):
                                "(F_ptr, F_ts) from before the batch")
         with self._scope():
             p = self._psi(psi)
+            _cuda.op(k=deferred.joins() if deferred is not None else 0)
             words = deferred.words() if deferred is not None else None
-            _cuda.op(k=int(words is not None))  # the words' concatenation
             new_ptr, new_ts, ch = closure_step_cuda(
                 ga.m, p.tm_ptr, p.tm_src, p.tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
                 old_ptr=old_F[0], old_ts=old_F[1],

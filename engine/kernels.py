@@ -70,10 +70,35 @@ class Deferred:
         ``check(host_words)``."""
         self.parts.append((words, check))
 
+    def absorb(self, words, check) -> None:
+        """Like :meth:`add`, for a stage whose ``words`` start with a copy of every part's
+        words so far (:meth:`words` before it), followed by its own: they replace the parts,
+        and settling runs the earlier checks, then ``check`` on the stage's own words. So
+        the batch's words stay one array, which :meth:`words` hands over without a
+        concatenation."""
+        parts = self.parts
+        o = sum(int(w.size) for w, _ in parts)
+
+        def settle_all(host_words):
+            k = 0
+            for w, c in parts:
+                c(host_words[k:k + w.size])
+                k += w.size
+            check(host_words[o:])
+
+        self.parts = [(words, settle_all)]
+
+    def joins(self) -> int:
+        """Array-library primitives :meth:`words` costs: 1 when it concatenates, else 0."""
+        return int(len(self.parts) > 1)
+
     def words(self):
-        """The device words to transfer, concatenated (an array-library primitive), or None."""
+        """The device words to transfer, or None: the one part's array itself, or the parts
+        concatenated (an array-library primitive, :meth:`joins`)."""
         if not self.parts:
             return None
+        if len(self.parts) == 1:
+            return self.parts[0][0].reshape(-1)
         return self.xp.concatenate([w.reshape(-1) for w, _ in self.parts])
 
     def settle(self, host_words) -> None:

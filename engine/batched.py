@@ -117,7 +117,10 @@ class BatchedTracker:
     last_timing : dict
         ``apply_s`` (validate, consolidate, merge, local frontiers) and ``propagate_s`` of the
         last batch; on a device backend also the batch's device work: ``launches`` (kernels),
-        ``ops`` (array-library primitives), ``syncs`` (blocking reads) and ``allocs``.
+        ``ops`` (array-library primitives), ``syncs`` (blocking reads) and ``allocs``, and
+        what the closure gather did: ``targets_full`` (targets recomputed from all their
+        sources) and ``targets_incremental`` (from their old frontier and the changed
+        sources only).
     """
 
     def __init__(self, graph: Graph, *, strict: bool = False, strategy: "str | Strategy" = "auto",

@@ -29,8 +29,8 @@ the graph whose frontiers actually change, plus whole cycles the wave enters; a 
 passes where loops re-queue their heads. Memory O(total frontier size).
 
 CUDA kernels (foot of the file): the closure strategy as one device step,
-:func:`closure_step_cuda` (a block per target over a target-major ``Psi``, incremental where
-no source retreated, the frontier changes folded in), and :func:`frontier_changes_cuda`,
+:func:`closure_step_cuda` (a block per target over a target-major ``Psi``, incremental unless
+a changed source withdrew a witness of its old frontier, the frontier changes folded in), and :func:`frontier_changes_cuda`,
 with the twins' contracts and scalar cores (``apply_into``, ``antichain_insert``,
 ``walk_changes``, ``count_changes``, ``gather_target``). Edge-wise
 propagation has no device form: on the GPU backend it runs here, on the host, from the few
@@ -499,9 +499,9 @@ def closure_vote(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, G_ptr, G_ts, I_pt
 # * ``coop_gather`` (block of ``T`` threads per target, ``Psi`` target-major so the block
 #   reads its entries contiguously): the threads stride over the target's entries and vote
 #   (``syncthreads_or``) whether a source changed -- no: the block is done, its frontier is
-#   the old one; whether a source *retreated* -- no: the update is incremental, the threads
-#   start from the old frontier and apply only the grown sources (a down-set that only
-#   grows keeps every old candidate dominated or present); yes: full recomputation. Each
+#   the old one; whether a changed source withdrew a *witness* of the old frontier
+#   (``witness_hit``) -- no: the update is incremental, the threads start from the old
+#   frontier and apply only the changed sources' new ``F``; yes: full recomputation. Each
 #   thread keeps its own antichain of at most ``C`` rows in registers/local memory (the
 #   CPU's ``antichain_insert``); the block merges them in shared memory: a row survives
 #   unless another row is strictly below it (or equal, earlier), and its rank among the
@@ -512,7 +512,8 @@ def closure_vote(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, G_ptr, G_ts, I_pt
 #   flagged and recomputed by ``gather_rows`` (thread per such target, ``gather_target``,
 #   retried with four times the room).
 # * one scan of the sizes (new frontier lengths and change counts) and one **sync** reading
-#   ``stats`` (3 integers: overflows, rows, changes) to size the outputs;
+#   ``stats`` (5 integers: overflows, rows, changes, targets in full and incremental; the
+#   batch's deferred words behind them, copied there by block 0) to size the outputs;
 # * ``coop_fill`` (thread per location): the new ``I`` segment (the block's slot or the old
 #   segment) and, for a touched target, its changes (``walk_changes``) into one
 #   ``int64[c, 2 + W]`` array, so that one copy (the second **sync**) brings them to the host.

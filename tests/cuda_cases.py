@@ -156,8 +156,8 @@ def check_frontier_changes(graph, batches, dev, host, *, tpb=None):
 
 
 def check_closure_step(graph, batches, dev, host, *, rows=2, threads=None, tpb=None):
-    """``closure_step_cuda`` (block per target over target-major ``Psi``; incremental where
-    no source retreated; ``rows`` small enough to send big frontiers down the overflow path)
+    """``closure_step_cuda`` (block per target over target-major ``Psi``; incremental unless
+    a changed source withdrew a witness of the old frontier; ``rows`` small enough to send big frontiers down the overflow path)
     gives every step's new ``I`` and exactly the changes of ``frontier_changes`` over all
     locations, for both layouts of ``Psi``; ``target_major`` lists every ``Psi`` entry by
     target. Also the CPU twin of the seed modes (non-zero exactly where ``F`` changed)."""

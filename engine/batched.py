@@ -117,7 +117,10 @@ class BatchedTracker:
     last_timing : dict
         ``apply_s`` (validate, consolidate, merge, local frontiers) and ``propagate_s`` of the
         last batch; on a device backend also the batch's device work: ``launches`` (kernels),
-        ``ops`` (array-library primitives), ``syncs`` (blocking reads) and ``allocs``.
+        ``ops`` (array-library primitives), ``syncs`` (blocking reads) and ``allocs``, and
+        what the closure gather did: ``targets_full`` (targets recomputed from all their
+        sources) and ``targets_incremental`` (from their old frontier and the changed
+        sources only).
     """
 
     def __init__(self, graph: Graph, *, strict: bool = False, strategy: "str | Strategy" = "auto",
@@ -227,7 +230,8 @@ class BatchedTracker:
             I_ptr, I_ts = self._I_ptr, self._I_ts
             if self.strategy is Strategy.CLOSURE:  # a changed F is found by the gather itself
                 I_ptr, I_ts, out = pk.closure_step(ga, self.psi, mode, F_ptr, F_ts, I_ptr, I_ts,
-                                                   deferred=deferred if pk is k else None)
+                                                   deferred=deferred if pk is k else None,
+                                                   old_F=(self._F_ptr, self._F_ts))
             else:
                 seeds = np.flatnonzero(mode).astype(np.int64)
                 out = (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64),

@@ -24,7 +24,7 @@ The constants are a model, calibrated from measurements on an H100 host
 (measured by hand there, not reproduced in CI: the cpu backend propagates a churn batch of the N=1000 chain
 workload in about 1 ms and of N=5000 in about 4 ms; CUDA launches and synchronisations cost
 10-30 microseconds each through CuPy and Numba) and from the counted device work (the
-closure step: 2 launches, 4 primitives, 2 synchronisations; a whole batch: 26 launches and
+closure step: 2 launches, 1 primitive, 2 synchronisations; a whole batch: 16 launches and
 primitives, 2 synchronisations). The device rate of the block-per-target gather is a
 prediction until it is measured on a device.
 
@@ -78,7 +78,7 @@ class CostModel:
     frontier_rows: float = 2.0
     host_row_s: float = 6.0e-8
     device_row_s: float = 1.5e-9
-    device_batch_ops: int = 26
+    device_batch_ops: int = 16
     device_batch_syncs: int = 2
 
 
@@ -159,7 +159,7 @@ def choose_strategy(ga: GraphArrays, *, on_device: bool, memory_budget: int = 25
     edgewise_s = (arcs + ga.L) * f * f * model.host_relax_s \
         + model.device_sync_s + ga.L * f * 8 * W * model.transfer_s_per_byte
     S = estimate_summaries(ga)
-    closure_s = 6 * model.device_launch_s + 2 * model.device_sync_s \
+    closure_s = 3 * model.device_launch_s + 2 * model.device_sync_s \
         + S * f * model.device_candidate_s
     psi_bytes = estimate_bytes(ga, memory_budget=memory_budget)
     est = f"closure ~{closure_s * 1e3:.3g} ms (Psi ~{S:,} summaries), edge-wise on the host " \

@@ -611,10 +611,14 @@ class CudaKernels(KernelSet):
         with self._scope():
             if deferred is None:
                 return merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip)
+            from gpu_kernels import _cuda
+            _cuda.op(k=deferred.joins())
+            carry = deferred.words()  # the intake's words: the merge's status carries them
             o_loc, o_ts, o_cnt, status = merge_counts_cuda(
                 t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip,
-                b_count=deferred.batch_count, defer=True)
+                b_count=deferred.batch_count, defer=True, carry=carry)
         n = int(b_ts.shape[0])
+        P = 0 if carry is None else int(carry.size)
 
         def check(words):
             if int(words[2]) < n:
@@ -625,8 +629,8 @@ class CudaKernels(KernelSet):
                 raise StrictViolation(int(words[0]))
             deferred.results["table_len"] = int(words[1])
 
-        deferred.add(status, check)
-        deferred.table_len = status[1:2]
+        deferred.absorb(status, check)
+        deferred.table_len = status[P + 1:P + 2]
         return o_loc, o_ts, o_cnt, -1
 
     def deferred(self):
@@ -653,11 +657,12 @@ class CudaKernels(KernelSet):
         xp = self.xp
         L = F_ptr.shape[0] - 1
         with self._scope():
+            _cuda.op(k=deferred.joins() if deferred is not None else 0)
             words = deferred.words() if deferred is not None else None
             parts = [F_ptr.view(xp.uint8), mode.view(xp.uint8)]
             if words is not None:
                 parts.insert(0, words.view(xp.uint8))
-            host = _cuda.read(_cuda.op(xp.concatenate(parts), 1 + (words is not None)))
+            host = _cuda.read(_cuda.op(xp.concatenate(parts)))
             if words is not None:
                 k = 8 * words.size
                 deferred.settle(np.ascontiguousarray(host[:k]).view(np.int64))
@@ -667,18 +672,23 @@ class CudaKernels(KernelSet):
             h_ts = _cuda.read(F_ts[:int(h_ptr[L])])
         return h_ptr, np.ascontiguousarray(h_ts), h_mode
 
-    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None):
+    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None, old_F=None):
         """:func:`gpu_kernels.propagate.closure_step_cuda` over target-major ``Psi``, the
         batch's deferred words read (and their checks settled) with its first transfer; the
-        changes come back in one copy and are split on the host."""
+        changes come back in one copy and are split on the host. ``old_F`` (``F`` before the
+        batch) is required: it tells which targets can be updated incrementally."""
         from gpu_kernels import _cuda
         from gpu_kernels.propagate import closure_step_cuda
+        if old_F is None:
+            raise BackendError("the cuda backend's closure step needs old_F, the frontiers "
+                               "(F_ptr, F_ts) from before the batch")
         with self._scope():
             p = self._psi(psi)
+            _cuda.op(k=deferred.joins() if deferred is not None else 0)
             words = deferred.words() if deferred is not None else None
-            _cuda.op(k=int(words is not None))  # the words' concatenation
             new_ptr, new_ts, ch = closure_step_cuda(
                 ga.m, p.tm_ptr, p.tm_src, p.tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
+                old_ptr=old_F[0], old_ts=old_F[1],
                 pending=words, settle=deferred.settle if words is not None else None,
                 **self.closure_options)
         changes = (ch[:, 0].astype(np.int32), np.ascontiguousarray(ch[:, 2:]),
@@ -697,5 +707,8 @@ class CudaKernels(KernelSet):
         return _cuda.COUNTS.snapshot()
 
     def counts_since(self, snap) -> dict[str, int]:
+        """The device work since ``snap`` and, for the closure strategy, the targets the
+        gather recomputed in full and incrementally (``targets_full``,
+        ``targets_incremental``)."""
         from gpu_kernels import _cuda
-        return _cuda.COUNTS.since(snap)
+        return {**_cuda.COUNTS.since(snap), **_cuda.COUNTS.gather_since(snap)}

@@ -70,10 +70,35 @@ class Deferred:
         ``check(host_words)``."""
         self.parts.append((words, check))
 
+    def absorb(self, words, check) -> None:
+        """Like :meth:`add`, for a stage whose ``words`` start with a copy of every part's
+        words so far (:meth:`words` before it), followed by its own: they replace the parts,
+        and settling runs the earlier checks, then ``check`` on the stage's own words. So
+        the batch's words stay one array, which :meth:`words` hands over without a
+        concatenation."""
+        parts = self.parts
+        o = sum(int(w.size) for w, _ in parts)
+
+        def settle_all(host_words):
+            k = 0
+            for w, c in parts:
+                c(host_words[k:k + w.size])
+                k += w.size
+            check(host_words[o:])
+
+        self.parts = [(words, settle_all)]
+
+    def joins(self) -> int:
+        """Array-library primitives :meth:`words` costs: 1 when it concatenates, else 0."""
+        return int(len(self.parts) > 1)
+
     def words(self):
-        """The device words to transfer, concatenated (an array-library primitive), or None."""
+        """The device words to transfer, or None: the one part's array itself, or the parts
+        concatenated (an array-library primitive, :meth:`joins`)."""
         if not self.parts:
             return None
+        if len(self.parts) == 1:
+            return self.parts[0][0].reshape(-1)
         return self.xp.concatenate([w.reshape(-1) for w, _ in self.parts])
 
     def settle(self, host_words) -> None:
@@ -160,11 +185,13 @@ class KernelSet(abc.ABC):
     # propagation: gpu_kernels.propagate. Edge-wise propagation runs on the host for every
     # backend (CpuKernels.edgewise): it does sequential work where frontiers change.
     @abc.abstractmethod
-    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None):
+    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None, old_F=None):
         """The closure strategy: ``(I_ptr, I_ts, (c_loc, c_ts, c_diff))`` -- the new implied
         frontiers (backend arrays) of every target that a changed ``F`` (``mode > 0``, from
         :meth:`frontier_update`) reaches, and their changes as host arrays sorted by
-        ``(loc, ts)``."""
+        ``(loc, ts)``. ``old_F``: ``(F_ptr, F_ts)`` from before the batch, which lets a
+        backend update a target incrementally where no withdrawn row of ``F`` was a witness
+        of its old frontier (:func:`gpu_kernels.propagate.witness_hit`)."""
 
     @abc.abstractmethod
     def frontier_changes(self, locs, old_ptr, old_ts, new_ptr, new_ts, W):
@@ -218,7 +245,9 @@ class CpuKernels(KernelSet):
             psi.sums.reshape(-1, psi.sums.shape[-1]), psi.max_antichain if dense else 0,
             F_ptr, F_ts, I_ptr, I_ts, seeds)
 
-    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None):
+    def closure_step(self, ga, psi, mode, F_ptr, F_ts, I_ptr, I_ts, deferred=None, old_F=None):
+        """:meth:`gather_closure` (every target a changed ``F`` reaches, recomputed in full;
+        ``old_F`` is not needed) and :meth:`frontier_changes`."""
         seeds = np.flatnonzero(mode).astype(np.int64)
         if not len(seeds):
             return I_ptr, I_ts, (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64),

@@ -61,24 +61,37 @@ SIM_THREADS_PER_BLOCK = 1
 class DeviceCounts:
     """Running totals of device work issued by this process: ``launches`` (Numba kernels),
     ``ops`` (array-library primitives, each at least one kernel), ``syncs`` (blocking
-    device-to-host reads) and ``allocs`` (device arrays made through :func:`alloc`).
+    device-to-host reads) and ``allocs`` (device arrays made through :func:`alloc`); and of
+    what the closure gather did with the targets a changed ``F`` reaches (:data:`GATHER`):
+    ``targets_full``, recomputed from all their sources, and ``targets_incremental``, updated
+    from their old frontier and the changed sources only
+    (:func:`gpu_kernels.propagate.closure_step_cuda`).
 
-    >>> c = DeviceCounts(); before = c.snapshot(); c.syncs += 2
+    >>> c = DeviceCounts(); before = c.snapshot(); c.syncs += 2; c.targets_full += 1
     >>> c.since(before)
     {'launches': 0, 'ops': 0, 'syncs': 2, 'allocs': 0}
+    >>> c.gather_since(before)
+    {'targets_full': 1, 'targets_incremental': 0}
     """
 
     FIELDS = ("launches", "ops", "syncs", "allocs")
+    GATHER = ("targets_full", "targets_incremental")
 
     def __init__(self):
         self.launches = self.ops = self.syncs = self.allocs = 0
+        self.targets_full = self.targets_incremental = 0
 
     def snapshot(self) -> tuple[int, ...]:
-        return tuple(getattr(self, f) for f in self.FIELDS)
+        return tuple(getattr(self, f) for f in self.FIELDS + self.GATHER)
 
     def since(self, snap: tuple[int, ...]) -> dict[str, int]:
-        """Counts issued since ``snap`` (a :meth:`snapshot`)."""
+        """Device work (:data:`FIELDS`) issued since ``snap`` (a :meth:`snapshot`)."""
         return {f: getattr(self, f) - v for f, v in zip(self.FIELDS, snap)}
+
+    def gather_since(self, snap: tuple[int, ...]) -> dict[str, int]:
+        """The closure gather's targets (:data:`GATHER`) since ``snap``."""
+        n = len(self.FIELDS)
+        return {f: getattr(self, f) - v for f, v in zip(self.GATHER, snap[n:])}
 
 
 #: The process-wide counts (device work is process-wide too: one CUDA context per device).

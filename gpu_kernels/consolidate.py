@@ -398,13 +398,14 @@ def _kernels():
 
     @cuda.jit
     def merge_probe(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, nb, strict, flip, pos, newcnt,
-                    ins, drop, upd, bad, ovf):
+                    ins, keep, upd, bad, ovf):
         """Per batch row j < nb[0] (the batch's rows: the arrays may hold spare rows): its
         place in the table (binary search), old and new count, the location flip,
         strict-mode violation (atomic min of j into bad), an int64 overflow (atomic min of j
-        into ovf; the row's count is then left unchanged), and whether it is inserted (new row),
-        updates table row pos[j] (upd) or deletes it (drop). A spare row, or a location out
-        of range (rows of a batch still to be rejected), is neither."""
+        into ovf; the row's count is then left unchanged), and whether it is inserted (new row,
+        ins[j] = 1), updates table row pos[j] (upd) or deletes it (keep[pos[j]] = 0; keep
+        starts as ones). A spare row, or a location out of range (rows of a batch still to
+        be rejected), is neither."""
         j = cuda.grid(1)
         if j < b_loc.shape[0]:
             if j >= nb[0] or b_loc[j] < 0 or b_loc[j] >= flip.shape[0]:
@@ -440,55 +441,54 @@ def _kernels():
                 flip[b_loc[j]] = True
             if hit:
                 upd[lo] = j
-                drop[lo] = 1 if new == 0 else 0
+                keep[lo] = 0 if new == 0 else 1
                 ins[j] = 0
             else:
                 ins[j] = 1 if new != 0 else 0
 
     @cuda.jit
-    def merge_table(t_loc, t_ts, t_cnt, drop, upd, newcnt, kept_before, ins_pos, ins_rank,
-                    o_loc, o_ts, o_cnt):
-        """Table row i, unless dropped, goes to kept_before[i] + (inserted rows placed at or
-        before i: a binary search in the first ins_rank[-1] entries of ins_pos), with its
-        count updated if a batch row matched it; thread per table row."""
+    def merge_scatter(t_loc, t_ts, t_cnt, keep, upd, b_loc, b_ts, ins, newcnt, scan, pos, nb,
+                      carry, status, o_loc, o_ts, o_cnt):
+        """The new table, thread per table row (i < r) and per batch row (j = i - r).
+        ``scan`` is the exclusive scan of the ``r`` table rows' kept flags followed by the
+        batch rows' inserted flags. Table row i, if kept, goes to (kept rows before it:
+        scan[i]) + (inserted batch rows placed at or before it: among the first c batch rows,
+        scan[r + c] - scan[r], c found by a binary search in their table places ``pos``,
+        ascending over the nb[0] valid rows of a sorted batch; in a batch still to be
+        rejected any c keeps the row in range), its count updated if a batch row matched it.
+        Batch row j, if inserted, goes after the kept table rows before its place
+        (scan[pos[j]]) and the inserted batch rows before it (scan[r + j] - scan[r]). Thread
+        0 copies the ``P`` words of ``carry`` to status[:P] and writes the new table's row
+        count, scan[r + n], to status[P + 1]."""
         i = cuda.grid(1)
-        if i < t_loc.shape[0] and drop[i] == 0:
-            o = kept_before[i] + upper_bound_n(ins_pos, ins_rank[ins_rank.shape[0] - 1], i)
-            o_loc[o] = t_loc[i]
-            for c in range(t_ts.shape[1]):
-                o_ts[o, c] = t_ts[i, c]
-            o_cnt[o] = newcnt[upd[i]] if upd[i] >= 0 else t_cnt[i]
-
-    @cuda.jit
-    def merge_batch(b_loc, b_ts, newcnt, ins_idx, ins_pos, ins_rank, kept_before, o_loc, o_ts,
-                    o_cnt):
-        """The k-th inserted batch row (k < ins_rank[-1]) goes after the kept table rows
-        before its place, and after the k inserted rows before it; thread per batch row."""
-        k = cuda.grid(1)
-        if k < ins_idx.shape[0] and k < ins_rank[ins_rank.shape[0] - 1]:
-            j = ins_idx[k]
-            o = kept_before[ins_pos[k]] + k
-            o_loc[o] = b_loc[j]
-            for c in range(b_ts.shape[1]):
-                o_ts[o, c] = b_ts[j, c]
-            o_cnt[o] = newcnt[j]
-
-    @cuda.jit
-    def merge_compact(ins, ins_rank, pos, ins_idx, ins_pos):
-        """Stream compaction of the inserted batch rows by their inclusive scan: row j, if
-        inserted, becomes the ins_rank[j] - 1-th (its index and table position); thread per
-        batch row."""
-        j = cuda.grid(1)
-        if j < ins.shape[0] and ins[j] != 0:
-            k = ins_rank[j] - 1
-            ins_idx[k] = j
-            ins_pos[k] = pos[j]
+        r = t_loc.shape[0]
+        n = ins.shape[0]
+        W = t_ts.shape[1]
+        if i == 0:
+            P = carry.shape[0]
+            for q in range(P):
+                status[q] = carry[q]
+            status[P + 1] = scan[r + n]
+        if i < r:
+            if keep[i] != 0:
+                c = upper_bound_n(pos, nb[0], i)
+                o = scan[i] + scan[r + c] - scan[r]
+                o_loc[o] = t_loc[i]
+                for q in range(W):
+                    o_ts[o, q] = t_ts[i, q]
+                o_cnt[o] = newcnt[upd[i]] if upd[i] >= 0 else t_cnt[i]
+        elif i < r + n:
+            j = i - r
+            if ins[j] != 0:
+                o = scan[pos[j]] + scan[i] - scan[r]
+                o_loc[o] = b_loc[j]
+                for q in range(W):
+                    o_ts[o, q] = b_ts[j, q]
+                o_cnt[o] = newcnt[j]
 
     return types.SimpleNamespace(pack_rows=pack_rows, key_heads=key_heads, row_heads=row_heads,
                                  run_sums=run_sums, emit_keys=emit_keys, emit_rows=emit_rows,
-                                 merge_probe=merge_probe, merge_table=merge_table,
-                                 merge_compact=merge_compact,
-                                 merge_batch=merge_batch)
+                                 merge_probe=merge_probe, merge_scatter=merge_scatter)
 
 
 def consolidate_cuda(loc, ts, diff, *, tpb=None):
@@ -585,7 +585,7 @@ def consolidate_sorting_cuda(loc, ts, diff, plan, *, tpb=None):
 
 
 def merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, *, b_count=None,
-                      defer=False, tpb=None):
+                      defer=False, carry=None, tpb=None):
     """CUDA version of :func:`merge_counts`: same arguments and results (``bad`` a Python int).
 
     ``flip`` (bool[L], on the device) receives the locations whose positive set changed. In
@@ -598,7 +598,10 @@ def merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, *, 
     table comes in arrays of ``r + n`` rows and the fourth result is a device ``int64[3]``,
     the strict-mode violation (``n`` when none), the new table's row count and the first
     overflowing row (``n`` when none), for the caller to read with a later transfer (and to
-    slice the table by).
+    slice the table by). ``carry`` (a device ``int64[P]``, with ``defer``): words of earlier
+    stages that the status then starts with (``int64[P + 3]``), copied by the scatter
+    kernel, so that one array holds every deferred word of the batch without a
+    concatenation.
 
     Notes
     -----
@@ -606,57 +609,58 @@ def merge_counts_cuda(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, *, 
     twin's ``row_cmp``); CuPy for the scans and the compaction.
 
     Kernels: ``merge_probe`` (thread per batch row: binary search, ``O(log r)`` row
-    comparisons); two scans (kept table rows, inserted batch rows); one **sync** reads the
-    strict-mode violation and both totals (24 bytes) -- none with ``defer``;
-    ``merge_compact`` (thread per batch row) lists the inserted rows by their scan;
-    ``merge_table`` (thread per table row) and ``merge_batch`` (thread per batch row) scatter
-    the new table: 4 launches, 1 sync (0 deferred). Bytes: the table is read once and
+    comparisons) writes the kept flags of the table rows and the inserted flags of the
+    batch rows into one array; one scan of it gives every kept row's and every inserted
+    row's place and the new size; one **sync** reads the strict-mode violation, the overflow
+    and the size (24 bytes) -- none with ``defer``; ``merge_scatter`` (thread per table row:
+    a binary search in the batch rows' table places counts the inserted rows before it;
+    and thread per batch row; thread 0 also writes the size to the status) writes the new
+    table: 2 launches and 1 primitive, 1 sync (0 deferred). Bytes: the table is read once and
     written once (``(12 + 8W)`` bytes per row each way, plus 9 bytes of drop/update flags),
     the batch likewise; the probes add ``O(n log r)`` mostly cached reads.
     """
     xp = _cuda.namespace(t_ts, b_ts)
     r, W = t_ts.shape
     n = b_ts.shape[0]
+    P = 0 if carry is None else int(carry.shape[0])
     if n == 0:
         if defer:
-            return t_loc, t_ts, t_cnt, _cuda.alloc(xp, 3, xp.int64, r)
+            status = _cuda.alloc(xp, P + 3, xp.int64, r)
+            if P:
+                status[:P] = carry
+                _cuda.op()
+            return t_loc, t_ts, t_cnt, status
         return t_loc, t_ts, t_cnt, -1
     k = _kernels()
     pos = _cuda.alloc(xp, n, xp.int64)
     newcnt = _cuda.alloc(xp, n, xp.int64)
-    ins = _cuda.alloc(xp, n, xp.uint8)
-    drop = _cuda.alloc(xp, r, xp.uint8, 0)
+    # the kept flags of the table rows, then the inserted flags of the batch rows: one scan
+    flags = _cuda.alloc(xp, r + n, xp.uint8, 1)
     upd = _cuda.alloc(xp, r, xp.int64, -1)
-    # [first negative row, new table rows, first overflowing row]
-    status = _cuda.alloc(xp, 3, xp.int64, n)
-    nb = b_count if b_count is not None else status[1:2]
+    # [carried words..., first negative row, new table rows, first overflowing row]
+    status = _cuda.alloc(xp, P + 3, xp.int64, n)
+    own = status[P:]
+    nb = b_count if b_count is not None else own[1:2]
     _cuda.launch(k.merge_probe, n, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, nb, bool(strict),
-                 flip, pos, newcnt, ins, drop, upd, status[:1], status[2:], tpb=tpb)
-    kept_before = _cuda.alloc(xp, r + 1, xp.int64, 0)
-    kept_before[1:] = _cuda.op(xp.cumsum(1 - drop.astype(xp.int64)), 3)
-    ins_rank = _cuda.op(xp.cumsum(ins, dtype=xp.int64))
+                 flip, pos, newcnt, flags[r:], flags[:r], upd, own[:1], own[2:], tpb=tpb)
+    scan = _cuda.alloc(xp, r + n + 1, xp.int64, 0)
+    _cuda.op(xp.cumsum(flags, dtype=xp.int64, out=scan[1:]))
     if defer:
         size = r + n
-        status[1:2] = _cuda.op(kept_before[r:] + ins_rank[n - 1:], 2)
     else:
-        # one read: the strict-mode violation, the overflow, the kept table rows and the
-        # inserted batch rows
-        first, over, kept, n_ins = (int(v) for v in _cuda.read(
-            _cuda.op(xp.concatenate([status[:1], status[2:], kept_before[r:],
-                                     ins_rank[n - 1:]]))))
+        # one read: the strict-mode violation, the overflow and the new table's rows
+        first, over, size = (int(v) for v in _cuda.read(
+            _cuda.op(xp.concatenate([own[:1], own[2:], scan[r + n:]]))))
         if over < n:
             return t_loc[:0], t_ts[:0], t_cnt[:0], -2 - over
         if strict and first < n:
             return t_loc[:0], t_ts[:0], t_cnt[:0], first
-        size = kept + n_ins
-    ins_idx = _cuda.alloc(xp, n, xp.int64)
-    ins_pos = _cuda.alloc(xp, n, xp.int64)
-    _cuda.launch(k.merge_compact, n, ins, ins_rank, pos, ins_idx, ins_pos, tpb=tpb)
+    if b_count is None:  # nb was status[P + 1], which merge_scatter overwrites
+        nb = _cuda.alloc(xp, 1, xp.int64, n)
     o_loc = _cuda.alloc(xp, size, xp.int32)
     o_ts = _cuda.alloc(xp, (size, W), xp.int64)
     o_cnt = _cuda.alloc(xp, size, xp.int64)
-    _cuda.launch(k.merge_table, r, t_loc, t_ts, t_cnt, drop, upd, newcnt, kept_before, ins_pos,
-                 ins_rank, o_loc, o_ts, o_cnt, tpb=tpb)
-    _cuda.launch(k.merge_batch, n, b_loc, b_ts, newcnt, ins_idx, ins_pos, ins_rank,
-                 kept_before, o_loc, o_ts, o_cnt, tpb=tpb)
+    _cuda.launch(k.merge_scatter, r + n, t_loc, t_ts, t_cnt, flags[:r], upd, b_loc, b_ts,
+                 flags[r:], newcnt, scan, pos, nb, carry if P else status[:0], status, o_loc,
+                 o_ts, o_cnt, tpb=tpb)
     return o_loc, o_ts, o_cnt, status if defer else -1

@@ -29,8 +29,8 @@ the graph whose frontiers actually change, plus whole cycles the wave enters; a 
 passes where loops re-queue their heads. Memory O(total frontier size).
 
 CUDA kernels (foot of the file): the closure strategy as one device step,
-:func:`closure_step_cuda` (a block per target over a target-major ``Psi``, incremental where
-no source retreated, the frontier changes folded in), and :func:`frontier_changes_cuda`,
+:func:`closure_step_cuda` (a block per target over a target-major ``Psi``, incremental unless
+a changed source withdrew a witness of its old frontier, the frontier changes folded in), and :func:`frontier_changes_cuda`,
 with the twins' contracts and scalar cores (``apply_into``, ``antichain_insert``,
 ``walk_changes``, ``count_changes``, ``gather_target``). Edge-wise
 propagation has no device form: on the GPU backend it runs here, on the host, from the few
@@ -51,7 +51,8 @@ from .pareto import antichain_insert, copy_rows, sort_rows_inplace, sort_rows_wi
 from .summary_rows import apply_into, ts_cmp, ts_le
 
 __all__ = ["edgewise", "gather_closure", "frontier_changes", "walk_changes", "relax_into",
-           "target_major", "count_changes", "gather_target",
+           "target_major", "count_changes", "gather_target", "witness_hit",
+           "closure_vote",
            "closure_step_cuda", "frontier_changes_cuda", "coop_threads", "coop_shape"]
 
 
@@ -419,6 +420,75 @@ def gather_target(l2, m, W, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, slot, C, cand):
     return n
 
 
+@njit(cache=True, nogil=True, inline="always")
+def witness_hit(summ, l1, m, W, G_ptr, G_ts, F_ptr, F_ts, I_ts, ia, ib, cand):
+    """Whether the entry ``(l1, summ)`` of a target may have been the *only witness* of one of
+    the target's old frontier rows ``I_ts[ia:ib]`` (sorted) that the batch took away: some
+    row ``t`` of ``l1``'s old ``F`` (``G_ts[G_ptr[l1]:G_ptr[l1 + 1]]``) is *withdrawn* -- no
+    row of its new ``F`` (``F_ts[F_ptr[l1]:F_ptr[l1 + 1]]``) is ``<=`` it -- and
+    ``summ(t)`` equals an old frontier row. ``cand`` (``W`` entries) is work space.
+
+    Why this suffices (the incremental rule of the closure gather): a target's old frontier
+    ``I`` is the minimal set of its old candidates. If no withdrawn row's candidate equals a
+    row of ``I``, every row ``x`` of ``I`` came from a row ``t`` still in the new ``F`` (so
+    ``x`` is still a candidate) or from a retracted row covered by a new row ``t' <= t`` (so
+    the new candidate ``summ(t') <= x``, summaries being monotone). Then the new candidates
+    and ``I`` plus the candidates of the changed sources' new ``F`` generate the same
+    up-set, so ``frontier(I  +  changed sources' candidates)`` is the new frontier. Only a
+    hit needs the full recomputation. A source that only *grew*
+    (:func:`~gpu_kernels.pareto.segment_mode` 1) withdraws nothing, so it never hits.
+    Scalar core of ``coop_gather``'s vote; O(|G(l1)| x |F(l1)| x W + withdrawn x W log |I|).
+    """
+    K = W - m
+    for g in range(G_ptr[l1], G_ptr[l1 + 1]):
+        covered = False
+        for f in range(F_ptr[l1], F_ptr[l1 + 1]):
+            if ts_le(F_ts[f], G_ts[g], m, W):
+                covered = True
+                break
+        if covered:
+            continue
+        apply_into(summ, G_ts[g], cand, m, K)
+        lo = ia
+        hi = ib
+        while lo < hi:  # I rows are sorted lexicographically: binary search for cand
+            mid = (lo + hi) // 2
+            c = ts_cmp(I_ts[mid], cand, W)
+            if c == 0:
+                return True
+            if c < 0:
+                lo = mid + 1
+            else:
+                hi = mid
+    return False
+
+
+@njit(cache=True, nogil=True)
+def closure_vote(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, G_ptr, G_ts, I_ptr, I_ts):
+    """``uint8[L]``: what the device gather does with each target -- 0 nothing (no source's
+    ``F`` changed), 1 an incremental update (its old frontier and the candidates of its
+    changed sources' new ``F``), 2 a full recomputation (a changed source withdrew a witness
+    of its old frontier, :func:`witness_hit`). CPU twin of ``coop_gather``'s vote, over
+    target-major ``Psi`` (:func:`target_major`); ``G`` is ``F`` before the batch, ``mode``
+    :func:`gpu_kernels.pareto.seed_modes`."""
+    L = tm_ptr.shape[0] - 1
+    W = F_ts.shape[1]
+    out = np.zeros(L, dtype=np.uint8)
+    cand = np.empty(W, dtype=np.int64)
+    for l2 in range(L):
+        for e in range(tm_ptr[l2], tm_ptr[l2 + 1]):
+            l1 = tm_src[e]
+            if mode[l1] == 0:
+                continue
+            if out[l2] == 0:
+                out[l2] = 1
+            if mode[l1] == 2 and witness_hit(tm_sum[e], l1, m, W, G_ptr, G_ts, F_ptr, F_ts,
+                                             I_ts, I_ptr[l2], I_ptr[l2 + 1], cand):
+                out[l2] = 2
+                break
+    return out
+
+
 # -- CUDA ---------------------------------------------------------------------------------------
 #
 # The closure strategy on the device is one cooperative launch over *all* targets, a scan, one
@@ -429,9 +499,9 @@ def gather_target(l2, m, W, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, slot, C, cand):
 # * ``coop_gather`` (block of ``T`` threads per target, ``Psi`` target-major so the block
 #   reads its entries contiguously): the threads stride over the target's entries and vote
 #   (``syncthreads_or``) whether a source changed -- no: the block is done, its frontier is
-#   the old one; whether a source *retreated* -- no: the update is incremental, the threads
-#   start from the old frontier and apply only the grown sources (a down-set that only
-#   grows keeps every old candidate dominated or present); yes: full recomputation. Each
+#   the old one; whether a changed source withdrew a *witness* of the old frontier
+#   (``witness_hit``) -- no: the update is incremental, the threads start from the old
+#   frontier and apply only the changed sources' new ``F``; yes: full recomputation. Each
 #   thread keeps its own antichain of at most ``C`` rows in registers/local memory (the
 #   CPU's ``antichain_insert``); the block merges them in shared memory: a row survives
 #   unless another row is strictly below it (or equal, earlier), and its rank among the
@@ -442,7 +512,8 @@ def gather_target(l2, m, W, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, slot, C, cand):
 #   flagged and recomputed by ``gather_rows`` (thread per such target, ``gather_target``,
 #   retried with four times the room).
 # * one scan of the sizes (new frontier lengths and change counts) and one **sync** reading
-#   ``stats`` (3 integers: overflows, rows, changes) to size the outputs;
+#   ``stats`` (5 integers: overflows, rows, changes, targets in full and incremental; the
+#   batch's deferred words behind them, copied there by block 0) to size the outputs;
 # * ``coop_fill`` (thread per location): the new ``I`` segment (the block's slot or the old
 #   segment) and, for a touched target, its changes (``walk_changes``) into one
 #   ``int64[c, 2 + W]`` array, so that one copy (the second **sync**) brings them to the host.
@@ -459,6 +530,9 @@ cuda = None
 COOP_THREADS, SIM_COOP_THREADS = 32, 2
 #: Rows of each thread's own antichain in ``coop_gather`` (registers / local memory).
 COOP_ROWS = 8
+#: Statistics words of ``coop_gather``: overflows, rows, changes, targets recomputed in full,
+#: targets updated incrementally (the pending words of earlier stages follow them).
+STATS = 5
 #: Static shared memory ``coop_gather`` may use per block (the merge's ``T x C`` rows of ``W``
 #: int64): below the 48 KiB every CUDA device gives a block without opting in.
 COOP_SHARED_BYTES = 40 << 10
@@ -508,16 +582,21 @@ def _kernels():
             touched[l] = 4
 
     @cuda.jit
-    def coop_fill(I_ptr, I_ts, new_ptr, new_ts, start, slots, over, touched, ch_off, changes):
-        """Thread per location: its new I segment -- from its slot in ``slots`` (touched 1),
-        in ``over`` (touched 4: finished by the overflow path) or the old segment (0) --
-        and, if recomputed, its changes (loc, diff, ts...) from row ch_off[l] of
-        ``changes``."""
+    def coop_fill(I_ptr, I_ts, new_ptr, new_ts, R, start, slots, over, touched, ch_off, changes):
+        """Thread per location: its new I segment -- from its slot in ``slots`` (touched 1:
+        rows l R ...), in ``over`` (touched 4: finished by the overflow path, from start[l])
+        or the old segment (0) -- and, if recomputed, its changes (loc, diff, ts...) from
+        row ch_off[l] of ``changes``."""
         l = cuda.grid(1)
         if l < touched.shape[0]:
             W = new_ts.shape[1]
             tl = touched[l]
-            s = start[l] if tl != 0 else I_ptr[l]
+            if tl == 1:
+                s = l * R
+            elif tl == 4:
+                s = start[l]
+            else:
+                s = I_ptr[l]
             for o in range(new_ptr[l], new_ptr[l + 1]):
                 for c in range(W):
                     if tl == 1:
@@ -547,19 +626,26 @@ def _coop_kernel(W: int, C: int, T: int):
     le = _cuda.device(ts_le)
     cmp = _cuda.device(ts_cmp)
     n_changes = _cuda.device(count_changes)
+    witness = _cuda.device(witness_hit)
     R = T * C
     C1 = C + 1
 
     @cuda.jit
-    def coop_gather(m, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, mode, I_ptr, I_ts, slots, sizes,
-                    touched, stats):
+    def coop_gather(m, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, G_ptr, G_ts, mode, I_ptr, I_ts,
+                    slots, sizes, touched, stats, pending):
         """Block per target ``l2``: its new implied frontier into slots[l2 R : l2 R + R]
         (sorted), sizes[0, l2 + 1] <- its length (the old one if no source changed),
         sizes[1, l2 + 1] <- its number of frontier changes, touched[l2] <- 1 if recomputed,
         2 if it overflowed (then sizes are left for the overflow path); stats[0] +=
-        overflows, stats[1] += rows, stats[2] += changes (atomics)."""
+        overflows, stats[1] += rows, stats[2] += changes, stats[3] += targets recomputed
+        from all their sources (overflows included), stats[4] += targets updated
+        incrementally (atomics). ``G_ptr``/``G_ts``: ``F`` before the batch. Block 0 copies
+        ``pending`` (earlier stages' words) to stats[STATS:], so one read brings all."""
         l2 = cuda.blockIdx.x
         t = cuda.threadIdx.x
+        if l2 == 0:
+            for i in range(t, pending.shape[0], T):
+                stats[STATS + i] = pending[i]
         K = W - m
         buf = cuda.local.array((C1, W), np.int64)
         cand = cuda.local.array(W, np.int64)
@@ -571,15 +657,18 @@ def _coop_kernel(W: int, C: int, T: int):
         b = tm_ptr[l2 + 1]
         old_a = I_ptr[l2]
         old_b = I_ptr[l2 + 1]
-        # 1. vote: did a source of l2 change, did one retreat?
+        # 1. vote: did a source of l2 change; did one withdraw a witness of the old frontier?
         changed = 0
-        retreat = 0
+        hit = 0
         for e in range(a + t, b, T):
-            md = mode[tm_src[e]]
+            l1 = tm_src[e]
+            md = mode[l1]
             if md != 0:
                 changed = 1
-            if md == 2:
-                retreat = 1
+            if md == 2 and hit == 0:
+                if witness(tm_sum[e], l1, m, W, G_ptr, G_ts, F_ptr, F_ts, I_ts, old_a, old_b,
+                           cand):
+                    hit = 1
         if cuda.syncthreads_or(changed) == 0:
             if t == 0:
                 sizes[0, l2 + 1] = old_b - old_a
@@ -587,7 +676,7 @@ def _coop_kernel(W: int, C: int, T: int):
                 touched[l2] = 0
                 cuda.atomic.add(stats, 1, old_b - old_a)
             return
-        full = cuda.syncthreads_or(retreat)
+        full = cuda.syncthreads_or(hit)
         if t == 0:
             sh_tot[0] = 0
             sh_tot[1] = 0
@@ -604,7 +693,7 @@ def _coop_kernel(W: int, C: int, T: int):
             if over != 0:
                 break
             l1 = tm_src[e]
-            if full == 0 and mode[l1] != 1:
+            if full == 0 and mode[l1] == 0:
                 continue
             for f in range(F_ptr[l1], F_ptr[l1 + 1]):
                 apply(tm_sum[e], F_ts[f], cand, m, K)
@@ -616,6 +705,7 @@ def _coop_kernel(W: int, C: int, T: int):
             if t == 0:
                 touched[l2] = 2
                 cuda.atomic.add(stats, 0, 1)
+                cuda.atomic.add(stats, 3, 1)
             return
         for i in range(n):
             for c in range(W):
@@ -663,6 +753,7 @@ def _coop_kernel(W: int, C: int, T: int):
             touched[l2] = 1
             cuda.atomic.add(stats, 1, total)
             cuda.atomic.add(stats, 2, ch)
+            cuda.atomic.add(stats, 3 if full != 0 else 4, 1)
 
     return coop_gather
 
@@ -673,9 +764,9 @@ def coop_threads() -> int:
     return SIM_COOP_THREADS if _cuda.simulator() else COOP_THREADS
 
 
-def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts, *,
-                      pending=None, settle=None, rows=COOP_ROWS, threads=None, capacity=8,
-                      tpb=None):
+def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts, *, old_ptr,
+                      old_ts, pending=None, settle=None, rows=COOP_ROWS, threads=None,
+                      capacity=8, tpb=None):
     """The closure strategy's whole step on the device: the new implied frontiers of every
     target a changed ``F`` reaches, and their changes.
 
@@ -690,6 +781,9 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
         (:func:`gpu_kernels.pareto.segment_mode`: 0 unchanged, 1 grown, 2 retreated)
     F_ptr, F_ts : ``F`` after the batch (CSR by location)
     I_ptr, I_ts : the implied frontiers before the batch
+    old_ptr, old_ts : ``F`` before the batch (keyword-only): a target whose changed sources
+        withdrew no witness of its old frontier (:func:`witness_hit`) is updated
+        incrementally, from its old frontier and the changed sources' candidates
     rows, threads : each thread's antichain rows and threads per target block, at most
         (defaults :data:`COOP_ROWS`, :func:`coop_threads`; :func:`coop_shape` lowers them for
         wide rows)
@@ -706,11 +800,15 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
 
     Notes
     -----
-    Launches without overflow: ``coop_gather`` (``L`` blocks of ``threads``), one scan
-    (CuPy), ``coop_fill`` (thread per location): 2 kernels + 1 primitive. Syncs: 2 (``stats``,
-    24 bytes; the changes, ``8 (2 + W)`` bytes each), 1 when no frontier changed (then
-    nothing more runs). Allocations: 6. With ``o`` overflowing targets add, per capacity round, one
-    ``gather_rows`` launch, 2 primitives and one sync. Work per target: its ``E`` entries
+    Launches without overflow: ``coop_gather`` (``L`` blocks of ``threads``; block 0 also
+    copies the ``pending`` words behind the statistics, so that one read brings both), one
+    scan (CuPy), ``coop_fill`` (thread per location): 2 kernels + 1 primitive. Syncs: 2
+    (``stats``, 40 bytes plus the pending words; the changes, ``8 (2 + W)`` bytes each), 1
+    when no frontier changed (then nothing more runs). Allocations: 6. With ``o``
+    overflowing targets add, per capacity round, one ``gather_rows`` launch, 2 primitives
+    and one sync. The targets recomputed from all their sources and those updated
+    incrementally are added to ``gpu_kernels._cuda.COUNTS`` (``targets_full``,
+    ``targets_incremental``). Work per target: its ``E`` entries
     read once by ``T`` threads (``E / T`` each, plus ``|F(l1)|`` candidates per entry of a
     changed source), ``O(C x T C x W)`` merge comparisons per thread; bytes: ``E (4 +
     itemsize x SW)`` of ``Psi``, the ``F`` rows of its sources (shared by all targets, L2
@@ -725,20 +823,26 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
     slots = _cuda.alloc(xp, (max(L * R, 1), W), xp.int64)
     sizes = _cuda.alloc(xp, (2, L + 1), xp.int64, 0)
     touched = _cuda.alloc(xp, L, xp.uint8)
-    stats = _cuda.alloc(xp, 3, xp.int64, 0)
+    P = 0 if pending is None else int(pending.shape[0])
+    stats = _cuda.alloc(xp, STATS + P, xp.int64, 0)
+    if L == 0 and P:  # no block to copy the pending words
+        stats[STATS:] = pending
+        _cuda.op()
     _cuda.launch_blocks(_coop_kernel(W, C, T), L, T, int(m), tm_ptr, tm_src, tm_sum, F_ptr, F_ts,
-                        mode, I_ptr, I_ts, slots, sizes, touched, stats)
-    if pending is None:
-        got = _cuda.read(stats)
-    else:
-        got = _cuda.read(_cuda.op(xp.concatenate([stats, pending])))
-        settle(got[3:])
-    n_over, n_rows, n_ch = (int(v) for v in got[:3])
+                        old_ptr, old_ts, mode, I_ptr, I_ts, slots, sizes, touched,
+                        stats, pending if P else stats[:0])
+    got = _cuda.read(stats)
+    if P:
+        settle(got[STATS:])
+    n_over, n_rows, n_ch, n_full, n_inc = (int(v) for v in got[:STATS])
+    _cuda.COUNTS.targets_full += n_full
+    _cuda.COUNTS.targets_incremental += n_inc
     if n_over == 0 and n_ch == 0:  # every recomputed frontier came out as it was
         return I_ptr, I_ts, np.zeros((0, 2 + W), np.int64)
-    start = _cuda.op(xp.arange(0, L * R, R, dtype=xp.int64))
+    start = slots[:0, 0]  # a slot's start is l * R; only the overflow path needs a table
     over_rows = slots[:0]
     if n_over:
+        start = _cuda.alloc(xp, L, xp.int64)
         # targets whose antichain outgrew a thread: thread per target, growing global slots
         # (their own buffers: ``slots`` is neither copied nor grown)
         over = _cuda.op(xp.flatnonzero(touched == 2).astype(xp.int64), 3)
@@ -771,8 +875,8 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
     # one scan gave both offsets; fill I and the changes; one copy brings the changes out
     new_ts = _cuda.alloc(xp, (n_rows, W), xp.int64)
     changes = _cuda.alloc(xp, (n_ch, 2 + W), xp.int64)
-    _cuda.launch(k.coop_fill, L, I_ptr, I_ts, sizes[0], new_ts, start, slots, over_rows, touched,
-                 sizes[1], changes, tpb=tpb)
+    _cuda.launch(k.coop_fill, L, I_ptr, I_ts, sizes[0], new_ts, R, start, slots, over_rows,
+                 touched, sizes[1], changes, tpb=tpb)
     return sizes[0], new_ts, _cuda.read(changes)
 
 

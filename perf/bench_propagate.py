@@ -275,8 +275,10 @@ def _replay(variant: str, tracker, setup_s: float, arrays, lists, kinds,
             "updates_per_s": rows / wall if wall > 0 else None,
             "digest": digest,
         }
-        # a device backend's work per batch: kernel launches, primitives, syncs, allocations
-        rec.update({c: tracker.last_timing[c] for c in ("launches", "ops", "syncs", "allocs")
+        # a device backend's work per batch: kernel launches, primitives, syncs, allocations;
+        # on the closure strategy also the targets recomputed in full and incrementally
+        rec.update({c: tracker.last_timing[c] for c in ("launches", "ops", "syncs", "allocs",
+                                                       "targets_full", "targets_incremental")
                     if c in getattr(tracker, "last_timing", {})})
         if meter is not None:
             peak = meter.observe()

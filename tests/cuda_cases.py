@@ -156,8 +156,8 @@ def check_frontier_changes(graph, batches, dev, host, *, tpb=None):
 
 
 def check_closure_step(graph, batches, dev, host, *, rows=2, threads=None, tpb=None):
-    """``closure_step_cuda`` (block per target over target-major ``Psi``; incremental where
-    no source retreated; ``rows`` small enough to send big frontiers down the overflow path)
+    """``closure_step_cuda`` (block per target over target-major ``Psi``; incremental unless
+    a changed source withdrew a witness of the old frontier; ``rows`` small enough to send big frontiers down the overflow path)
     gives every step's new ``I`` and exactly the changes of ``frontier_changes`` over all
     locations, for both layouts of ``Psi``; ``target_major`` lists every ``Psi`` entry by
     target. Also the CPU twin of the seed modes (non-zero exactly where ``F`` changed)."""
@@ -191,7 +191,8 @@ def check_closure_step(graph, batches, dev, host, *, rows=2, threads=None, tpb=N
             np.testing.assert_array_equal(modes > 0, differs)
             new_ptr, new_ts, ch = propagate.closure_step_cuda(
                 ga.m, *d_tm, dev(modes), dev(after[0]), dev(after[1]), dev(before[2]),
-                dev(before[3]), rows=rows, threads=threads, tpb=tpb)
+                dev(before[3]), old_ptr=dev(before[0]), old_ts=dev(before[1]), rows=rows,
+                threads=threads, tpb=tpb)
             _same(after[2], new_ptr, host)
             _same(after[3], new_ts, host)
             c_loc, c_ts, c_diff = propagate.frontier_changes(locs, before[2], before[3], after[2],
@@ -612,13 +613,14 @@ def check_pinned_pool_reuse(graph, kernels, n, rng):
 #: Device work of one steady-state batch of the whole engine (intake, merge, the new ``F``,
 #: propagation, the changes out), per strategy: what ``last_timing`` reports and the docs
 #: state. The intake's and the merge's checks are deferred to the batch's first transfer.
-#: The closure strategy: intake 4 kernels + 3 primitives + 0 syncs, merge 4 + 6 + 0,
-#: frontier update 2 + 1 + 0, closure step 2 + 4 + 2 (its statistics with the deferred
-#: words, then the changes); edge-wise (on the host): the same up to the frontier update,
-#: then 2 syncs bringing ``F`` (with the deferred words) to the host.
+#: The closure strategy: intake 4 kernels + 3 primitives + 0 syncs, merge 2 + 1 + 0 (its
+#: status carries the intake's words), frontier update 2 + 1 + 0, closure step 2 + 1 + 2
+#: (its statistics with the deferred words, copied by the gather; then the changes);
+#: edge-wise (on the host): the same up to the frontier update, then 0 + 1 + 2 bringing
+#: ``F`` (with the deferred words, one concatenation) to the host.
 BATCH_COUNTS = {
-    "closure": {"launches": 12, "ops": 14, "syncs": 2},
-    "edgewise": {"launches": 10, "ops": 12, "syncs": 2},
+    "closure": {"launches": 10, "ops": 6, "syncs": 2},
+    "edgewise": {"launches": 8, "ops": 6, "syncs": 2},
 }
 
 

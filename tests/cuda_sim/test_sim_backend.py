@@ -176,3 +176,21 @@ def test_batch_launches_and_syncs_do_not_grow(strategy):
 @pytest.mark.parametrize("strategy", ["closure", "edgewise"])
 def test_deferred_checks_raise_and_redo(strategy):
     cc.check_deferred_checks(KERNELS, strategy, np.random.default_rng(12))
+
+
+def test_non_witness_retraction_is_not_recomputed_in_full():
+    """Issue 10, item 1, on the simulated backend: retracting an ``F`` row whose candidates
+    witness nothing updates the target incrementally (``last_timing["targets_incremental"]``);
+    retracting the only witness recomputes it in full; the frontiers equal the reference's."""
+    from test_closure_witness import fan_in_batches, fan_in_graph
+    graph, a, c, b = fan_in_graph()
+    eng = cc.make_tracker(graph, KERNELS, "closure")
+    ref = ImpliedFrontierTracker(graph)
+    got = []
+    for loc, ts, diff in fan_in_batches(a, c):
+        assert eng.update(loc, ts, diff) == ref.update(loc, ts, diff)
+        assert eng.frontiers() == ref.frontiers()
+        t = eng.last_timing
+        got.append((t["targets_full"], t["targets_incremental"]))
+    # all three grew from nothing; a's retraction: a in full, b incremental; c's: b, c in full
+    assert got == [(0, 3), (1, 1), (2, 0)]

@@ -18,7 +18,8 @@ small antichain, skip a candidate that something present is ``<=`` to, drop what
 CUDA kernels (foot of the file): :func:`frontier_update_cuda`, the twin of
 :func:`frontier_update` -- one thread block per location, whose threads split its segment
 (the same scans, chunk by chunk, then a filter across chunks), and a thread per location
-that writes the new ``F`` and how it changed (:func:`segment_mode`); no synchronisation.
+that writes the new ``F``, how it changed (:func:`segment_mode`) and which old rows were
+withdrawn (:func:`segment_withdrawn`, for the closure gather's vote); no synchronisation.
 """
 
 from __future__ import annotations

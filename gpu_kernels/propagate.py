@@ -493,8 +493,10 @@ def closure_vote(m, tm_ptr, tm_src, tm_sum, mode, gone, G_ptr, G_ts, I_ptr, I_ts
 # The closure strategy on the device is one cooperative launch over *all* targets, a scan, one
 # small read, and one fill launch (``closure_step_cuda``):
 #
-# * the modes: how each location's ``F`` changed (``segment_mode``), computed where the new
-#   ``F`` is made (:func:`gpu_kernels.pareto.frontier_update_cuda`).
+# * the modes: how each location's ``F`` changed (``segment_mode``), and which rows of a
+#   retreated location's old ``F`` were withdrawn (``segment_withdrawn``, 1 byte per row),
+#   computed where the new ``F`` is made (:func:`gpu_kernels.pareto.frontier_update_cuda`):
+#   the coverage test runs once per location, the gather's vote only reads the marks.
 # * ``coop_gather`` (block of ``T`` threads per target, ``Psi`` target-major so the block
 #   reads its entries contiguously): the threads stride over the target's entries and vote
 #   (``syncthreads_or``) whether a source changed -- no: the block is done, its frontier is

@@ -219,7 +219,7 @@ class BatchedTracker:
                                   int(c_diff[j]))
         # nothing is committed before propagation succeeded: an error (out of memory, no
         # convergence, a deferred check) leaves table, F and I as they were, consistent
-        F_ptr, F_ts, mode = k.frontier_update(n_loc, n_ts, n_cnt, flip, self._F_ptr, self._F_ts,
+        F_ptr, F_ts, mode, gone = k.frontier_update(n_loc, n_ts, n_cnt, flip, self._F_ptr, self._F_ts,
                                               ga.m, deferred=deferred)
         dF_ptr, dF_ts = F_ptr, F_ts
         try:
@@ -231,7 +231,7 @@ class BatchedTracker:
             if self.strategy is Strategy.CLOSURE:  # a changed F is found by the gather itself
                 I_ptr, I_ts, out = pk.closure_step(ga, self.psi, mode, F_ptr, F_ts, I_ptr, I_ts,
                                                    deferred=deferred if pk is k else None,
-                                                   old_F=(self._F_ptr, self._F_ts))
+                                                   old_F=(self._F_ptr, self._F_ts, gone))
             else:
                 seeds = np.flatnonzero(mode).astype(np.int64)
                 out = (np.zeros(0, np.int32), np.zeros((0, ga.width), np.int64),

@@ -6,7 +6,12 @@ A batch's propagation can run two ways with identical results (docs/batched-engi
   implied frontier through ``Psi``. Work: the candidates ``s(t)``, one per ``Psi`` entry
   ``(l1, s)`` times the rows of ``F(l1)`` -- independent per target, so on a GPU it is a
   block per target (:func:`gpu_kernels.propagate.closure_step_cuda`) and costs a fixed
-  number of launches and synchronisations plus the candidates at the device's rate;
+  number of launches and synchronisations plus the candidates at the device's rate, plus
+  its vote (per entry of a retreated source: a withdrawn mark read per old ``F`` row and,
+  per withdrawn row, one summary application and a binary search in the target's old
+  frontier -- on a churn batch every source may have retreated; counted as
+  :attr:`CostModel.device_vote_share` of a candidate per ``F`` row). The coverage test behind the marks runs once per location in
+  the frontier update, which both strategies share, so it does not enter the comparison;
 * **edge-wise**, always on the host (:func:`gpu_kernels.propagate.edgewise`): a worklist over
   the location graph that only relaxes where frontiers change -- sequential, but its work is
   the arcs into recomputed locations times the frontier sizes on both ends, which on the
@@ -58,6 +63,12 @@ class CostModel:
         One kernel launch (Numba, through CuPy's stream) and one blocking device-to-host read.
     device_candidate_s : float
         One candidate ``s(t)`` of the closure gather, over the whole device (summed over SMs).
+    device_vote_share : float
+        The closure gather's vote, per ``Psi`` entry and row of the source's old ``F``, as a
+        share of one candidate: a withdrawn row costs a summary application and a binary
+        search in a frontier of about ``frontier_rows`` rows (a candidate: the application
+        and an insertion into an 8-row antichain, up to 8 ``W`` compares); a covered row
+        only its 1-byte mark. Worst case on a churn batch: every row withdrawn.
     transfer_s_per_byte : float
         Host <-> device bytes (pinned, one direction).
     frontier_rows : float
@@ -74,6 +85,7 @@ class CostModel:
     device_launch_s: float = 1.0e-5
     device_sync_s: float = 2.0e-5
     device_candidate_s: float = 2.0e-11
+    device_vote_share: float = 0.5
     transfer_s_per_byte: float = 1.0 / 20e9
     frontier_rows: float = 2.0
     host_row_s: float = 6.0e-8
@@ -159,8 +171,10 @@ def choose_strategy(ga: GraphArrays, *, on_device: bool, memory_budget: int = 25
     edgewise_s = (arcs + ga.L) * f * f * model.host_relax_s \
         + model.device_sync_s + ga.L * f * 8 * W * model.transfer_s_per_byte
     S = estimate_summaries(ga)
+    # the gather's candidates, plus its vote: per entry of a retreated source, f mark reads
+    # and at most f (summary application + binary search), each a share of a candidate
     closure_s = 3 * model.device_launch_s + 2 * model.device_sync_s \
-        + S * f * model.device_candidate_s
+        + S * f * (1 + model.device_vote_share) * model.device_candidate_s
     psi_bytes = estimate_bytes(ga, memory_budget=memory_budget)
     est = f"closure ~{closure_s * 1e3:.3g} ms (Psi ~{S:,} summaries), edge-wise on the host " \
           f"~{edgewise_s * 1e3:.3g} ms per churn batch"

@@ -676,19 +676,21 @@ class CudaKernels(KernelSet):
         """:func:`gpu_kernels.propagate.closure_step_cuda` over target-major ``Psi``, the
         batch's deferred words read (and their checks settled) with its first transfer; the
         changes come back in one copy and are split on the host. ``old_F`` (``F`` before the
-        batch) is required: it tells which targets can be updated incrementally."""
+        batch and its withdrawn marks, ``(F_ptr, F_ts, gone)``) is required: it tells which
+        targets can be updated incrementally."""
         from gpu_kernels import _cuda
         from gpu_kernels.propagate import closure_step_cuda
         if old_F is None:
             raise BackendError("the cuda backend's closure step needs old_F, the frontiers "
-                               "(F_ptr, F_ts) from before the batch")
+                               "(F_ptr, F_ts) from before the batch and their withdrawn "
+                               "marks (gone)")
         with self._scope():
             p = self._psi(psi)
             _cuda.op(k=deferred.joins() if deferred is not None else 0)
             words = deferred.words() if deferred is not None else None
             new_ptr, new_ts, ch = closure_step_cuda(
                 ga.m, p.tm_ptr, p.tm_src, p.tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
-                old_ptr=old_F[0], old_ts=old_F[1],
+                old_ptr=old_F[0], old_ts=old_F[1], gone=old_F[2],
                 pending=words, settle=deferred.settle if words is not None else None,
                 **self.closure_options)
         changes = (ch[:, 0].astype(np.int32), np.ascontiguousarray(ch[:, 2:]),

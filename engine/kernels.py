@@ -173,8 +173,8 @@ class KernelSet(abc.ABC):
 
     def frontier_update(self, t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m: int, deferred=None):
         """Every location's new ``F`` after a merge and how it changed:
-        :func:`gpu_kernels.pareto.frontier_update` (``(F_ptr, F_ts, mode uint8[L])``, backend
-        arrays). A device backend may return ``F_ts`` with spare rows past ``F_ptr[L]``."""
+        :func:`gpu_kernels.pareto.frontier_update` (``(F_ptr, F_ts, mode uint8[L], gone)``,
+        backend arrays; ``gone`` marks the old ``F``'s withdrawn rows). A device backend may return ``F_ts`` with spare rows past ``F_ptr[L]``."""
         from gpu_kernels.pareto import frontier_update
         return frontier_update(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m)
 
@@ -189,9 +189,10 @@ class KernelSet(abc.ABC):
         """The closure strategy: ``(I_ptr, I_ts, (c_loc, c_ts, c_diff))`` -- the new implied
         frontiers (backend arrays) of every target that a changed ``F`` (``mode > 0``, from
         :meth:`frontier_update`) reaches, and their changes as host arrays sorted by
-        ``(loc, ts)``. ``old_F``: ``(F_ptr, F_ts)`` from before the batch, which lets a
-        backend update a target incrementally where no withdrawn row of ``F`` was a witness
-        of its old frontier (:func:`gpu_kernels.propagate.witness_hit`)."""
+        ``(loc, ts)``. ``old_F``: ``(F_ptr, F_ts, gone)`` from before the batch (``gone``: the
+        withdrawn marks :meth:`frontier_update` made), which lets a backend update a target
+        incrementally where no withdrawn row of ``F`` was a witness of its old frontier
+        (:func:`gpu_kernels.propagate.witness_hit`)."""
 
     @abc.abstractmethod
     def frontier_changes(self, locs, old_ptr, old_ts, new_ptr, new_ts, W):

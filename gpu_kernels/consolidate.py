@@ -404,8 +404,10 @@ def _kernels():
         strict-mode violation (atomic min of j into bad), an int64 overflow (atomic min of j
         into ovf; the row's count is then left unchanged), and whether it is inserted (new row,
         ins[j] = 1), updates table row pos[j] (upd) or deletes it (keep[pos[j]] = 0; keep
-        starts as ones). A spare row, or a location out of range (rows of a batch still to
-        be rejected), is neither."""
+        starts as ones). A spare row, or a row whose location is out of range, is neither:
+        ins[j] = 0 and pos[j] = 0, nothing else written. An out-of-range row is always
+        flagged by the intake's deferred checks, so such a batch is always rejected before
+        anything is committed and its pos/ins are never used."""
         j = cuda.grid(1)
         if j < b_loc.shape[0]:
             if j >= nb[0] or b_loc[j] < 0 or b_loc[j] >= flip.shape[0]:

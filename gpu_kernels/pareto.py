@@ -18,7 +18,8 @@ small antichain, skip a candidate that something present is ``<=`` to, drop what
 CUDA kernels (foot of the file): :func:`frontier_update_cuda`, the twin of
 :func:`frontier_update` -- one thread block per location, whose threads split its segment
 (the same scans, chunk by chunk, then a filter across chunks), and a thread per location
-that writes the new ``F`` and how it changed (:func:`segment_mode`); no synchronisation.
+that writes the new ``F``, how it changed (:func:`segment_mode`) and which old rows were
+withdrawn (:func:`segment_withdrawn`, for the closure gather's vote); no synchronisation.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .summary_rows import ts_cmp, ts_le
 
 __all__ = ["segment_frontiers", "antichain_insert", "sort_rows_inplace", "sort_rows_with",
            "replace_segments", "segments_equal", "segment_mode", "seed_modes",
+           "segment_withdrawn", "seed_withdrawn",
            "frontier_update", "frontier_update_cuda"]
 
 
@@ -233,6 +235,43 @@ def segment_mode(x, a, b, y, c, d, m, W):
     return 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def segment_withdrawn(x, a, b, y, c, d, m, W, gone):
+    """:func:`segment_mode` of ``x[a:b]`` (old) and ``y[c:d]`` (new), also marking which old
+    rows were *withdrawn*: ``gone[i] <- 1`` for every ``i`` in ``[a, b)`` that no new row is
+    ``<=`` (only when the mode is 2), 0 otherwise. The closure gather's vote reads the marks
+    (:func:`gpu_kernels.propagate.witness_hit`), so the coverage test runs once per location,
+    here, not once per ``Psi`` entry. O(|x| |y| W) when the mode is 2 (every old row is
+    tested), as :func:`segment_mode` at worst otherwise."""
+    md = segment_mode(x, a, b, y, c, d, m, W)
+    for i in range(a, b):
+        gone[i] = 0
+    if md == 2:
+        for i in range(a, b):
+            covered = False
+            for j in range(c, d):
+                if ts_le(y[j], x[i], m, W):
+                    covered = True
+                    break
+            if not covered:
+                gone[i] = 1
+    return md
+
+
+@njit(cache=True, nogil=True)
+def seed_withdrawn(L, seeds, old_ptr, old_ts, new_ptr, new_ts, m):
+    """``(mode uint8[L], gone uint8[old_ptr[L]])``: :func:`segment_withdrawn` of every seed's
+    ``F`` (0 elsewhere). CPU twin of the modes and withdrawn marks
+    :func:`frontier_update_cuda` computes."""
+    W = new_ts.shape[1]
+    mode = np.zeros(L, dtype=np.uint8)
+    gone = np.zeros(old_ptr[L], dtype=np.uint8)
+    for s in seeds:
+        mode[s] = segment_withdrawn(old_ts, old_ptr[s], old_ptr[s + 1], new_ts, new_ptr[s],
+                                    new_ptr[s + 1], m, W, gone)
+    return mode, gone
+
+
 @njit(cache=True, nogil=True)
 def seed_modes(L, seeds, old_ptr, old_ts, new_ptr, new_ts, m):
     """``uint8[L]``: :func:`segment_mode` of every seed's ``F`` (0 elsewhere). CPU twin of the
@@ -257,19 +296,20 @@ def frontier_update(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m):
 
     Returns
     -------
-    (F_ptr, F_ts, mode) : the new ``F`` and ``mode uint8[L]`` (:func:`segment_mode`: 0
-    unchanged, 1 grown, 2 retreated). The CPU twin of :func:`frontier_update_cuda`: the
-    flipped locations' frontiers (:func:`segment_frontiers`) spliced in
-    (:func:`replace_segments`).
+    (F_ptr, F_ts, mode, gone) : the new ``F``, ``mode uint8[L]`` (:func:`segment_mode`: 0
+    unchanged, 1 grown, 2 retreated) and ``gone uint8[old F_ptr[L]]``, 1 on each row of the
+    old ``F`` that the batch withdrew (:func:`segment_withdrawn`). The CPU twin of
+    :func:`frontier_update_cuda`: the flipped locations' frontiers
+    (:func:`segment_frontiers`) spliced in (:func:`replace_segments`).
     """
     L = F_ptr.shape[0] - 1
     locs = np.flatnonzero(flip).astype(np.int64)
     if not len(locs):
-        return F_ptr, F_ts, np.zeros(L, np.uint8)
+        return F_ptr, F_ts, np.zeros(L, np.uint8), np.zeros(int(F_ptr[L]), np.uint8)
     seg_ptr = np.searchsorted(t_loc, np.arange(L + 1)).astype(np.int64)
     sel_ptr, sel_ts = segment_frontiers(t_ts, t_cnt, seg_ptr, locs, m)
     new_ptr, new_ts, changed = replace_segments(F_ptr, F_ts, locs, sel_ptr, sel_ts)
-    return new_ptr, new_ts, seed_modes(L, changed, F_ptr, F_ts, new_ptr, new_ts, m)
+    return (new_ptr, new_ts) + seed_withdrawn(L, changed, F_ptr, F_ts, new_ptr, new_ts, m)
 
 
 # -- CUDA ---------------------------------------------------------------------------------------
@@ -284,7 +324,7 @@ def _kernels():
     cuda = _cuda.cuda()
     lt = _cuda.device(_counters_lt)
     le = _cuda.device(ts_le)
-    mode_of = _cuda.device(segment_mode)
+    mode_of = _cuda.device(segment_withdrawn)
     upper_bound_n = _cuda.device(_cuda.upper_bound_n)
 
     @cuda.jit
@@ -381,9 +421,10 @@ def _kernels():
             start[l] = a
 
     @cuda.jit
-    def frontier_fill(flip, start, scratch, F_ptr, F_ts, new_ptr, new_ts, m, mode):
+    def frontier_fill(flip, start, scratch, F_ptr, F_ts, new_ptr, new_ts, m, mode, gone):
         """Thread per location: its new F segment (from ``scratch`` if flipped, else the old
-        one) and mode[l] <- segment_mode(old F(l), new F(l))."""
+        one), mode[l] <- segment_mode(old F(l), new F(l)) and gone[F_ptr[l]:F_ptr[l + 1]] <-
+        the withdrawn marks of its old rows (segment_withdrawn)."""
         l = cuda.grid(1)
         if l < flip.shape[0]:
             W = new_ts.shape[1]
@@ -394,13 +435,15 @@ def _kernels():
                 for i in range(e - o):
                     for q in range(W):
                         new_ts[o + i, q] = scratch[s + i, q]
-                mode[l] = mode_of(F_ts, F_ptr[l], F_ptr[l + 1], new_ts, o, e, m, W)
+                mode[l] = mode_of(F_ts, F_ptr[l], F_ptr[l + 1], new_ts, o, e, m, W, gone)
             else:
                 s = F_ptr[l]
                 for i in range(e - o):
                     for q in range(W):
                         new_ts[o + i, q] = F_ts[s + i, q]
                 mode[l] = 0
+                for i in range(s, F_ptr[l + 1]):
+                    gone[i] = 0
 
     return types.SimpleNamespace(frontier_block=frontier_block, frontier_fill=frontier_fill)
 
@@ -413,7 +456,8 @@ def frontier_update_cuda(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m, *, t_len=None
                          tpb=None):
     """CUDA version of :func:`frontier_update`: same arguments and results, except that the
     new ``F_ts`` has as many rows as the table (an upper bound: every row of ``F`` is a
-    positive table row) and ``F_ptr[L]`` says how many are used. No host synchronisation.
+    positive table row) and ``F_ptr[L]`` says how many are used, and ``gone`` has a mark for
+    every row of the old ``F_ts`` (those past the old ``F_ptr[L]`` are unset). No host synchronisation.
     ``t_len`` (device ``int64[1]``) is the table's row count when its arrays hold spare rows
     (a deferred merge); by default all of them.
 
@@ -423,10 +467,12 @@ def frontier_update_cuda(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m, *, t_len=None
     frontier rows compacted in order into a scratch array at the segment's own offset (so
     no sizes are needed yet); one scan of the lengths
     (CuPy); ``frontier_fill``, thread per location: the new ``F`` and each location's
-    :func:`segment_mode`. 2 launches, 1 primitive, 0 syncs; allocations: 7.
+    :func:`segment_mode` and withdrawn marks (:func:`segment_withdrawn`, written by the same
+    thread: no launch of their own). 2 launches, 1 primitive, 0 syncs; allocations: 8.
 
     Bytes: the table's rows of flipped locations read once or twice (phase 2 rereads
-    chunk minima, cached); the old and new ``F`` rows once each (``8 W``); the marks 1 byte
+    chunk minima, cached); the old and new ``F`` rows once each (``8 W``; a retreated location's
+    new rows once per old row, for its withdrawn marks, 1 byte per old row); the marks 1 byte
     and the scratch list 8 bytes per row of flipped locations.
     """
     xp = _cuda.namespace(t_ts, F_ts)
@@ -448,6 +494,7 @@ def frontier_update_cuda(t_loc, t_ts, t_cnt, flip, F_ptr, F_ts, m, *, t_len=None
     _cuda.op(xp.cumsum(lens, out=lens))
     new_ts = _cuda.alloc(xp, (r, W), xp.int64)
     mode = _cuda.alloc(xp, L, xp.uint8)
+    gone = _cuda.alloc(xp, max(int(F_ts.shape[0]), 1), xp.uint8)
     _cuda.launch(k.frontier_fill, L, flip, start, scratch, F_ptr, F_ts, lens, new_ts, int(m), mode,
-                 tpb=tpb)
-    return lens, new_ts, mode
+                 gone, tpb=tpb)
+    return lens, new_ts, mode, gone[:F_ts.shape[0]]

@@ -421,12 +421,13 @@ def gather_target(l2, m, W, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, slot, C, cand):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def witness_hit(summ, l1, m, W, G_ptr, G_ts, F_ptr, F_ts, I_ts, ia, ib, cand):
+def witness_hit(summ, l1, m, W, G_ptr, G_ts, gone, I_ts, ia, ib, cand):
     """Whether the entry ``(l1, summ)`` of a target may have been the *only witness* of one of
     the target's old frontier rows ``I_ts[ia:ib]`` (sorted) that the batch took away: some
-    row ``t`` of ``l1``'s old ``F`` (``G_ts[G_ptr[l1]:G_ptr[l1 + 1]]``) is *withdrawn* -- no
-    row of its new ``F`` (``F_ts[F_ptr[l1]:F_ptr[l1 + 1]]``) is ``<=`` it -- and
-    ``summ(t)`` equals an old frontier row. ``cand`` (``W`` entries) is work space.
+    row ``t`` of ``l1``'s old ``F`` (``G_ts[G_ptr[l1]:G_ptr[l1 + 1]]``) is *withdrawn*
+    (``gone[t] == 1``: no row of its new ``F`` is ``<=`` it, marked once per location by
+    :func:`gpu_kernels.pareto.segment_withdrawn`) and ``summ(t)`` equals an old frontier
+    row. ``cand`` (``W`` entries) is work space.
 
     Why this suffices (the incremental rule of the closure gather): a target's old frontier
     ``I`` is the minimal set of its old candidates. If no withdrawn row's candidate equals a
@@ -437,16 +438,13 @@ def witness_hit(summ, l1, m, W, G_ptr, G_ts, F_ptr, F_ts, I_ts, ia, ib, cand):
     up-set, so ``frontier(I  +  changed sources' candidates)`` is the new frontier. Only a
     hit needs the full recomputation. A source that only *grew*
     (:func:`~gpu_kernels.pareto.segment_mode` 1) withdraws nothing, so it never hits.
-    Scalar core of ``coop_gather``'s vote; O(|G(l1)| x |F(l1)| x W + withdrawn x W log |I|).
+    Scalar core of ``coop_gather``'s vote; O(|G(l1)| + withdrawn x W log |I|) per entry
+    (one mark read per old row; per withdrawn row, one summary application and one binary
+    search).
     """
     K = W - m
     for g in range(G_ptr[l1], G_ptr[l1 + 1]):
-        covered = False
-        for f in range(F_ptr[l1], F_ptr[l1 + 1]):
-            if ts_le(F_ts[f], G_ts[g], m, W):
-                covered = True
-                break
-        if covered:
+        if gone[g] == 0:
             continue
         apply_into(summ, G_ts[g], cand, m, K)
         lo = ia
@@ -464,15 +462,16 @@ def witness_hit(summ, l1, m, W, G_ptr, G_ts, F_ptr, F_ts, I_ts, ia, ib, cand):
 
 
 @njit(cache=True, nogil=True)
-def closure_vote(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, G_ptr, G_ts, I_ptr, I_ts):
+def closure_vote(m, tm_ptr, tm_src, tm_sum, mode, gone, G_ptr, G_ts, I_ptr, I_ts):
     """``uint8[L]``: what the device gather does with each target -- 0 nothing (no source's
     ``F`` changed), 1 an incremental update (its old frontier and the candidates of its
     changed sources' new ``F``), 2 a full recomputation (a changed source withdrew a witness
     of its old frontier, :func:`witness_hit`). CPU twin of ``coop_gather``'s vote, over
-    target-major ``Psi`` (:func:`target_major`); ``G`` is ``F`` before the batch, ``mode``
-    :func:`gpu_kernels.pareto.seed_modes`."""
+    target-major ``Psi`` (:func:`target_major`); ``G`` is ``F`` before the batch; ``mode``
+    and ``gone`` (the withdrawn marks of ``G``'s rows) as
+    :func:`gpu_kernels.pareto.seed_withdrawn` gives them."""
     L = tm_ptr.shape[0] - 1
-    W = F_ts.shape[1]
+    W = G_ts.shape[1]
     out = np.zeros(L, dtype=np.uint8)
     cand = np.empty(W, dtype=np.int64)
     for l2 in range(L):
@@ -482,8 +481,8 @@ def closure_vote(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, G_ptr, G_ts, I_pt
                 continue
             if out[l2] == 0:
                 out[l2] = 1
-            if mode[l1] == 2 and witness_hit(tm_sum[e], l1, m, W, G_ptr, G_ts, F_ptr, F_ts,
-                                             I_ts, I_ptr[l2], I_ptr[l2 + 1], cand):
+            if mode[l1] == 2 and witness_hit(tm_sum[e], l1, m, W, G_ptr, G_ts, gone, I_ts,
+                                             I_ptr[l2], I_ptr[l2 + 1], cand):
                 out[l2] = 2
                 break
     return out
@@ -494,8 +493,10 @@ def closure_vote(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, G_ptr, G_ts, I_pt
 # The closure strategy on the device is one cooperative launch over *all* targets, a scan, one
 # small read, and one fill launch (``closure_step_cuda``):
 #
-# * the modes: how each location's ``F`` changed (``segment_mode``), computed where the new
-#   ``F`` is made (:func:`gpu_kernels.pareto.frontier_update_cuda`).
+# * the modes: how each location's ``F`` changed (``segment_mode``), and which rows of a
+#   retreated location's old ``F`` were withdrawn (``segment_withdrawn``, 1 byte per row),
+#   computed where the new ``F`` is made (:func:`gpu_kernels.pareto.frontier_update_cuda`):
+#   the coverage test runs once per location, the gather's vote only reads the marks.
 # * ``coop_gather`` (block of ``T`` threads per target, ``Psi`` target-major so the block
 #   reads its entries contiguously): the threads stride over the target's entries and vote
 #   (``syncthreads_or``) whether a source changed -- no: the block is done, its frontier is
@@ -631,15 +632,16 @@ def _coop_kernel(W: int, C: int, T: int):
     C1 = C + 1
 
     @cuda.jit
-    def coop_gather(m, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, G_ptr, G_ts, mode, I_ptr, I_ts,
-                    slots, sizes, touched, stats, pending):
+    def coop_gather(m, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, G_ptr, G_ts, gone, mode, I_ptr,
+                    I_ts, slots, sizes, touched, stats, pending):
         """Block per target ``l2``: its new implied frontier into slots[l2 R : l2 R + R]
         (sorted), sizes[0, l2 + 1] <- its length (the old one if no source changed),
         sizes[1, l2 + 1] <- its number of frontier changes, touched[l2] <- 1 if recomputed,
         2 if it overflowed (then sizes are left for the overflow path); stats[0] +=
         overflows, stats[1] += rows, stats[2] += changes, stats[3] += targets recomputed
         from all their sources (overflows included), stats[4] += targets updated
-        incrementally (atomics). ``G_ptr``/``G_ts``: ``F`` before the batch. Block 0 copies
+        incrementally (atomics). ``G_ptr``/``G_ts``: ``F`` before the batch, ``gone`` its
+        rows' withdrawn marks. Block 0 copies
         ``pending`` (earlier stages' words) to stats[STATS:], so one read brings all."""
         l2 = cuda.blockIdx.x
         t = cuda.threadIdx.x
@@ -666,8 +668,7 @@ def _coop_kernel(W: int, C: int, T: int):
             if md != 0:
                 changed = 1
             if md == 2 and hit == 0:
-                if witness(tm_sum[e], l1, m, W, G_ptr, G_ts, F_ptr, F_ts, I_ts, old_a, old_b,
-                           cand):
+                if witness(tm_sum[e], l1, m, W, G_ptr, G_ts, gone, I_ts, old_a, old_b, cand):
                     hit = 1
         if cuda.syncthreads_or(changed) == 0:
             if t == 0:
@@ -765,7 +766,7 @@ def coop_threads() -> int:
 
 
 def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts, *, old_ptr,
-                      old_ts, pending=None, settle=None, rows=COOP_ROWS, threads=None,
+                      old_ts, gone, pending=None, settle=None, rows=COOP_ROWS, threads=None,
                       capacity=8, tpb=None):
     """The closure strategy's whole step on the device: the new implied frontiers of every
     target a changed ``F`` reaches, and their changes.
@@ -781,9 +782,11 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
         (:func:`gpu_kernels.pareto.segment_mode`: 0 unchanged, 1 grown, 2 retreated)
     F_ptr, F_ts : ``F`` after the batch (CSR by location)
     I_ptr, I_ts : the implied frontiers before the batch
-    old_ptr, old_ts : ``F`` before the batch (keyword-only): a target whose changed sources
-        withdrew no witness of its old frontier (:func:`witness_hit`) is updated
-        incrementally, from its old frontier and the changed sources' candidates
+    old_ptr, old_ts, gone : ``F`` before the batch and its rows' withdrawn marks
+        (keyword-only; :func:`gpu_kernels.pareto.frontier_update_cuda` makes the marks with
+        the modes): a target whose changed sources withdrew no witness of its old frontier
+        (:func:`witness_hit`) is updated incrementally, from its old frontier and the
+        changed sources' candidates
     rows, threads : each thread's antichain rows and threads per target block, at most
         (defaults :data:`COOP_ROWS`, :func:`coop_threads`; :func:`coop_shape` lowers them for
         wide rows)
@@ -829,7 +832,7 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
         stats[STATS:] = pending
         _cuda.op()
     _cuda.launch_blocks(_coop_kernel(W, C, T), L, T, int(m), tm_ptr, tm_src, tm_sum, F_ptr, F_ts,
-                        old_ptr, old_ts, mode, I_ptr, I_ts, slots, sizes, touched,
+                        old_ptr, old_ts, gone, mode, I_ptr, I_ts, slots, sizes, touched,
                         stats, pending if P else stats[:0])
     got = _cuda.read(stats)
     if P:

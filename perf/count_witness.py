@@ -70,8 +70,8 @@ def count_case(n: int, batch: int, seed: int) -> dict:
         seeds = np.array([l for l in range(L)
                           if not np.array_equal(G_ts[G_ptr[l]:G_ptr[l + 1]],
                                                 F_ts[F_ptr[l]:F_ptr[l + 1]])], np.int64)
-        mode = pareto.seed_modes(L, seeds, G_ptr, G_ts, F_ptr, F_ts, m)
-        vote = propagate.closure_vote(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, G_ptr, G_ts,
+        mode, gone = pareto.seed_withdrawn(L, seeds, G_ptr, G_ts, F_ptr, F_ts, m)
+        vote = propagate.closure_vote(m, tm_ptr, tm_src, tm_sum, mode, gone, G_ptr, G_ts,
                                       I_ptr, I_ts)
         # per target: its Psi entries whose source retreated (the rule before: any -> full)
         cs = np.concatenate([[0], np.cumsum(mode[tm_src] == 2)])

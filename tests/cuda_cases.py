@@ -16,7 +16,7 @@ from engine.batched import BatchedTracker
 from engine.graph_arrays import GraphArrays
 from engine.psi import compute_psi
 from gpu_kernels import _cuda, closure, consolidate, pareto, precursors, propagate
-from gpu_kernels.summary_rows import smallest_dtype
+from gpu_kernels.summary_rows import smallest_dtype, ts_le
 
 from test_trackers import replay_changes
 
@@ -102,13 +102,17 @@ def check_merge_overflow(dev, host, *, tpb=None):
 
 # -- frontiers ------------------------------------------------------------------------------
 
-def check_frontier_update(rng, dev, host, *, m, W, L=5, threads=None):
+def check_frontier_update(rng, dev, host, *, m, W, L=5, threads=None, rounds=3, rows=12):
     """``frontier_update_cuda`` (every location, no sync) equals the twin over a sequence
-    of merges: the used rows of ``F``, and the modes."""
+    of merges: the used rows of ``F``, the modes, and the withdrawn marks of the old ``F``'s
+    rows (checked against their definition too: a mark exactly where no new row of the
+    location is ``<=`` the old row, and only at retreated locations). Returns how many rows
+    were marked withdrawn over all rounds."""
     F_ptr, F_ts = np.zeros(L + 1, np.int64), np.zeros((0, W), np.int64)
     table = (np.zeros(0, np.int32), np.zeros((0, W), np.int64), np.zeros(0, np.int64))
-    for _ in range(3):
-        batch = _table(rng, 12, L, W, hi=3)
+    marked = 0
+    for _ in range(rounds):
+        batch = _table(rng, rows, L, W, hi=3)
         flip = np.zeros(L, np.bool_)
         new = consolidate.merge_counts(*table, *batch, False, flip)[:3]
         want = pareto.frontier_update(*new, flip, F_ptr, F_ts, m)
@@ -117,7 +121,16 @@ def check_frontier_update(rng, dev, host, *, m, W, L=5, threads=None):
         _same(want[0], got[0], host)
         _same(want[1], host(got[1])[:int(want[0][-1])], np.asarray)
         _same(want[2], got[2], host)
+        n_old = int(F_ptr[-1])
+        _same(want[3], host(got[3])[:n_old], np.asarray)
+        for l in range(L):
+            for i in range(F_ptr[l], F_ptr[l + 1]):
+                new_rows = want[1][want[0][l]:want[0][l + 1]]
+                covered = any(ts_le(r, F_ts[i], m, W) for r in new_rows)
+                assert want[3][i] == (flip[l] and want[2][l] == 2 and not covered), (l, i)
+        marked += int(want[3].sum())
         table, F_ptr, F_ts = new, want[0], want[1]
+    return marked
 
 
 # -- propagation ----------------------------------------------------------------------------
@@ -184,14 +197,18 @@ def check_closure_step(graph, batches, dev, host, *, rows=2, threads=None, tpb=N
             assert got == want
         d_tm = tuple(dev(a) for a in tm)
         for before, after, seeds in steps:
-            modes = pareto.seed_modes(ga.L, seeds, before[0], before[1], after[0], after[1], ga.m)
+            modes, gone = pareto.seed_withdrawn(ga.L, seeds, before[0], before[1], after[0],
+                                                after[1], ga.m)
+            np.testing.assert_array_equal(
+                modes, pareto.seed_modes(ga.L, seeds, before[0], before[1], after[0], after[1],
+                                         ga.m))
             differs = [not np.array_equal(before[1][before[0][l]:before[0][l + 1]],
                                           after[1][after[0][l]:after[0][l + 1]])
                        for l in range(ga.L)]
             np.testing.assert_array_equal(modes > 0, differs)
             new_ptr, new_ts, ch = propagate.closure_step_cuda(
                 ga.m, *d_tm, dev(modes), dev(after[0]), dev(after[1]), dev(before[2]),
-                dev(before[3]), old_ptr=dev(before[0]), old_ts=dev(before[1]), rows=rows,
+                dev(before[3]), old_ptr=dev(before[0]), old_ts=dev(before[1]), gone=dev(gone), rows=rows,
                 threads=threads, tpb=tpb)
             _same(after[2], new_ptr, host)
             _same(after[3], new_ts, host)

@@ -55,8 +55,8 @@ def _check_rule(graph, batches):
     tm = _target_major(graph)
     votes = []
     for (G_ptr, G_ts, I_ptr, I_ts), (F_ptr, F_ts, J_ptr, J_ts), seeds in steps:
-        mode = pareto.seed_modes(ga.L, seeds, G_ptr, G_ts, F_ptr, F_ts, ga.m)
-        vote = propagate.closure_vote(ga.m, *tm, mode, F_ptr, F_ts, G_ptr, G_ts, I_ptr, I_ts)
+        mode, gone = pareto.seed_withdrawn(ga.L, seeds, G_ptr, G_ts, F_ptr, F_ts, ga.m)
+        vote = propagate.closure_vote(ga.m, *tm, mode, gone, G_ptr, G_ts, I_ptr, I_ts)
         votes.append(vote)
         for l2 in range(ga.L):
             new = sorted(map(tuple, J_ts[J_ptr[l2]:J_ptr[l2 + 1]].tolist()))
@@ -112,15 +112,16 @@ def test_witness_hit_is_needed():
     graph, a, c, b = fan_in_graph()
     ga, steps = cc._steps(graph, fan_in_batches(a, c))
     (G_ptr, G_ts, I_ptr, I_ts), (F_ptr, F_ts, J_ptr, J_ts), seeds = steps[-1]
-    mode = pareto.seed_modes(ga.L, seeds, G_ptr, G_ts, F_ptr, F_ts, ga.m)
+    mode, gone = pareto.seed_withdrawn(ga.L, seeds, G_ptr, G_ts, F_ptr, F_ts, ga.m)
     assert mode[c] == 2
+    assert gone[G_ptr[c]:G_ptr[c + 1]].any() and not gone[G_ptr[a]:G_ptr[a + 1]].any()
     tm = _target_major(graph)
     assert _incremental(b, ga.m, tm, mode, F_ptr, F_ts, I_ptr, I_ts) == [(0, 0)]
     assert J_ts[J_ptr[b]:J_ptr[b + 1]].tolist() == [[5, 0]]
     e = next(e for e in range(tm[0][b], tm[0][b + 1]) if tm[1][e] == c)
     cand = np.empty(2, np.int64)
-    assert propagate.witness_hit(tm[2][e], c, 2, 2, G_ptr, G_ts, F_ptr, F_ts, I_ts, I_ptr[b],
+    assert propagate.witness_hit(tm[2][e], c, 2, 2, G_ptr, G_ts, gone, I_ts, I_ptr[b],
                                  I_ptr[b + 1], cand)
     e = next(e for e in range(tm[0][b], tm[0][b + 1]) if tm[1][e] == a)
-    assert not propagate.witness_hit(tm[2][e], a, 2, 2, G_ptr, G_ts, F_ptr, F_ts, I_ts,
+    assert not propagate.witness_hit(tm[2][e], a, 2, 2, G_ptr, G_ts, gone, I_ts,
                                      I_ptr[b], I_ptr[b + 1], cand)

@@ -58,6 +58,16 @@ def test_frontier_update(m, W, threads):
                              threads=threads)
 
 
+@pytest.mark.parametrize("m,W", [(1, 2), (2, 3)])
+def test_withdrawn_marks(m, W):
+    """``frontier_fill`` marks the old ``F``'s withdrawn rows (``segment_withdrawn``, read by
+    the closure gather's vote) exactly as the twin ``seed_withdrawn`` and their definition,
+    over merges that retract rows (some row is marked)."""
+    marked = cc.check_frontier_update(np.random.default_rng(11), same, np.asarray, m=m, W=W,
+                                      L=4, threads=2, rounds=6, rows=10)
+    assert marked > 0
+
+
 @examples(30)
 @given(data=st.data())
 def test_frontier_changes(data):

@@ -459,6 +459,11 @@ def _pointstamps(counts: pa.Table) -> list:
     return sorted([int(l), [int(x) for x in t], int(c)] for l, t, c in rows if c)
 
 
+def _up_to_epoch(pointstamps: list, e: int) -> list:
+    """The rows of :func:`_pointstamps` at times of epoch ``e`` or earlier."""
+    return [p for p in pointstamps if p[1][0] <= e]
+
+
 def _stars_table(a, b) -> pa.Table:
     """Stars ``(component, vertex)`` held on the driver as loop-input rows (``f`` false)."""
     return pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b, pa.int64()),
@@ -613,9 +618,12 @@ class WccJob(EpochJob):
         d, ck = self.driver, self.driver.checkpoints
         new = self.spark.createDataFrame(new_tbl, schema=EDGE_DDL)
         rec, self.loop_resume = self.loop_resume, None
+        df = None
         if rec is not None and rec["epoch"] == e:
-            df, ids, it = self._resume_loop(e, rec, new_tbl.num_rows), set(), rec["iteration"] + 1
-        else:
+            df = self._resume_loop(e, rec, new_tbl.num_rows)
+            ids, it = set(), rec["iteration"] + 1
+        if df is None:
+            rec = None
             inp = new if self.state is None else self.state.unionByName(new)
             df, ids = self._stage("contract", inp, e, 0, F.least("a", "b"))
             it, rec = 0, None
@@ -683,22 +691,29 @@ class WccJob(EpochJob):
         state (a DataFrame a, b, f)."""
         from pyspark.sql import functions as F
 
-        from .errors import OutputStateError
 
         d, I = self.driver, rec["iteration"]
         where = f"{self.out_log.out}/{LOOP_DIR}/{rec['dir']}"
+        d.steps.step("loop checkpoint", e, I)
+        try:
+            df = self.spark.read.schema(EDGE_DDL).parquet(*self.out_log.loop_paths(rec))
+            stats = df.agg(F.count(F.lit(1)).alias("rows"),
+                           F.sum(F.col("f").cast("long")).alias("new")).collect()[0]
+            got = (int(stats["rows"] or 0), int(stats["new"] or 0))
+            fault = (None if got == (rec["rows"], rec["new"]) else
+                     f"it holds {got[0]} rows ({got[1]} new), its record says {rec['rows']} "
+                     f"({rec['new']})")
+        except Exception as err:   # unreadable (a lost or damaged part file): Spark's error
+            fault = f"it cannot be read ({type(err).__name__}: {str(err).splitlines()[0]})"
+        if fault is not None:
+            # dropping the checkpoint is always consistent (the loop's frontier shrinks to
+            # the last final epoch); nothing has been reported yet, so the epoch restarts
+            self.notice(f"epoch {e}: the loop checkpoint of iteration {I} ({where}) is not "
+                        f"used: {fault}; the epoch restarts from its first iteration")
+            self.out_log.drop_loop()
+            return None
         self.notice(f"resuming epoch {e} at iteration {I + 1} from the loop checkpoint of "
                     f"iteration {I} ({where}, {rec['rows']:,} edges)")
-        d.steps.step("loop checkpoint", e, I)
-        df = self.spark.read.schema(EDGE_DDL).parquet(*self.out_log.loop_paths(rec))
-        stats = df.agg(F.count(F.lit(1)).alias("rows"),
-                       F.sum(F.col("f").cast("long")).alias("new")).collect()[0]
-        got = (int(stats["rows"] or 0), int(stats["new"] or 0))
-        if got != (rec["rows"], rec["new"]):
-            raise OutputStateError(
-                f"--out {self.out_log.out}: the loop checkpoint {rec['dir']} holds {got[0]} "
-                f"rows ({got[1]} new), its record says {rec['rows']} ({rec['new']}); pass "
-                f"--overwrite to start over")
         c, t0, t1 = rec["new"], (e, 0), (e, I + 1)
         report = Report().consumed("label", 1, t0, rows).capabilities("label", 0, t0, -1)
         if self.more:
@@ -708,11 +723,15 @@ class WccJob(EpochJob):
             .produced("feedback", 0, t1, c)
         d.report(report)
         d.sync()
-        now = _pointstamps(d.service.counts())
-        if now != rec["pointstamps"]:
+        # only the epochs up to e: what stands beyond them (the capabilities for epoch e + 1)
+        # depends on whether another epoch can follow, which may differ between the killed run
+        # and this one (a file added to the input directory since, --follow or not)
+        now, then = (_up_to_epoch(p, e) for p in (_pointstamps(d.service.counts()),
+                                                    rec["pointstamps"]))
+        if now != then:
             raise self.protocol_error(
                 f"epoch {e}: resumed after iteration {I}, the tracker holds the pointstamps "
-                f"{now}, not the {rec['pointstamps']} recorded at the loop checkpoint")
+                f"{now}, not the {then} recorded at the loop checkpoint")
         return df
 
     def _finish_on_driver(self, e, new) -> EpochOutcome:

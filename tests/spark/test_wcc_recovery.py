@@ -12,6 +12,7 @@ import json
 import os
 import random
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -349,6 +350,8 @@ def test_a_killed_epoch_resumes_after_its_last_loop_checkpoint(spark, tmp_path, 
     loop_dirs = sorted(os.listdir(out / "_tfront_loop"))
     assert loop_dirs == [m["loop"][0]["dir"], "epoch-000000-iteration-000001"], loop_dirs
 
+    damaged = tmp_path / "damaged"    # the same killed state, for the last check below
+    shutil.copytree(out, damaged)
     # an uninterrupted run (the witness)
     monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")
     whole = tmp_path / "whole.jsonl"
@@ -375,3 +378,59 @@ def test_a_killed_epoch_resumes_after_its_last_loop_checkpoint(spark, tmp_path, 
     resumed = _frontier_events(log, 0, 0)
     assert resumed and resumed == _frontier_events(whole, 0, 0)
     assert not (tmp_path / "whole" / "_tfront_loop").exists()
+
+    # a kept checkpoint whose part file is damaged is not fatal: dropping it is always
+    # consistent, so the epoch restarts from its first iteration, with scipy's labels
+    ck = damaged / "_tfront_loop" / m["loop"][0]["dir"]
+    (ck / m["loop"][0]["files"][0]).write_bytes(b"not a parquet file")
+    capfd.readouterr()
+    run_wcc(spark, d, out=str(damaged), partitions=2, progress=True, backend="cpu",
+            loop_checkpoint=None)
+    err = capfd.readouterr().err
+    assert "the loop checkpoint of iteration 0" in err and "is not used" in err, err
+    assert "resuming epoch 0 at iteration" not in err, err
+    _check_out(damaged, src, dst, cuts)
+
+
+@pytest.mark.spark
+def test_a_loop_checkpoint_of_the_last_epoch_resumes_when_a_new_epoch_file_arrives(
+        spark, tmp_path, monkeypatch, capfd):
+    """The killed epoch (1, killed after iteration 1's checkpoint is recorded: the
+    ``after-loop`` point) was the directory's last file, so no epoch could follow it then;
+    before the restart a third file arrives, so one can now. What stands beyond epoch 1 in
+    the tracker (the capabilities for epoch 2) differs from what the checkpoint recorded;
+    the resume compares the pointstamps up to epoch 1 only, resumes at iteration 2, and
+    then runs the new epoch: every epoch once, with scipy's labels."""
+    n = 30
+    perm = np.random.default_rng(11).permutation(n)
+    src, dst = perm[:-1], perm[1:]
+    d = tmp_path / "in"
+    cuts = _write_epochs(d, src, dst, 3)
+    third = (d / "e2.txt").read_text()
+    (d / "e2.txt").unlink()
+    out = tmp_path / "out"
+    env = {"TFRONT_WCC_DRIVER_ROWS": "0", CRASH_ENV: "epoch:1:iteration:1:after-loop"}
+    rc, stdout, err = _tfront(d, out, "--loop-checkpoint", "0", env=env)
+    assert rc == -signal.SIGKILL, (stdout, err)
+    m = json.loads((out / MANIFEST).read_text())
+    assert [r["epoch"] for r in m["output"]] == [0]
+    assert [(r["epoch"], r["iteration"]) for r in m["loop"] if isinstance(r, dict)] == [(1, 1)]
+    (d / "e2.txt").write_text(third)
+
+    monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")
+    capfd.readouterr()
+    res = run_wcc(spark, d, out=str(out), partitions=2, progress=True, backend="cpu",
+                  loop_checkpoint=0)
+    err = capfd.readouterr().err
+    assert "resuming epoch 1 at iteration 2 from the loop checkpoint of iteration 1" in err, err
+    assert [s.epoch for s in res.epochs] == [1, 2]
+    _check_out(out, src, dst, cuts)
+
+
+def test_pointstamps_beyond_the_resumed_epoch_are_not_compared():
+    """The rows the resume compares: those of epochs up to the one resumed."""
+    from spark_plugin.wcc import _up_to_epoch
+
+    rows = [[2, [1, 2], 4], [5, [2, 0], 1], [7, [1, 0], 1], [9, [3, 0], 1]]
+    assert _up_to_epoch(rows, 1) == [[2, [1, 2], 4], [7, [1, 0], 1]]
+    assert _up_to_epoch(rows, 0) == []

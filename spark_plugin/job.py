@@ -74,7 +74,7 @@ from .progress_log import ProgressRecorder
 from .schema import delta_table, text_column
 from .service import FrontierService
 from .wcc_io import EdgeInputError, edges_table, epoch_sources
-from .wcc_recovery import OutputLog, crash_point, job_fingerprint
+from .wcc_recovery import OutputLog, crash_point, dataframe_digest, job_fingerprint
 
 __all__ = ["EpochJob", "EpochInput", "EpochOutcome", "JobDriver", "JobResult", "StageTask",
            "JobProtocolError", "Checkpoints", "Progress", "write_line", "requested_backend",
@@ -705,11 +705,18 @@ class EpochJob(abc.ABC):
         return edges_table(collect_arrow(df.select("src", "dst")), "edge DataFrame")
 
     def fingerprint(self) -> dict:
-        """What makes two runs the same job, recorded in a local ``out``'s manifest (a run
-        with another fingerprint is refused there): by default the input and its epochs
+        """What makes two runs the same job, recorded in ``out``'s manifest (a run with
+        another fingerprint is refused there): by default the input (a table's or
+        DataFrame's content digest over :attr:`input_columns`) and its epochs
         (:func:`~spark_plugin.wcc_recovery.job_fingerprint`); a job adds the options that
         change its results."""
-        return job_fingerprint(self.edges, self.epochs, self.follow)
+        return job_fingerprint(self.edges, self.epochs, self.follow,
+                               columns=self.input_columns, dataframe=self.input_digest)
+
+    #: The input columns an Arrow table's or a DataFrame's content digest covers.
+    input_columns: tuple = ("src", "dst")
+    #: A DataFrame input's :func:`~spark_plugin.wcc_recovery.dataframe_digest` (with ``out``).
+    input_digest: dict | None = None
 
     def resume(self, table: pa.Table) -> None:
         """Take the loop's state from ``table``, the result of the last epoch final in a
@@ -761,7 +768,10 @@ class EpochJob(abc.ABC):
         t_start = time.perf_counter()
         spark, edges = self.spark, self.edges
         if is_dataframe(edges):      # collected once: the driver holds each epoch's new edges
-            edges = self.edges = self.input_table(edges)
+            df = edges
+            edges = self.edges = self.input_table(df)
+            if self.out is not None:   # one Spark pass: the content a resume must match
+                self.input_digest = dataframe_digest(df, self.input_columns)
         requested = requested_backend(self.backend, self.backends, self.name)
         dataflow = self.dataflow()
         d = self.driver = JobDriver(

@@ -39,6 +39,7 @@ keeps (``EpochJob.replay``); the crash hook below stops any of them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -55,7 +56,8 @@ from .errors import OutputStateError
 from .out_store import MANIFEST, OutStore, is_local, open_store
 from .wcc_io import FileStamp, edge_files
 
-__all__ = ["MANIFEST", "FORMAT", "CRASH_ENV", "LOOP_DIR", "job_fingerprint", "OutputLog",
+__all__ = ["MANIFEST", "FORMAT", "CRASH_ENV", "LOOP_DIR", "job_fingerprint", "table_digest",
+           "dataframe_digest", "OutputLog",
            "recovery_problem", "kept_epochs", "loop_records", "crash_point", "already_final"]
 
 FORMAT = "tfront-wcc-manifest v1"
@@ -82,13 +84,23 @@ def crash_point(point: str, epoch: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def job_fingerprint(edges, epochs: int, follow) -> dict:
-    """What makes two runs the same job: the input (absolute path; a single file's stamp) and
-    how it is split into epochs. Partitions, backend and ``follow`` (a directory's files
-    become the same epochs either way; each kept epoch's file is checked on resume) do not
-    change the labels and are not part of it."""
+def job_fingerprint(edges, epochs: int, follow, *, columns=("src", "dst"),
+                    dataframe: dict | None = None) -> dict:
+    """What makes two runs the same job: the input and how it is split into epochs.
+
+    A file or directory: its absolute path (a single file's stamp: size, modification time,
+    inode). An Arrow table: its rows and :func:`table_digest` of its ``columns`` (a SHA-256
+    of the column buffers: same content, same order). A Spark DataFrame (collected to the
+    driver at the start): ``dataframe``, its :func:`dataframe_digest` (an order-independent
+    digest Spark computes in one pass over it). Partitions, backend and ``follow`` (a
+    directory's files become the same epochs either way; each kept epoch's file is checked
+    on resume) do not change the labels and are not part of it."""
+    if dataframe is not None:
+        return {"input": "edge DataFrame", "rows": int(dataframe["rows"]),
+                "content": dataframe["content"], "epochs": int(epochs)}
     if isinstance(edges, pa.Table):
-        return {"input": "edge table", "rows": edges.num_rows, "epochs": int(epochs)}
+        return {"input": "edge table", "rows": edges.num_rows,
+                "content": table_digest(edges, columns), "epochs": int(epochs)}
     path = Path(edges).absolute()
     job = {"input": str(path), "kind": "directory" if path.is_dir() else "file",
            "epochs": int(epochs)}
@@ -98,8 +110,47 @@ def job_fingerprint(edges, epochs: int, follow) -> dict:
     return job
 
 
-def _stamp_of(source) -> list | None:
-    """The recorded stamp of an epoch's file (a directory's epoch), or ``None``."""
+def table_digest(table: pa.Table, columns=("src", "dst")) -> str:
+    """``sha256:<hex>`` of ``columns`` of ``table`` (``src``, ``dst`` as int64, ``weight`` as
+    its own type), column after column: the bytes of each chunk's values through a NumPy
+    view, not row by row. Same rows in the same order, same digest (however chunked)."""
+    h = hashlib.sha256()
+    for name in columns:
+        col = table.column(name)
+        if name in ("src", "dst") and col.type != pa.int64():
+            col = col.cast(pa.int64())
+        h.update(f"{name}:{col.type}:{len(col)}:{col.null_count};".encode())
+        for chunk in col.chunks:
+            h.update(np.ascontiguousarray(chunk.to_numpy(zero_copy_only=False)).data)
+    return "sha256:" + h.hexdigest()
+
+
+def dataframe_digest(df, columns=("src", "dst")) -> dict:
+    """An order-independent digest of ``columns`` of the Spark DataFrame ``df``, computed by
+    Spark in one aggregation (one pass over the input): the row count and the sums (as
+    ``decimal(38,0)``: no overflow) of two independent 64-bit hashes of each row,
+    ``xxhash64(cols)`` and ``xxhash64('tfront', cols)``, with ``src``, ``dst`` as bigint (an
+    int column and a bigint one of the same values digest alike). Returns ``{"rows": n,
+    "content": "xxhash64-sums:<a>:<b>"}``."""
+    from pyspark.sql import functions as F
+
+    cols = [F.col(c).cast("bigint") if c in ("src", "dst") else F.col(c) for c in columns]
+    row = df.select(*cols).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(F.xxhash64(*cols).cast("decimal(38,0)")).alias("a"),
+        F.sum(F.xxhash64(F.lit("tfront"), *cols).cast("decimal(38,0)")).alias("b")).first()
+    return {"rows": int(row["n"]),
+            "content": f"xxhash64-sums:{int(row['a'] or 0)}:{int(row['b'] or 0)}"}
+
+
+def _stamp_of(source) -> list | str | None:
+    """The recorded stamp of an epoch's input: a file's (a directory's epoch) size,
+    modification time and inode; rows held in memory (a slice of an Arrow table or a
+    collected DataFrame) :func:`table_digest` of them -- a DataFrame's fingerprint does not
+    see the order of its rows, which decides the epochs' slices; else ``None``."""
+    if getattr(source, "in_memory", False):
+        t = source.read()
+        return table_digest(t, [c for c in ("src", "dst", "weight") if c in t.column_names])
     p = Path(source.what)
     if p.is_file():
         st = FileStamp.of(p)

@@ -441,3 +441,55 @@ def test_a_killed_epoch_resumes_after_its_last_loop_checkpoint(spark, tmp_path, 
     resumed = _frontier_events(log, 0, 0)
     assert resumed and resumed == _frontier_events(whole, 0, 0)
     assert not (tmp_path / "whole" / "_tfront_loop").exists()
+
+
+@pytest.mark.spark
+def test_table_and_dataframe_inputs_resume_only_with_the_same_content(spark, tmp_path):
+    """An Arrow table is fingerprinted by a digest of its (src, dst) content, a DataFrame by
+    an order-independent digest Spark computes: the same content resumes (another chunking,
+    int columns), other content is refused naming it, changing nothing; a DataFrame whose
+    rows come in another order is refused by the epoch whose slice differs."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from spark_plugin.wcc_recovery import dataframe_digest
+
+    src, dst = _edges(seed=9, n=300, m=400)
+    cuts = [0, 200, 400]
+    t = pa.table({"src": src, "dst": dst})
+    out = tmp_path / "t-out"
+    run_wcc(spark, t, epochs=2, out=str(out), partitions=2, progress=False)
+    _check_out(out, src, dst, cuts)
+    assert _manifest_of(out)["job"]["content"].startswith("sha256:")
+    snapshot = {f: (out / f).read_bytes() for f in os.listdir(out)}
+    again = pa.concat_tables([t.slice(0, 150), t.slice(150)]).cast(
+        pa.schema([("src", pa.int32()), ("dst", pa.int32())]))
+    res = run_wcc(spark, again, epochs=2, out=str(out), partitions=2, progress=False)
+    assert res.resumed_at == 2 and res.epochs == []
+    other = pa.table({"src": src, "dst": np.concatenate([[dst[0] + 1], dst[1:]])})
+    with pytest.raises(OutputStateError, match=r"another job \(content: 'sha256:\w+' there, "
+                                               r"'sha256:\w+' now\)"):
+        run_wcc(spark, other, epochs=2, out=str(out), partitions=2, progress=False)
+    assert {f: (out / f).read_bytes() for f in os.listdir(out)} == snapshot
+
+    df = spark.createDataFrame(t)
+    out = tmp_path / "df-out"
+    run_wcc(spark, df, epochs=2, out=str(out), partitions=2, progress=False)
+    _check_out(out, src, dst, cuts)
+    m = _manifest_of(out)
+    assert m["job"]["content"].startswith("xxhash64-sums:") and m["job"]["rows"] == 400
+    shuffled = df.orderBy(F.desc("dst"), "src").select(F.col("src").cast("int"), "dst")
+    assert dataframe_digest(shuffled) == dataframe_digest(df)
+    # a kill after epoch 0 (records cut back): the same DataFrame resumes at epoch 1
+    m["output"], m["loop"], m["input"] = m["output"][:1], [0], m["input"][:1]
+    m["complete"], m["total"] = False, None
+    (out / MANIFEST).write_text(json.dumps(m))
+    res = run_wcc(spark, df, epochs=2, out=str(out), partitions=2, progress=False)
+    assert res.resumed_at == 1 and [s.epoch for s in res.epochs] == [1]
+    _check_out(out, src, dst, cuts)
+    snapshot = {f: (out / f).read_bytes() for f in os.listdir(out)}
+    with pytest.raises(OutputStateError, match=r"another job \(content: 'xxhash64-sums:"):
+        run_wcc(spark, spark.createDataFrame(other), epochs=2, out=str(out), progress=False)
+    with pytest.raises(OutputStateError, match=r"epoch 0's input edge table rows 1-200 changed"):
+        run_wcc(spark, shuffled, epochs=2, out=str(out), partitions=2, progress=False)
+    assert {f: (out / f).read_bytes() for f in os.listdir(out)} == snapshot

@@ -31,7 +31,7 @@ Subclass :class:`EpochJob` and define:
   :meth:`EpochJob.summary` and the hooks ``start``, ``prepare``, ``finish``, ``holding``;
   a job whose rows, results or state differ from WCC's: :meth:`EpochJob.sources` and
   :meth:`EpochJob.input_table` (its input), :meth:`EpochJob.fingerprint` (the options that
-  make two runs the same job in a resumed ``out``), :meth:`EpochJob.result_ddl` and
+  make two runs the same job in a resumed ``out``),  and
   :meth:`EpochJob.replay` (state its output does not hold, rebuilt on resume from the input
   of the epochs already final).
 
@@ -950,10 +950,6 @@ class EpochJob(abc.ABC):
         crash_point("after-data", e)
         out_log.record_final(e, files, int(outcome.rows), self.rows_so_far)
         crash_point("after-manifest", e)
-
-    def result_ddl(self) -> str:
-        """The Spark DDL of an epoch's result (``result_columns``; int64 by default)."""
-        return ", ".join(f"{c} bigint" for c in self.result_columns)
 
     def _final_table(self, last) -> pa.Table | None:
         """The newest final epoch's result, sorted by its first column, when there is no

@@ -295,9 +295,6 @@ class SsspJob(EpochJob):
     def input_columns(self):
         return ("src", "dst", "weight") if self.weighted else ("src", "dst")
 
-    def result_ddl(self):
-        return f"vertex bigint, distance {'double' if self.weighted else 'bigint'}"
-
     def prepare(self):
         # the driver's kernels load (or compile, once) on the tracking thread meanwhile
         bar = self.bar

@@ -391,6 +391,19 @@ def test_a_uri_out_refuses_what_it_cannot_resume_and_overwrite_starts_over(spark
     assert re.fullmatch(r"_tfront_manifest\.\d{8}\.json", _manifest_name(local))
 
 
+def _frontier_events(log: Path, epoch: int, after: int) -> list:
+    """The ``frontier`` events of a progress log for ``epoch`` at iterations after ``after``:
+    ``(step, iteration, input, frontier)`` in order (stage numbers and producers differ
+    between runs with different histories, the frontiers must not)."""
+    out = []
+    for line in log.read_text().splitlines():
+        ev = json.loads(line)
+        if ev["event"] == "frontier" and ev["epoch"] == epoch and ev["iteration"] > after:
+            out.append((ev["step"], ev["iteration"], ev["input"], ev["frontier"]))
+    return out
+
+
+
 @pytest.mark.spark
 def test_a_killed_epoch_resumes_after_its_last_loop_checkpoint(spark, tmp_path, monkeypatch,
                                                                capfd):

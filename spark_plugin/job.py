@@ -31,7 +31,7 @@ Subclass :class:`EpochJob` and define:
   :meth:`EpochJob.summary` and the hooks ``start``, ``prepare``, ``finish``, ``holding``;
   a job whose rows, results or state differ from WCC's: :meth:`EpochJob.sources` and
   :meth:`EpochJob.input_table` (its input), :meth:`EpochJob.fingerprint` (the options that
-  make two runs the same job in a resumed ``out``), :meth:`EpochJob.result_ddl` and
+  make two runs the same job in a resumed ``out``),  and
   :meth:`EpochJob.replay` (state its output does not hold, rebuilt on resume from the input
   of the epochs already final).
 
@@ -54,12 +54,10 @@ from __future__ import annotations
 import abc
 import logging
 import os
-import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -76,7 +74,7 @@ from .progress_log import ProgressRecorder
 from .schema import delta_table, text_column
 from .service import FrontierService
 from .wcc_io import EdgeInputError, edges_table, epoch_sources
-from .wcc_recovery import OutputLog, crash_point, job_fingerprint
+from .wcc_recovery import OutputLog, crash_point, dataframe_digest, job_fingerprint
 
 __all__ = ["EpochJob", "EpochInput", "EpochOutcome", "JobDriver", "JobResult", "StageTask",
            "JobProtocolError", "Checkpoints", "Progress", "write_line", "requested_backend",
@@ -162,6 +160,11 @@ class JobResult:
             kernels = f"kernels compiled {self.kernel_seconds:.2f} s (once: cached for later runs)"
         else:
             kernels = f"kernels loaded {self.kernel_seconds:.2f} s"
+        if not self.epochs and self.resumed_at and out:
+            kept = ("epoch 0 was" if self.resumed_at == 1
+                    else f"all {self.resumed_at} epochs were")
+            return (f"total: {self.counts()}, {self.seconds:.2f} s; nothing to do: {kept} "
+                    f"already final in {out} (--overwrite recomputes them)")
         if not self.epochs:
             saved = "; nothing written" + (f" to {out}" if out else "")
         elif out:
@@ -702,11 +705,18 @@ class EpochJob(abc.ABC):
         return edges_table(collect_arrow(df.select("src", "dst")), "edge DataFrame")
 
     def fingerprint(self) -> dict:
-        """What makes two runs the same job, recorded in a local ``out``'s manifest (a run
-        with another fingerprint is refused there): by default the input and its epochs
+        """What makes two runs the same job, recorded in ``out``'s manifest (a run with
+        another fingerprint is refused there): by default the input (a table's or
+        DataFrame's content digest over :attr:`input_columns`) and its epochs
         (:func:`~spark_plugin.wcc_recovery.job_fingerprint`); a job adds the options that
         change its results."""
-        return job_fingerprint(self.edges, self.epochs, self.follow)
+        return job_fingerprint(self.edges, self.epochs, self.follow,
+                               columns=self.input_columns, dataframe=self.input_digest)
+
+    #: The input columns an Arrow table's or a DataFrame's content digest covers.
+    input_columns: tuple = ("src", "dst")
+    #: A DataFrame input's :func:`~spark_plugin.wcc_recovery.dataframe_digest` (with ``out``).
+    input_digest: dict | None = None
 
     def resume(self, table: pa.Table) -> None:
         """Take the loop's state from ``table``, the result of the last epoch final in a
@@ -758,7 +768,10 @@ class EpochJob(abc.ABC):
         t_start = time.perf_counter()
         spark, edges = self.spark, self.edges
         if is_dataframe(edges):      # collected once: the driver holds each epoch's new edges
-            edges = self.edges = self.input_table(edges)
+            df = edges
+            edges = self.edges = self.input_table(df)
+            if self.out is not None:   # one Spark pass: the content a resume must match
+                self.input_digest = dataframe_digest(df, self.input_columns)
         requested = requested_backend(self.backend, self.backends, self.name)
         dataflow = self.dataflow()
         d = self.driver = JobDriver(
@@ -902,16 +915,13 @@ class EpochJob(abc.ABC):
         return report
 
     def _open_out(self, result: JobResult):
-        """The manifest of a local ``out`` (resuming it), or ``None``; a non-local ``out``
-        must be fresh."""
+        """The manifest of ``out`` (resuming it; a bare path on the local file system, a URI
+        through Hadoop's ``FileSystem``), or ``None`` without ``out``."""
         out = self.out
         if out is None:
             return None
-        if not local_path(out):
-            fresh_remote_out(self.spark, out, self.overwrite)
-            return None
         out_log, resume = OutputLog.open(out, self.fingerprint(), overwrite=self.overwrite,
-                                         columns=self.result_columns)
+                                         columns=self.result_columns, spark=self.spark)
         result.resumed_at = resume.epoch
         self.loop_resume = resume.loop
         if resume.labels is not None:   # the loop's state: the last final epoch's result
@@ -930,28 +940,16 @@ class EpochJob(abc.ABC):
         return out_log
 
     def _write(self, out_log, e: int, outcome: EpochOutcome) -> None:
-        """Write final epoch ``e``'s result: into a local ``out``'s dataset, then its manifest
-        (crash recovery); appended to a non-local ``out``; nothing without ``out``."""
-        table = outcome.result
-        if out_log is not None:   # data renamed into place, then the manifest names it
-            files = (append_local(self.out, e, table, self.result_columns, out_log.new_name(e))
-                     if isinstance(table, pa.Table)
-                     else spark_local(out_log, e, table, self.result_columns))
-            crash_point("after-data", e)
-            out_log.record_final(e, files, int(outcome.rows), self.rows_so_far)
-            crash_point("after-manifest", e)
-        elif self.out is not None:
-            from pyspark.sql import functions as F
-
-            df = table
-            if isinstance(table, pa.Table):
-                df = self.spark.createDataFrame(table, schema=self.result_ddl())
-            df.select(F.lit(e).cast("long").alias("epoch"), *self.result_columns) \
-                .write.mode("append").parquet(str(self.out))
-
-    def result_ddl(self) -> str:
-        """The Spark DDL of an epoch's result (``result_columns``; int64 by default)."""
-        return ", ".join(f"{c} bigint" for c in self.result_columns)
+        """Write final epoch ``e``'s result into ``out``'s dataset, then its manifest (crash
+        recovery); nothing without ``out``."""
+        if out_log is None:
+            return
+        table = outcome.result   # data renamed into place, then the manifest names it
+        files = (out_log.write_table(e, table) if isinstance(table, pa.Table)
+                 else out_log.write_df(e, table))
+        crash_point("after-data", e)
+        out_log.record_final(e, files, int(outcome.rows), self.rows_so_far)
+        crash_point("after-manifest", e)
 
     def _final_table(self, last) -> pa.Table | None:
         """The newest final epoch's result, sorted by its first column, when there is no
@@ -1095,80 +1093,6 @@ def to_ipc(batches, schema: pa.Schema) -> bytes:
 def from_ipc(blob: bytes) -> pa.Table:
     return pa.ipc.open_stream(blob).read_all()
 
-
-
-def local_path(out) -> bool:
-    """``out`` names the local file system (no URL scheme other than ``file:``)."""
-    text = str(out)
-    return "://" not in text or text.startswith("file://")
-
-
-def fresh_remote_out(spark, out, overwrite: bool) -> None:
-    """A non-local ``out`` (HDFS, S3, ...) keeps no manifest, so the job cannot resume it:
-    it must not exist yet -- appending to it again would write its epochs twice -- unless
-    ``overwrite``, which deletes it first (through Hadoop's ``FileSystem``)."""
-    from .errors import OutputStateError
-
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(str(out))
-    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    if not fs.exists(path):
-        return
-    if not overwrite:
-        raise OutputStateError(
-            f"{out} exists: crash recovery keeps its records only in a local --out, so "
-            f"appending to this one again would write its epochs twice; pass --overwrite "
-            f"(overwrite=True) to start over, or choose a new path")
-    if not fs.delete(path, True):
-        raise OutputStateError(f"{out}: could not delete it to start over")
-
-
-def append_local(out, epoch: int, table: pa.Table, columns=("vertex", "component"),
-                 name: str | None = None) -> list[str]:
-    """Append one epoch's result ``table`` to the local Parquet dataset ``out`` as one part
-    file, written under a hidden name, fsynced and renamed when complete (readers --
-    pyarrow, Spark -- skip hidden files, so they never see a partial part). Same columns as
-    Spark's writer: ``epoch`` then ``columns`` (int64). No Spark job: the result is on the
-    driver. Returns the file's name."""
-    import uuid
-
-    import pyarrow.parquet as pq
-
-    from .wcc_recovery import fsync_file
-
-    text = str(out)
-    d = Path(text[len("file://"):] if text.startswith("file://") else text)
-    d.mkdir(parents=True, exist_ok=True)
-    n = table.num_rows
-    table = pa.table({"epoch": arrow_fixed(pa.int64(), np.full(n, epoch, np.int64)),
-                      **{c: table.column(c) for c in columns}})
-    name = name or f"part-epoch-{epoch:06d}-{uuid.uuid4().hex}.parquet"
-    tmp = d / f".{name}.tmp"
-    pq.write_table(table, tmp)
-    fsync_file(tmp)
-    os.replace(tmp, d / name)
-    return [name]
-
-
-def spark_local(out_log, epoch: int, df, columns=("vertex", "component")) -> list[str]:
-    """Write one epoch's result (a DataFrame) into the local dataset of ``out_log``: Spark
-    writes a hidden directory inside it, whose part files are fsynced and renamed into the
-    dataset. Returns their names (the manifest names them afterwards)."""
-    from pyspark.sql import functions as F
-
-    from .wcc_recovery import fsync_file
-
-    tmp = out_log.out / f".epoch-{epoch:06d}.tmp"
-    df.select(F.lit(epoch).cast("long").alias("epoch"), *columns) \
-        .write.mode("overwrite").parquet(str(tmp))
-    files = []
-    for k, part in enumerate(sorted(tmp.glob("part-*.parquet"))):
-        name = out_log.new_name(epoch, k)
-        fsync_file(part)
-        os.replace(part, out_log.out / name)
-        files.append(name)
-    shutil.rmtree(tmp)
-    return files
 
 
 def is_dataframe(edges) -> bool:

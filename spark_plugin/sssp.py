@@ -215,13 +215,15 @@ def _warm_kernels() -> None:
 
 
 def sssp_fingerprint(edges, epochs: int, follow, source: int, weighted: bool,
-                     undirected: bool) -> dict:
+                     undirected: bool, dataframe: dict | None = None) -> dict:
     """What makes two shortest-paths runs the same job (recorded in a local ``out``'s
     manifest): the input and its epochs (:func:`~spark_plugin.wcc_recovery.job_fingerprint`)
     and the options that change the distances."""
     from .wcc_recovery import job_fingerprint
 
-    return {**job_fingerprint(edges, epochs, follow), "job": "sssp", "source": int(source),
+    columns = ("src", "dst", "weight") if weighted else ("src", "dst")
+    return {**job_fingerprint(edges, epochs, follow, columns=columns, dataframe=dataframe),
+            "job": "sssp", "source": int(source),
             "weighted": bool(weighted), "undirected": bool(undirected)}
 
 
@@ -287,10 +289,11 @@ class SsspJob(EpochJob):
 
     def fingerprint(self):
         return sssp_fingerprint(self.edges, self.epochs, self.follow, self.source,
-                                self.weighted, self.undirected)
+                                self.weighted, self.undirected, dataframe=self.input_digest)
 
-    def result_ddl(self):
-        return f"vertex bigint, distance {'double' if self.weighted else 'bigint'}"
+    @property
+    def input_columns(self):
+        return ("src", "dst", "weight") if self.weighted else ("src", "dst")
 
     def prepare(self):
         # the driver's kernels load (or compile, once) on the tracking thread meanwhile

@@ -23,8 +23,8 @@ input formats (EDGES): as tfront wcc (text, CSV, Parquet, a directory of epoch f
   third field, a finite weight >= 0 ('src dst weight'; Parquet: a numeric column weight).
 
 output (--out): a Parquet dataset with one part per final epoch, columns epoch, vertex,
-  distance (int64 hops, or double with --weighted); only vertices the source reaches. A
-  local --out keeps a manifest: a rerun of the same job (input, epochs, --source,
+  distance (int64 hops, or double with --weighted); only vertices the source reaches.
+  --out (a path, or a Hadoop URI) keeps a manifest: a rerun of the same job (input, epochs, --source,
   --weighted, --undirected) computes only the epochs not final there (a rerun after
   success does nothing); --overwrite starts over. Without --out the distances are
   computed but not saved (the total line says so).

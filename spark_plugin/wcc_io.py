@@ -509,12 +509,15 @@ class EpochSource:
     became the epoch), ``read()`` (the rows as ``src, dst`` on the driver, validated), for
     Parquet input ``scan`` (a :class:`ParquetSlice` that Spark tasks can read themselves;
     ``None`` otherwise), and ``check()``: raises :class:`EdgeInputError` if the epoch's file
-    changed since the job recorded it (a no-op for rows already held in memory)."""
+    changed since the job recorded it (a no-op for rows already held in memory).
+    ``in_memory``: the rows are a slice of a table on the driver (an Arrow table, a
+    collected DataFrame), so ``read()`` costs nothing."""
 
-    __slots__ = ("what", "read", "scan", "check")
+    __slots__ = ("what", "read", "scan", "check", "in_memory")
 
-    def __init__(self, what: str, read, scan: ParquetSlice | None = None, check=None):
-        self.what, self.read, self.scan = what, read, scan
+    def __init__(self, what: str, read, scan: ParquetSlice | None = None, check=None,
+                 in_memory: bool = False):
+        self.what, self.read, self.scan, self.in_memory = what, read, scan, in_memory
         self.check = check if check is not None else (lambda: None)
 
 
@@ -619,7 +622,8 @@ def _table_sources(table: pa.Table, epochs: int, what: str):
         raise EdgeInputError(f"{what}: no edges (no rows); nothing to do", what)
     bounds = even_cuts(table.num_rows, epochs)
     return epochs, (EpochSource(f"{what} rows {bounds[e] + 1}-{bounds[e + 1]}",
-                                (lambda s=bounds[e], t=bounds[e + 1]: table.slice(s, t - s)))
+                                (lambda s=bounds[e], t=bounds[e + 1]: table.slice(s, t - s)),
+                                in_memory=True)
                     for e in range(epochs))
 
 

@@ -39,9 +39,9 @@ keeps (``EpochJob.replay``); the crash hook below stops any of them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-import shutil
 import signal
 import uuid
 from dataclasses import dataclass
@@ -53,13 +53,13 @@ import pyarrow as pa
 from engine.rollback import Avail, EdgeDecl, RollbackProblem, in_down, solve
 
 from .errors import OutputStateError
+from .out_store import MANIFEST, OutStore, is_local, open_store
 from .wcc_io import FileStamp, edge_files
 
-__all__ = ["MANIFEST", "FORMAT", "CRASH_ENV", "LOOP_DIR", "job_fingerprint", "OutputLog",
+__all__ = ["MANIFEST", "FORMAT", "CRASH_ENV", "LOOP_DIR", "job_fingerprint", "table_digest",
+           "dataframe_digest", "OutputLog",
            "recovery_problem", "kept_epochs", "loop_records", "crash_point", "already_final"]
 
-#: The manifest's name inside ``--out``.
-MANIFEST = "_tfront_manifest.json"
 FORMAT = "tfront-wcc-manifest v1"
 #: Testing hook: ``epoch:E:POINT`` kills the job (``SIGKILL``) at ``POINT`` of epoch ``E``,
 #: one of ``after-input`` (input recorded), ``after-data`` (labels renamed into place, not yet
@@ -84,13 +84,23 @@ def crash_point(point: str, epoch: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def job_fingerprint(edges, epochs: int, follow) -> dict:
-    """What makes two runs the same job: the input (absolute path; a single file's stamp) and
-    how it is split into epochs. Partitions, backend and ``follow`` (a directory's files
-    become the same epochs either way; each kept epoch's file is checked on resume) do not
-    change the labels and are not part of it."""
+def job_fingerprint(edges, epochs: int, follow, *, columns=("src", "dst"),
+                    dataframe: dict | None = None) -> dict:
+    """What makes two runs the same job: the input and how it is split into epochs.
+
+    A file or directory: its absolute path (a single file's stamp: size, modification time,
+    inode). An Arrow table: its rows and :func:`table_digest` of its ``columns`` (a SHA-256
+    of the column buffers: same content, same order). A Spark DataFrame (collected to the
+    driver at the start): ``dataframe``, its :func:`dataframe_digest` (an order-independent
+    digest Spark computes in one pass over it). Partitions, backend and ``follow`` (a
+    directory's files become the same epochs either way; each kept epoch's file is checked
+    on resume) do not change the labels and are not part of it."""
+    if dataframe is not None:
+        return {"input": "edge DataFrame", "rows": int(dataframe["rows"]),
+                "content": dataframe["content"], "epochs": int(epochs)}
     if isinstance(edges, pa.Table):
-        return {"input": "edge table", "rows": edges.num_rows, "epochs": int(epochs)}
+        return {"input": "edge table", "rows": edges.num_rows,
+                "content": table_digest(edges, columns), "epochs": int(epochs)}
     path = Path(edges).absolute()
     job = {"input": str(path), "kind": "directory" if path.is_dir() else "file",
            "epochs": int(epochs)}
@@ -100,26 +110,52 @@ def job_fingerprint(edges, epochs: int, follow) -> dict:
     return job
 
 
-def _stamp_of(source) -> list | None:
-    """The recorded stamp of an epoch's file (a directory's epoch), or ``None``."""
+def table_digest(table: pa.Table, columns=("src", "dst")) -> str:
+    """``sha256:<hex>`` of ``columns`` of ``table`` (``src``, ``dst`` as int64, ``weight`` as
+    its own type), column after column: the bytes of each chunk's values through a NumPy
+    view, not row by row. Same rows in the same order, same digest (however chunked)."""
+    h = hashlib.sha256()
+    for name in columns:
+        col = table.column(name)
+        if name in ("src", "dst") and col.type != pa.int64():
+            col = col.cast(pa.int64())
+        h.update(f"{name}:{col.type}:{len(col)}:{col.null_count};".encode())
+        for chunk in col.chunks:
+            h.update(np.ascontiguousarray(chunk.to_numpy(zero_copy_only=False)).data)
+    return "sha256:" + h.hexdigest()
+
+
+def dataframe_digest(df, columns=("src", "dst")) -> dict:
+    """An order-independent digest of ``columns`` of the Spark DataFrame ``df``, computed by
+    Spark in one aggregation (one pass over the input): the row count and the sums (as
+    ``decimal(38,0)``: no overflow) of two independent 64-bit hashes of each row,
+    ``xxhash64(cols)`` and ``xxhash64('tfront', cols)``, with ``src``, ``dst`` as bigint (an
+    int column and a bigint one of the same values digest alike). Returns ``{"rows": n,
+    "content": "xxhash64-sums:<a>:<b>"}``."""
+    from pyspark.sql import functions as F
+
+    cols = [F.col(c).cast("bigint") if c in ("src", "dst") else F.col(c) for c in columns]
+    row = df.select(*cols).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(F.xxhash64(*cols).cast("decimal(38,0)")).alias("a"),
+        F.sum(F.xxhash64(F.lit("tfront"), *cols).cast("decimal(38,0)")).alias("b")).first()
+    return {"rows": int(row["n"]),
+            "content": f"xxhash64-sums:{int(row['a'] or 0)}:{int(row['b'] or 0)}"}
+
+
+def _stamp_of(source) -> list | str | None:
+    """The recorded stamp of an epoch's input: a file's (a directory's epoch) size,
+    modification time and inode; rows held in memory (a slice of an Arrow table or a
+    collected DataFrame) :func:`table_digest` of them -- a DataFrame's fingerprint does not
+    see the order of its rows, which decides the epochs' slices; else ``None``."""
+    if getattr(source, "in_memory", False):
+        t = source.read()
+        return table_digest(t, [c for c in ("src", "dst", "weight") if c in t.column_names])
     p = Path(source.what)
     if p.is_file():
         st = FileStamp.of(p)
         return [st.size, st.mtime_ns, st.ino]
     return None
-
-
-def _fsync_dir(d: Path) -> None:
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_file(path: Path) -> None:
-    with open(path, "rb") as h:
-        os.fsync(h.fileno())
 
 
 def loop_records(manifest: dict) -> list[dict]:
@@ -233,19 +269,25 @@ class Resume:
 
 
 class OutputLog:
-    """The manifest of a local ``--out``: open (resume or start), record, and finish."""
+    """The manifest of a job's ``out`` (local or through Hadoop: every file operation goes
+    through its :class:`~spark_plugin.out_store.OutStore`): open (resume or start), record,
+    and finish. ``out`` is the directory's name in messages."""
 
-    def __init__(self, out: Path, job: dict, manifest: dict,
+    def __init__(self, store: OutStore, job: dict, manifest: dict,
                  columns: tuple = ("vertex", "component")):
-        self.out, self.job, self.manifest, self.columns = out, job, manifest, tuple(columns)
+        self.store, self.job, self.manifest, self.columns = store, job, manifest, tuple(columns)
+        self.out = store.url
 
     # -- opening --
     @classmethod
     def open(cls, out, job: dict, *, overwrite: bool = False,
-             columns: tuple = ("vertex", "component")) -> tuple["OutputLog", Resume]:
+             columns: tuple = ("vertex", "component"),
+             spark=None) -> tuple["OutputLog", Resume]:
         """Open ``out`` for the job ``job`` (:func:`job_fingerprint`, or a job's own
         fingerprint), whose epochs' results have ``columns`` besides ``epoch`` (sorted by
-        the first: WCC's ``vertex, component``).
+        the first: WCC's ``vertex, component``). ``out`` is a bare local path, a URI
+        (through Hadoop's ``FileSystem`` of ``spark``: :func:`~spark_plugin.out_store.open_store`)
+        or an :class:`~spark_plugin.out_store.OutStore`.
 
         A missing or empty directory, or any directory with ``overwrite`` (its content is
         removed), starts at epoch 0. A directory with this job's manifest resumes: leftovers
@@ -258,31 +300,26 @@ class OutputLog:
             ``out`` is a file, holds files but no manifest, was written by another job
             (the differing settings named), or its manifest or data files are damaged.
         """
-        text = str(out)
-        d = Path(text[len("file://"):] if text.startswith("file://") else text)
-        if d.exists() and not d.is_dir():
+        store = out if isinstance(out, OutStore) else open_store(out, spark)
+        d = store.url
+        if store.exists() and not store.is_dir():
             raise OutputStateError(f"--out {d}: exists and is not a directory")
         fresh = {"format": FORMAT, "job": job, "complete": False, "total": None,
                  "input": [], "loop": [], "output": []}
-        if d.is_dir() and overwrite:
-            for p in d.iterdir():
-                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
-        if not d.is_dir() or not any(d.iterdir()):
-            d.mkdir(parents=True, exist_ok=True)
-            log = cls(d, job, fresh, columns)
+        if store.is_dir() and overwrite:
+            for name in store.listdir():
+                store.remove(name)
+        if not store.listdir():
+            store.mkdirs()
+            log = cls(store, job, fresh, columns)
             log.save()
             return log, Resume()
-        m = d / MANIFEST
-        if not m.is_file():
+        manifest = store.load_manifest()
+        if manifest is None:
             raise OutputStateError(
                 f"--out {d}: the directory has files but no {MANIFEST}: not written by a "
                 f"resumable tfront job (wcc, sssp); pass --overwrite (overwrite=True) to "
                 f"replace it")
-        try:
-            manifest = json.loads(m.read_text())
-        except (OSError, ValueError) as e:
-            raise OutputStateError(f"--out {d}: {MANIFEST} is unreadable ({e}); pass "
-                                   f"--overwrite to start over") from None
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise OutputStateError(f"--out {d}: {MANIFEST} is not a {FORMAT!r} manifest; pass "
                                    f"--overwrite to start over")
@@ -292,11 +329,11 @@ class OutputLog:
         if differ:
             raise OutputStateError(f"--out {d} holds the output of another job ("
                                    + "; ".join(differ) + "); pass --overwrite to replace it")
-        log = cls(d, job, manifest, columns)
+        log = cls(store, job, manifest, columns)
         return log, log._resume()
 
     def _resume(self) -> Resume:
-        m = self.manifest
+        m, store = self.manifest, self.store
         kept = kept_epochs(m)
         n_out = kept["output"]
         final = [r for r in m["output"] if r["epoch"] < n_out]
@@ -310,7 +347,7 @@ class OutputLog:
         if kept["iteration"] is not None and kept["loop"] == n_out:
             loop = next((r for r in loop_records(m) if r["epoch"] == n_out
                          and r["iteration"] == kept["iteration"]), None)
-            if loop is not None and not all((self.out / LOOP_DIR / loop["dir"] / f).is_file()
+            if loop is not None and not all(store.is_file(f"{LOOP_DIR}/{loop['dir']}/{f}")
                                             for f in loop["files"]):
                 loop = None
         m["loop"] = [e for e in _loop_epochs(m) if e < kept["loop"]] + (
@@ -320,29 +357,28 @@ class OutputLog:
             m["complete"] = False
         for r in final:
             for f in r["files"]:
-                if not (self.out / f).is_file():
+                if not store.is_file(f):
                     raise OutputStateError(f"--out {self.out}: epoch {r['epoch']}'s data file "
                                            f"{f} named by {MANIFEST} is missing; pass "
                                            f"--overwrite to start over")
         labels = self._read(final[-1]) if final else None   # checked before anything changes
-        named = {MANIFEST} | {f for r in final for f in r["files"]}
+        named = {f for r in final for f in r["files"]}
         if loop is not None:
             named.add(LOOP_DIR)
         removed = []
-        for p in sorted(self.out.iterdir()):
-            if p.name not in named:
-                removed.append(p.name)
-                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        for name in store.listdir():
+            if name not in named and not store.is_manifest(name):
+                removed.append(name)
+                store.remove(name)
         if loop is not None:   # other checkpoints (superseded, or never recorded) go too
-            keep = self.out / LOOP_DIR / loop["dir"]
-            for p in sorted((self.out / LOOP_DIR).iterdir()):
-                if p != keep:
-                    removed.append(f"{LOOP_DIR}/{p.name}")
-                    shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
-            for p in sorted(keep.iterdir()):
-                if p.name not in loop["files"]:
-                    removed.append(f"{LOOP_DIR}/{loop['dir']}/{p.name}")
-                    shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+            for name in store.listdir(LOOP_DIR):
+                if name != loop["dir"]:
+                    removed.append(f"{LOOP_DIR}/{name}")
+                    store.remove(f"{LOOP_DIR}/{name}")
+            for name in store.listdir(f"{LOOP_DIR}/{loop['dir']}"):
+                if name not in loop["files"]:
+                    removed.append(f"{LOOP_DIR}/{loop['dir']}/{name}")
+                    store.remove(f"{LOOP_DIR}/{loop['dir']}/{name}")
         self.save()
         if not final:
             return Resume(removed=tuple(removed), loop=loop)
@@ -351,16 +387,13 @@ class OutputLog:
     def _read(self, rec: dict) -> pa.Table:
         """Epoch ``rec``'s result (its :attr:`columns`, sorted by the first), checked against
         the row count the manifest recorded."""
-        import pyarrow.parquet as pq
-
         cols = list(self.columns)
         try:
-            parts = [pq.read_table(self.out / f, columns=["epoch", *cols]) for f in rec["files"]]
-        except (pa.ArrowInvalid, KeyError, OSError) as e:
+            t = self.store.read_table(rec["files"], ["epoch", *cols])
+        except Exception as e:   # noqa: BLE001 -- Arrow, OSError, py4j: a damaged --out
             raise OutputStateError(f"--out {self.out}: epoch {rec['epoch']}'s data files cannot "
                                    f"be read as columns epoch, {', '.join(cols)} ({e}); pass "
                                    f"--overwrite to start over") from None
-        t = pa.concat_tables(parts) if parts else None
         if t is None or t.num_rows != rec["rows"] or (
                 t.num_rows and set(t.column("epoch").unique().to_pylist()) != {rec["epoch"]}):
             raise OutputStateError(f"--out {self.out}: epoch {rec['epoch']}'s data files do not "
@@ -408,12 +441,44 @@ class OutputLog:
     def new_name(self, e: int, k: int = 0) -> str:
         return f"part-epoch-{e:06d}-{k:05d}-{uuid.uuid4().hex[:12]}.parquet"
 
+    def write_table(self, e: int, table: pa.Table) -> list[str]:
+        """Write epoch ``e``'s result ``table`` (on the driver) into the dataset as one part
+        file: columns ``epoch`` then :attr:`columns` (int64, as Spark's writer), written under
+        a hidden name and renamed in when complete (readers -- pyarrow, Spark -- skip hidden
+        names, so they never see a partial part). No Spark job. Returns the file's name."""
+        n = table.num_rows
+        table = pa.table({"epoch": pa.array(np.full(n, e, np.int64)),
+                          **{c: table.column(c) for c in self.columns}})
+        name = self.new_name(e)
+        self.store.write_table(f".{name}.tmp", table)
+        self.store.rename_in(f".{name}.tmp", name)
+        return [name]
+
+    def write_df(self, e: int, df) -> list[str]:
+        """Write epoch ``e``'s result (a DataFrame) into the dataset: Spark writes a hidden
+        directory inside it, whose part files are renamed into the dataset. Returns their
+        names (the manifest names them afterwards)."""
+        from pyspark.sql import functions as F
+
+        tmp = f".epoch-{e:06d}.tmp"
+        df.select(F.lit(e).cast("long").alias("epoch"), *self.columns) \
+            .write.mode("overwrite").parquet(self.store.path(tmp))
+        files = []
+        parts = [p for p in self.store.listdir(tmp)
+                 if p.startswith("part-") and p.endswith(".parquet")]
+        for k, part in enumerate(parts):
+            name = self.new_name(e, k)
+            self.store.rename_in(f"{tmp}/{part}", name)
+            files.append(name)
+        self.store.remove(tmp)
+        return files
+
     def record_final(self, e: int, files: list[str], rows: int, edges: int) -> None:
-        """Epoch ``e``'s data ``files`` (already renamed into place and fsynced) are final:
-        the output and the loop record it, in one atomic manifest write; the loop
-        checkpoints of epoch ``e`` are then superseded and deleted (a crash before that
-        leaves files the manifest no longer names: the next start removes them)."""
-        _fsync_dir(self.out)
+        """Epoch ``e``'s data ``files`` (already renamed into place) are final: the output
+        and the loop record it, in one atomic manifest write; the loop checkpoints of epoch
+        ``e`` are then superseded and deleted (a crash before that leaves files the manifest
+        no longer names: the next start removes them)."""
+        self.store.sync()
         self.manifest["output"].append({"epoch": e, "files": list(files), "rows": int(rows),
                                         "edges": int(edges)})
         old = loop_records(self.manifest)
@@ -430,31 +495,29 @@ class OutputLog:
     def record_loop(self, e: int, it: int, df, *, new: int, pointstamps: list) -> dict:
         """Make the loop's state after iteration ``it`` of epoch ``e`` durable: Spark writes
         ``df`` (a DataFrame) as Parquet into a hidden directory of :data:`LOOP_DIR`, each part
-        file is fsynced and renamed into the checkpoint's directory, which is fsynced; only
-        then does the manifest's ``loop`` list record it (its rows, counted from the files'
-        footers, ``new`` of them flagged new, and the tracker's ``pointstamps`` at that
-        point), replacing the epoch's previous checkpoint, whose files are deleted after.
-        Returns the record."""
-        import pyarrow.parquet as pq
-
-        root = self.out / LOOP_DIR
+        file is renamed (after an fsync, locally) into the checkpoint's directory, which is
+        synced; only then does the manifest's ``loop`` list record it (its rows, counted from
+        the files' footers, ``new`` of them flagged new, and the tracker's ``pointstamps`` at
+        that point), replacing the epoch's previous checkpoint, whose files are deleted
+        after. Returns the record."""
+        store = self.store
         name = self.loop_name(e, it)
-        tmp = root / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
-        df.write.mode("overwrite").parquet(str(tmp))
-        final = root / name
-        if final.exists():   # a leftover of a killed run the manifest does not name
-            shutil.rmtree(final)
-        final.mkdir()
+        tmp = f"{LOOP_DIR}/.{name}.{uuid.uuid4().hex[:8]}.tmp"
+        df.write.mode("overwrite").parquet(store.path(tmp))
+        final = f"{LOOP_DIR}/{name}"
+        store.remove(final)   # a leftover of a killed run the manifest does not name
+        store.mkdirs(final)
         files = []
-        for k, part in enumerate(sorted(tmp.glob("part-*.parquet"))):
+        parts = [p for p in store.listdir(tmp) if p.startswith("part-") and p.endswith(".parquet")]
+        for k, part in enumerate(parts):
             f = f"part-{k:05d}.parquet"
-            fsync_file(part)
-            os.replace(part, final / f)
+            store.rename_in(f"{tmp}/{part}", f"{final}/{f}")
             files.append(f)
-        shutil.rmtree(tmp)
-        rows = sum(pq.read_metadata(final / f).num_rows for f in files)
-        _fsync_dir(final)
-        _fsync_dir(root)
+        store.remove(tmp)
+        rows = store.parquet_rows([f"{final}/{f}" for f in files])
+        store.sync(final)
+        store.sync(LOOP_DIR)
+        store.sync()   # OUT's entry of LOOP_DIR (Spark's writer made it) before the record
         crash_point(f"iteration:{it}:after-loop-data", e)
         old = loop_records(self.manifest)
         rec = {"epoch": int(e), "iteration": int(it), "dir": name, "files": files,
@@ -466,8 +529,8 @@ class OutputLog:
         return rec
 
     def loop_paths(self, rec: dict) -> list[str]:
-        """The data files of loop checkpoint ``rec`` (paths Spark reads)."""
-        return [str(self.out / LOOP_DIR / rec["dir"] / f) for f in rec["files"]]
+        """The data files of loop checkpoint ``rec`` (paths or URIs Spark reads)."""
+        return [self.store.path(f"{LOOP_DIR}/{rec['dir']}/{f}") for f in rec["files"]]
 
     def drop_loop(self) -> None:
         """Forget every loop checkpoint (the epoch in flight restarts from its beginning)."""
@@ -480,11 +543,10 @@ class OutputLog:
     def _drop_loop(self, records) -> None:
         """Delete the files of loop checkpoints the manifest no longer names, and the loop
         directory once it is empty."""
-        root = self.out / LOOP_DIR
         for r in records:
-            shutil.rmtree(root / r["dir"], ignore_errors=True)
-        if root.is_dir() and not loop_records(self.manifest):
-            shutil.rmtree(root, ignore_errors=True)
+            self.store.remove(f"{LOOP_DIR}/{r['dir']}")
+        if not loop_records(self.manifest):
+            self.store.remove(LOOP_DIR)
 
     def finish(self, total: int) -> None:
         """The input is exhausted after ``total`` epochs, all final."""
@@ -492,25 +554,20 @@ class OutputLog:
         self.save()
 
     def save(self) -> None:
-        """Write the manifest atomically and durably."""
-        tmp = self.out / f".{MANIFEST}.{uuid.uuid4().hex[:8]}.tmp"
-        with open(tmp, "w") as h:
-            json.dump(self.manifest, h, indent=1)
-            h.flush()
-            os.fsync(h.fileno())
-        os.replace(tmp, self.out / MANIFEST)
-        _fsync_dir(self.out)
+        """Write the manifest atomically and durably (:meth:`OutStore.save_manifest`)."""
+        self.store.save_manifest(self.manifest)
 
 
 def already_final(out, edges, epochs: int, follow, job: dict | None = None) -> str | None:
-    """Without starting Spark: the message for a rerun whose every epoch is final in ``out``
-    (same job -- ``job``, the job's fingerprint, by default :func:`job_fingerprint`'s --, the
-    input as recorded, every epoch written), else ``None`` (the job runs, and
-    :meth:`OutputLog.open` explains any problem)."""
-    if out is None or follow is not None or "://" in str(out) and not str(out).startswith("file://"):
+    """Without starting Spark: the message for a rerun whose every epoch is final in the
+    local ``out`` (same job -- ``job``, the job's fingerprint, by default
+    :func:`job_fingerprint`'s --, the input as recorded, every epoch written), else ``None``
+    (the job runs, and :meth:`OutputLog.open` explains any problem; a URI ``out`` needs
+    Hadoop's ``FileSystem``, so its job starts Spark and finds there is nothing to do)."""
+    if out is None or follow is not None or not is_local(out) or not isinstance(
+            edges, (str, os.PathLike)):
         return None
-    text = str(out)
-    m = Path(text[len("file://"):] if text.startswith("file://") else text) / MANIFEST
+    m = Path(out) / MANIFEST
     try:
         manifest = json.loads(m.read_text())
         if (manifest.get("format") != FORMAT or not manifest.get("complete")

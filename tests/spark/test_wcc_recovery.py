@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import select
 import shutil
 import signal
@@ -26,6 +27,7 @@ import pytest
 from spark_plugin import wcc_io
 from spark_plugin.errors import OutputStateError
 from spark_plugin.wcc import run_wcc
+from spark_plugin.out_store import HadoopStore, checksum
 from spark_plugin.wcc_io import read_edges
 from spark_plugin.wcc_recovery import (CRASH_ENV, MANIFEST, OutputLog, job_fingerprint,
                                        kept_epochs, recovery_problem)
@@ -127,6 +129,24 @@ def _components(src, dst) -> dict:
     return {v: smallest[c] for v, c in zip(verts.tolist(), lab.tolist())}
 
 
+def _manifest_name(out: Path) -> str:
+    """The manifest's file: ``_tfront_manifest.json`` of a local --out, the one version
+    ``_tfront_manifest.<n>.json`` of one written through Hadoop (the older are deleted)."""
+    names = [f for f in os.listdir(out) if f.startswith("_tfront_manifest")]
+    assert len(names) == 1, names
+    return names[0]
+
+
+def _manifest_of(out: Path) -> dict:
+    return json.loads((out / _manifest_name(out)).read_text())
+
+
+def _listed(out: Path) -> set:
+    """What --out holds, without the checksum files Hadoop's local file system keeps beside
+    each file it writes (``.NAME.crc``: it lists, renames and deletes them with NAME)."""
+    return {f for f in os.listdir(out) if not (f.startswith(".") and f.endswith(".crc"))}
+
+
 def _check_out(out: Path, src, dst, cuts) -> None:
     """Every epoch exactly once, with scipy's components; nothing but the named files."""
     t = pq.read_table(out)
@@ -137,9 +157,9 @@ def _check_out(out: Path, src, dst, cuts) -> None:
     assert sorted(rows) == list(range(len(cuts) - 1))
     for e in rows:
         assert rows[e] == _components(src[:cuts[e + 1]], dst[:cuts[e + 1]]), f"epoch {e}"
-    m = json.loads((out / MANIFEST).read_text())
+    m = _manifest_of(out)
     named = {f for r in m["output"] for f in r["files"]}
-    assert set(os.listdir(out)) == named | {MANIFEST}
+    assert _listed(out) == named | {_manifest_name(out)}
     assert m["complete"] and [r["epoch"] for r in m["output"]] == sorted(rows)
 
 
@@ -276,13 +296,11 @@ def test_labels_spark_writes_are_renamed_into_out_and_read_back_on_resume(spark,
     """An epoch whose labels are a DataFrame (large epochs): Spark writes a hidden directory,
     its part files are renamed into --out and named by the manifest; a restart reads them
     back (sorted by vertex) as the loop's state, and removes a half-written Spark directory."""
-    from spark_plugin.job import spark_local
-
     job = {"input": "x", "epochs": 1}
     log, resume = OutputLog.open(tmp_path / "out", job)
     assert resume.labels is None
     df = spark.createDataFrame([(9, 1), (1, 1), (5, 5), (3, 1)], "vertex bigint, component bigint")
-    files = spark_local(log, 0, df.repartition(2), ("vertex", "component"))
+    files = log.write_df(0, df.repartition(2))
     assert files and all(f.startswith("part-epoch-000000-") for f in files)
     log.record_final(0, files, 4, 7)
     (tmp_path / "out" / ".epoch-000001.tmp").mkdir()        # killed while Spark wrote epoch 1
@@ -293,25 +311,85 @@ def test_labels_spark_writes_are_renamed_into_out_and_read_back_on_resume(spark,
     assert sorted(os.listdir(tmp_path / "out")) == sorted([MANIFEST, *files])
 
 
-def test_an_out_without_a_manifest_is_never_appended_to_twice(spark, tmp_path, monkeypatch):
-    """A non-local --out (HDFS, S3: no manifest there, so no resume) that exists is refused,
-    not appended to -- a rerun used to write every epoch again -- and --overwrite replaces
-    it. Spark's local file system stands in for a remote one: the job is told the path is
-    not local, so it takes the non-local path through Hadoop's FileSystem."""
-    import spark_plugin.job as job
+@pytest.mark.spark
+def test_a_uri_out_goes_through_hadoop_and_resumes_a_killed_run(tmp_path):
+    """``--out file:///...`` (any URI) goes through Hadoop's FileSystem: killed (SIGKILL)
+    after epoch 1's data was renamed in, before the manifest named it; the rerun removes the
+    leftover and resumes at epoch 1 (each epoch once, scipy's labels). The manifest is
+    versioned, each version checksummed."""
+    src, dst = _edges(seed=7, n=400, m=600)
+    d = tmp_path / "in"
+    cuts = _write_epochs(d, src, dst, 3)
+    out = tmp_path / "out"
+    uri = out.as_uri()
+    rc, stdout, err = _tfront(d, uri, env={CRASH_ENV: "epoch:1:after-data"})
+    assert rc == -signal.SIGKILL, (stdout, err)
+    assert not (out / MANIFEST).exists()
+    raw = _manifest_of(out)
+    assert re.fullmatch(r"_tfront_manifest\.\d{8}\.json", _manifest_name(out))
+    assert raw["checksum"] == checksum(raw)
+    assert [r["epoch"] for r in raw["output"]] == [0] and [r["epoch"] for r in raw["input"]] == [0, 1]
+    leftovers = _listed(out) - {_manifest_name(out)} - set(raw["output"][0]["files"])
+    assert leftovers and all(f.startswith("part-epoch-000001") for f in leftovers)
 
-    monkeypatch.setattr(job, "local_path", lambda out: False)
+    rc, stdout, err = _tfront(d, uri)
+    assert rc == 0, err
+    assert "epoch 0 is final" in err and "removed 1 leftover" in err, err
+    assert stdout.startswith("epoch 1: "), stdout     # epoch 0 neither recomputed nor printed
+    _check_out(out, src, dst, cuts)
+    # a rerun after success: test_a_uri_out_refuses_what_it_cannot_resume_and_overwrite_...
+
+
+@pytest.mark.spark
+def test_a_uri_out_refuses_what_it_cannot_resume_and_overwrite_starts_over(spark, tmp_path):
+    """Through Hadoop's FileSystem as locally: a rerun after success does nothing and says
+    so; another job's --out is refused naming what differs, changing nothing; a directory without a manifest is refused unless overwrite;
+    overwrite starts over; a manifest version that does not verify is passed over for the
+    one before; a local run's single-file manifest is read and replaced by a version."""
     edges = tmp_path / "g.txt"
     edges.write_text("0 1\n1 2\n3 4\n")
     out = tmp_path / "remote-out"
-    run_wcc(spark, str(edges), epochs=1, out=str(out), progress=False)
-    before = sorted(p.name for p in out.iterdir())
-    with pytest.raises(OutputStateError, match="exists.*twice.*--overwrite"):
-        run_wcc(spark, str(edges), epochs=1, out=str(out), progress=False)
-    assert sorted(p.name for p in out.iterdir()) == before   # nothing changed
-    run_wcc(spark, str(edges), epochs=1, out=str(out), progress=False, overwrite=True)
-    t = pq.read_table(out)
-    assert sorted(t.column("epoch").to_pylist()) == [0] * 5   # one epoch, once
+    uri = out.as_uri()
+    run_wcc(spark, str(edges), epochs=1, out=uri, progress=False)
+    data = {f: (out / f).read_bytes() for f in _listed(out) if f.startswith("part-")}
+    res = run_wcc(spark, str(edges), epochs=1, out=uri, progress=False)   # a rerun
+    assert res.resumed_at == 1 and res.epochs == []
+    assert "nothing to do: epoch 0 was already final in " + uri in res.total_line(uri)
+    assert {f: (out / f).read_bytes() for f in _listed(out) if f.startswith("part-")} == data
+    before = (_listed(out), _manifest_of(out))
+    with pytest.raises(OutputStateError, match=r"another job \(epochs: 1 there, 2 now\)"):
+        run_wcc(spark, str(edges), epochs=2, out=uri, progress=False)
+    assert (_listed(out), _manifest_of(out)) == before
+    res = run_wcc(spark, str(edges), epochs=2, out=uri, progress=False, overwrite=True)
+    assert res.resumed_at == 0 and len(res.epochs) == 2
+    assert sorted(pq.read_table(out).column("epoch").to_pylist()) == [0] * 2 + [1] * 5
+
+    # a newer version whose content does not match its checksum (a torn copy): skipped
+    good = _manifest_of(out)
+    n = int(_manifest_name(out).split(".")[1])
+    torn = {**good, "complete": False}
+    (out / f"_tfront_manifest.{n + 1:08d}.json").write_text(json.dumps(torn))
+    store = HadoopStore(spark, uri)
+    assert store.load_manifest() == {k: v for k, v in good.items() if k != "checksum"}
+    store.save_manifest(store.load_manifest())     # version n + 2; n and n + 1 deleted
+    assert _manifest_name(out) == f"_tfront_manifest.{n + 2:08d}.json"
+
+    job = {"input": "x", "epochs": 1}
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "part-0.parquet").write_bytes(b"x")
+    with pytest.raises(OutputStateError, match=f"no {MANIFEST}.*--overwrite"):
+        OutputLog.open(foreign.as_uri(), job, spark=spark)
+    assert os.listdir(foreign) == ["part-0.parquet"]
+    log, resume = OutputLog.open(foreign.as_uri(), job, spark=spark, overwrite=True)
+    assert resume.epoch == 0 and _listed(foreign) == {_manifest_name(foreign)}
+
+    local = tmp_path / "local-out"         # written by a bare path: one manifest file
+    run_wcc(spark, str(edges), epochs=2, out=str(local), progress=False)
+    assert _manifest_name(local) == MANIFEST
+    res = run_wcc(spark, str(edges), epochs=2, out=local.as_uri(), progress=False)
+    assert res.resumed_at == 2 and res.epochs == []
+    assert re.fullmatch(r"_tfront_manifest\.\d{8}\.json", _manifest_name(local))
 
 
 def _frontier_events(log: Path, epoch: int, after: int) -> list:
@@ -324,6 +402,7 @@ def _frontier_events(log: Path, epoch: int, after: int) -> list:
         if ev["event"] == "frontier" and ev["epoch"] == epoch and ev["iteration"] > after:
             out.append((ev["step"], ev["iteration"], ev["input"], ev["frontier"]))
     return out
+
 
 
 @pytest.mark.spark
@@ -434,3 +513,54 @@ def test_pointstamps_beyond_the_resumed_epoch_are_not_compared():
     rows = [[2, [1, 2], 4], [5, [2, 0], 1], [7, [1, 0], 1], [9, [3, 0], 1]]
     assert _up_to_epoch(rows, 1) == [[2, [1, 2], 4], [7, [1, 0], 1]]
     assert _up_to_epoch(rows, 0) == []
+
+@pytest.mark.spark
+def test_table_and_dataframe_inputs_resume_only_with_the_same_content(spark, tmp_path):
+    """An Arrow table is fingerprinted by a digest of its (src, dst) content, a DataFrame by
+    an order-independent digest Spark computes: the same content resumes (another chunking,
+    int columns), other content is refused naming it, changing nothing; a DataFrame whose
+    rows come in another order is refused by the epoch whose slice differs."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from spark_plugin.wcc_recovery import dataframe_digest
+
+    src, dst = _edges(seed=9, n=300, m=400)
+    cuts = [0, 200, 400]
+    t = pa.table({"src": src, "dst": dst})
+    out = tmp_path / "t-out"
+    run_wcc(spark, t, epochs=2, out=str(out), partitions=2, progress=False)
+    _check_out(out, src, dst, cuts)
+    assert _manifest_of(out)["job"]["content"].startswith("sha256:")
+    snapshot = {f: (out / f).read_bytes() for f in os.listdir(out)}
+    again = pa.concat_tables([t.slice(0, 150), t.slice(150)]).cast(
+        pa.schema([("src", pa.int32()), ("dst", pa.int32())]))
+    res = run_wcc(spark, again, epochs=2, out=str(out), partitions=2, progress=False)
+    assert res.resumed_at == 2 and res.epochs == []
+    other = pa.table({"src": src, "dst": np.concatenate([[dst[0] + 1], dst[1:]])})
+    with pytest.raises(OutputStateError, match=r"another job \(content: 'sha256:\w+' there, "
+                                               r"'sha256:\w+' now\)"):
+        run_wcc(spark, other, epochs=2, out=str(out), partitions=2, progress=False)
+    assert {f: (out / f).read_bytes() for f in os.listdir(out)} == snapshot
+
+    df = spark.createDataFrame(t)
+    out = tmp_path / "df-out"
+    run_wcc(spark, df, epochs=2, out=str(out), partitions=2, progress=False)
+    _check_out(out, src, dst, cuts)
+    m = _manifest_of(out)
+    assert m["job"]["content"].startswith("xxhash64-sums:") and m["job"]["rows"] == 400
+    shuffled = df.orderBy(F.desc("dst"), "src").select(F.col("src").cast("int"), "dst")
+    assert dataframe_digest(shuffled) == dataframe_digest(df)
+    # a kill after epoch 0 (records cut back): the same DataFrame resumes at epoch 1
+    m["output"], m["loop"], m["input"] = m["output"][:1], [0], m["input"][:1]
+    m["complete"], m["total"] = False, None
+    (out / MANIFEST).write_text(json.dumps(m))
+    res = run_wcc(spark, df, epochs=2, out=str(out), partitions=2, progress=False)
+    assert res.resumed_at == 1 and [s.epoch for s in res.epochs] == [1]
+    _check_out(out, src, dst, cuts)
+    snapshot = {f: (out / f).read_bytes() for f in os.listdir(out)}
+    with pytest.raises(OutputStateError, match=r"another job \(content: 'xxhash64-sums:"):
+        run_wcc(spark, spark.createDataFrame(other), epochs=2, out=str(out), progress=False)
+    with pytest.raises(OutputStateError, match=r"epoch 0's input edge table rows 1-200 changed"):
+        run_wcc(spark, shuffled, epochs=2, out=str(out), partitions=2, progress=False)
+    assert {f: (out / f).read_bytes() for f in os.listdir(out)} == snapshot

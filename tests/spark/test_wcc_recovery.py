@@ -163,7 +163,7 @@ def _check_out(out: Path, src, dst, cuts) -> None:
     assert m["complete"] and [r["epoch"] for r in m["output"]] == sorted(rows)
 
 
-def _tfront(edges, out, *extra, env=None, kill_after=None, seed=0):
+def _tfront(edges, out, *extra, env=None, kill_after=None, seed=0, delay=1.5):
     """Run ``tfront wcc`` in a subprocess (its own process group: a kill takes the JVM too).
     ``kill_after``: SIGKILL the group at a random time after that many epoch lines."""
     cmd = [sys.executable, "-m", "engine.cli", "wcc", str(edges), "--out", str(out),
@@ -184,7 +184,7 @@ def _tfront(edges, out, *extra, env=None, kill_after=None, seed=0):
             if not line:
                 break
             lines.append(line)
-    time.sleep(random.Random(seed).uniform(0.0, 1.5))   # somewhere in the next epoch(s)
+    time.sleep(random.Random(seed).uniform(0.0, delay))   # somewhere in the next epoch(s)
     os.killpg(proc.pid, signal.SIGKILL)
     out_text, err = proc.communicate(timeout=60)
     return proc.returncode, "".join(lines) + out_text, err
@@ -208,18 +208,23 @@ def test_killed_runs_resume_every_epoch_once_with_scipys_labels(tmp_path):
     leftovers = set(os.listdir(out)) - {MANIFEST} - set(m["output"][0]["files"])
     assert leftovers and all(f.startswith("part-epoch-000001") for f in leftovers)
 
-    rc, stdout, err = _tfront(d, out, kill_after=1, seed=12)
+    rc, stdout, err = _tfront(d, out, kill_after=1, seed=12, delay=0.4)
     assert rc == -signal.SIGKILL, (stdout, err)
     assert "resuming" in err and "epoch 0 is final" in err and "removed 1 leftover" in err
     assert stdout.startswith("epoch 1: "), stdout     # epoch 0 neither recomputed nor printed
 
     rc, stdout, err = _tfront(d, out)
     assert rc == 0, err
-    m = json.loads((out / MANIFEST).read_text())
-    first = int(stdout.split(":")[0].split()[1])
-    assert first >= 1 and "(resumed: epoch" in stdout and f"labels in {out}" in stdout, stdout
-    assert [int(x.split(":")[0].split()[1]) for x in stdout.splitlines()
-            if x.startswith("epoch ")] == list(range(first, 5))
+    if "nothing to do" in stdout:
+        # the random kill came after the resumed run had made every epoch final (a quiet,
+        # fast machine): this run found nothing left, which is the right answer too
+        assert "all 5 epochs" in stdout and "Spark master" not in err, (stdout, err)
+    else:
+        first = int(stdout.split(":")[0].split()[1])
+        assert first >= 1 and "(resumed: epoch" in stdout and f"labels in {out}" in stdout, \
+            stdout
+        assert [int(x.split(":")[0].split()[1]) for x in stdout.splitlines()
+                if x.startswith("epoch ")] == list(range(first, 5))
     _check_out(out, src, dst, cuts)
 
     before = {f: (out / f).stat().st_mtime_ns for f in os.listdir(out)}

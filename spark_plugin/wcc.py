@@ -673,13 +673,10 @@ class WccJob(EpochJob):
         d = self.driver
         d.steps.step("loop checkpoint", e, it)
         d.sync()
-        counts = d.service.counts()
-        at = self.wg.b_in0
-        new = sum(c for l, t, c in zip(counts.column("loc").to_pylist(),
-                                        counts.column("ts").to_pylist(),
-                                        counts.column("cnt").to_pylist())
-                  if l == at and tuple(t) == (e, it + 1))
-        self.out_log.record_loop(e, it, df, new=new, pointstamps=_pointstamps(counts))
+        stamps = _pointstamps(d.service.counts())
+        at, t = self.wg.b_in0, [e, it + 1]
+        new = sum(c for l, ts, c in stamps if l == at and ts == t)
+        self.out_log.record_loop(e, it, df, new=new, pointstamps=stamps)
 
     def _resume_loop(self, e, rec, rows):
         """Resume epoch ``e`` after iteration ``I = rec["iteration"]`` from its loop

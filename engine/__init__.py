@@ -4,7 +4,7 @@ The semantics layer: timestamps and their order, path summaries, antichains, the
 builder, the path-summary closure ``Psi``, and three trackers that agree by construction
 and by test -- the reference (implied frontiers from ``Psi``), timely-style local
 propagation, and Naiad's occurrence/precursor counts. Above them, the operator-facing
-interface (``engine.operate``): ``Operate`` descriptions, nested ``Scope``s and progress
+interface (``engine.operate.dataflow``): ``Operate`` descriptions, nested ``Scope``s and progress
 ``Report``s in the operators' words (docs/operate.md). See ``docs/semantics.md`` for the definitions.
 
 >>> import engine
@@ -17,25 +17,25 @@ interface (``engine.operate``): ``Operate`` descriptions, nested ``Scope``s and 
 [FrontierChange(loc=0, ts=(3, 0), diff=1), FrontierChange(loc=1, ts=(3, 0), diff=1)]
 """
 
-from .antichain import SummaryAntichain, frontier
-from .backend import Backend, make_tracker, resolve_backend
-from .batched import BatchedTracker, Strategy
-from .closure import closure, closure_row, could_result_in
-from .counts import FrontierChange, PointstampCounts
-from .exchange import Exchange
-from .errors import *  # noqa: F401,F403 -- the named exceptions are part of the public API
-from .errors import __all__ as _errors_all
-from .graph import Edge, Graph, GraphBuilder, Location, PortKind
-from .naiad import NaiadTracker
-from .operate import BOUNDARY, Dataflow, DataflowTracker, Operate, Scope
-from .propagation import PropagationTracker
-from .psi import PsiArrays, compute_psi
-from .reference import ImpliedFrontierTracker, implied_frontier
-from .report import Ports, Report, ReportKind
-from .summary import Summary
-from .timestamp import MAX_COORD, check_timestamp
-from .tracker import FrontierTracker
-from .workload import Workload, parse_workload, read_workload
+from engine.core.antichain import SummaryAntichain, frontier
+from engine.batched.backend import Backend, make_tracker, resolve_backend
+from engine.batched.tracker import BatchedTracker, Strategy
+from engine.core.closure import closure, closure_row, could_result_in
+from engine.core.counts import FrontierChange, PointstampCounts
+from engine.exchange.protocol import Exchange
+from engine.errors import *  # noqa: F401,F403 -- the named exceptions are part of the public API
+from engine.errors import __all__ as _errors_all
+from engine.core.graph import Edge, Graph, GraphBuilder, Location, PortKind
+from engine.trackers.naiad import NaiadTracker
+from engine.operate.dataflow import BOUNDARY, Dataflow, DataflowTracker, Operate, Scope
+from engine.trackers.propagation import PropagationTracker
+from engine.batched.psi import PsiArrays, compute_psi
+from engine.trackers.reference import ImpliedFrontierTracker, implied_frontier
+from engine.operate.report import Ports, Report, ReportKind
+from engine.core.summary import Summary
+from engine.core.timestamp import MAX_COORD, check_timestamp
+from engine.trackers.base import FrontierTracker
+from engine.core.workload import Workload, parse_workload, read_workload
 
 __version__ = "0.1.0"
 

@@ -146,7 +146,7 @@ class RollbackFormatError(TimelyFrontierError, ValueError):
 
 
 class RollbackStateError(TimelyFrontierError, ValueError):
-    """A rollback's state cannot be rebuilt (``engine.rollback_state``): the choice of frontiers
+    """A rollback's state cannot be rebuilt (``engine.rollback.state``): the choice of frontiers
     is malformed or fails the full guard on the run's state, or the problem's could-result-in
     cannot be expressed as tracker summaries; the message says which."""
 
@@ -170,17 +170,17 @@ class DependencyError(TimelyFrontierError, RuntimeError):
 
 
 class OperatorNameError(GraphError):
-    """An operator or scope name (``engine.operate``) that is not a non-empty string without
+    """An operator or scope name (``engine.operate.dataflow``) that is not a non-empty string without
     ``/``, or that repeats the name of a sibling in the same scope."""
 
 
 class ScopeError(GraphError):
-    """A scope (``engine.operate.Scope``) used in a way its nesting does not allow: a child at
+    """A scope (``engine.operate.dataflow.Scope``) used in a way its nesting does not allow: a child at
     the wrong depth, a scope added twice, a root scope with boundary ports."""
 
 
 class ReportError(BatchError):
-    """A progress report in the operators' words (``engine.operate.Report``) is malformed or
+    """A progress report in the operators' words (``engine.operate.dataflow.Report``) is malformed or
     breaks a guard; nothing of it was applied."""
 
 
@@ -199,7 +199,7 @@ class ReportCountError(ReportError):
 
 class CapabilityError(ReportError):
     """A report breaks the capability discipline of an operator (the guards of
-    ``engine.operate``); the message names the operator, the port and the time."""
+    ``engine.operate.dataflow``); the message names the operator, the port and the time."""
 
 
 class NoCapabilityError(CapabilityError):
@@ -218,7 +218,7 @@ class UnheldCapabilityError(CapabilityError):
 
 
 class ExchangeError(TimelyFrontierError, ValueError):
-    """A transition of the progress exchange protocol (:mod:`engine.exchange`) is not enabled
+    """A transition of the progress exchange protocol (:mod:`engine.exchange.protocol`) is not enabled
     with these arguments; the worker or the simulated system is left exactly as it was."""
 
 

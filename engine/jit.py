@@ -83,11 +83,11 @@ def precompile(wcc: bool = True) -> CompileWatch:
     (``tfront replay --workers``) and, with ``wcc``, the Spark jobs' kernels
     (:mod:`gpu_kernels.unionfind`, :mod:`gpu_kernels.shortest_paths`). Returns the
     :class:`CompileWatch` of the work."""
-    from .batched import warm_up
+    from engine.batched.tracker import warm_up
 
     with CompileWatch() as watch:
         warm_up(1, 1, strategies=("edgewise",))
-        from .exchange import warm_up as exchange_warm_up
+        from engine.exchange.protocol import warm_up as exchange_warm_up
         exchange_warm_up()
         if wcc:
             import numpy as np

@@ -3,7 +3,7 @@
 ``Psi[l1, l2]`` is the antichain of minimal summaries over all paths from ``l1`` to ``l2``
 (docs/semantics.md 2.4). The rows ``Psi[s, :]`` of a contiguous range of sources ``s in [lo, hi)``
 are computed one source at a time by a semi-naive fixed point over the locations in DFS
-reverse postorder (``order``/``rank`` of ``engine.graph_arrays.GraphArrays``):
+reverse postorder (``order``/``rank`` of ``engine.batched.graph_arrays.GraphArrays``):
 
 * a location is (re)computed when the row of an in-neighbour changed: its row is the minimal
   elements of ``{identity if l == s} u {row(u) ; arc  for every in-arc u -> l, row(u) != {}}``;
@@ -21,7 +21,7 @@ reverse postorder (``order``/``rank`` of ``engine.graph_arrays.GraphArrays``):
   element present is ``<=`` it; elements it is ``<=`` to are dropped), then sort the rows
   lexicographically, so "changed" is a row-by-row comparison.
 
-The fixed point is the reference worklist's (``engine.closure``): rows only ever grow in
+The fixed point is the reference worklist's (``engine.core.closure``): rows only ever grow in
 upward closure, and the iteration stops exactly when no candidate adds a non-dominated
 summary. Composition, order and equality are the scalar core of ``summary_rows``.
 

@@ -4,7 +4,7 @@ key-only sort with the row index in the key's low bits.
 The columns arrive as they were given (``loc``: integer ``[n]``, ``ts``: integer ``[n, w]``
 with ``w == W`` or ``w`` the width of every row's location, ``diff``: integer ``[n]``; any
 integer dtype narrower than ``uint64``). Per row, the scalar core :func:`row_error` checks
-the rules of docs/semantics.md 2.2 and 7 in the order ``engine.batch_arrays`` checks them and names
+the rules of docs/semantics.md 2.2 and 7 in the order ``engine.batched.batch_arrays`` checks them and names
 the first that fails:
 
 * ``LOC``: the location is outside ``0..L-1``;
@@ -13,7 +13,7 @@ the first that fails:
 * ``PADDING``: an unused counter (beyond the location's depth) is not 0.
 
 Validation here only *detects*: it records, per kind, the first offending row; the caller
-(``engine.cuda_backend``) then recomputes the exact exception on the host. A valid batch
+(``engine.batched.cuda``) then recomputes the exact exception on the host. A valid batch
 leaves behind the maxima of ``loc`` and of every coordinate column (the packing plan) and,
 once packed, the keys :func:`row_key`: ``loc`` and the ``W`` columns at the plan's bit widths
 (``consolidate.pack_plan``), then the row index in the low ``idx_bits = bitlen(n - 1)``
@@ -47,7 +47,7 @@ __all__ = ["LOC", "WIDTH", "RANGE", "PADDING", "KINDS", "MAX_COORD", "MAX_WIDTH"
            "check_pack", "runs_from_sorted", "intake", "intake_cuda", "speculative_widths",
            "deferred_verdict"]
 
-#: Error kinds, in the order ``engine.batch_arrays`` checks them over the whole batch.
+#: Error kinds, in the order ``engine.batched.batch_arrays`` checks them over the whole batch.
 LOC, WIDTH, RANGE, PADDING = 0, 1, 2, 3
 KINDS = 4
 #: Coordinates must lie in ``[0, MAX_COORD)`` (docs/semantics.md 2.2).

@@ -331,7 +331,7 @@ def target_major(L, dense_A, count, t_ptr, t_src, t_pair, sum_ptr, sums):
     """``Psi`` laid out in the order the device gather reads it: for every target ``l2``, one
     entry per ``(l1, s)`` with ``s in Psi[l1, l2]``, sources ascending.
 
-    Inputs are :class:`~engine.psi.PsiArrays` fields: ``dense_A > 0`` with ``count[L, L]``
+    Inputs are :class:`~engine.batched.psi.PsiArrays` fields: ``dense_A > 0`` with ``count[L, L]``
     and ``sums`` the dense ``[L, L, A, SW]`` rows flattened to ``[L * L * A, SW]``, or the
     ragged ``t_ptr``/``t_src``/``t_pair``/``sum_ptr``/``sums`` (``count`` unused).
 

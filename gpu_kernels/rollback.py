@@ -1,11 +1,11 @@
-"""CUDA kernels of the batched rollback solver (``engine.rollback_cuda``): the round of the
+"""CUDA kernels of the batched rollback solver (``engine.rollback.cuda``): the round of the
 greatest fixed point and the C4 precomputation, with the masks resident on the device.
 
 Every array is flat ``uint8`` (a mask) or ``int64`` (an index). A mask over processors is
 ``[n * NT]`` with time ``(e, i)`` of processor ``p`` at ``p * NT + e * NI + i`` (``NT = NE *
-NI``), the layout of ``engine.rollback_batched.RollbackArrays`` flattened; a C4 block is
+NI``), the layout of ``engine.rollback.batched.RollbackArrays`` flattened; a C4 block is
 ``[E * B * NT]`` (edge, notification, time). The NumPy twins are the array operations of
-:class:`engine.rollback_batched.RollbackArrays` (``upclose``/``downclose``, ``_Rows.violated``,
+:class:`engine.rollback.batched.RollbackArrays` (``upclose``/``downclose``, ``_Rows.violated``,
 ``fc_step``, ``largest_available``, ``need_image``/``_steps_image``, the gathers by sender and
 receiver) -- ``tests/cuda_sim/test_sim_rollback.py`` checks each kernel against its twin.
 
@@ -303,7 +303,7 @@ def rows_violated_cuda(gen_ptr, gen_at, target, f, bad, nrows: int, *, tpb=None)
 
 
 def fc_step_cuda(fc, f, out, edges, nt: int, ni: int, flag, rnd: int, *, tpb=None) -> None:
-    """``edges``: the namespace of device edge arrays (``engine.rollback_cuda``)."""
+    """``edges``: the namespace of device edge arrays (``engine.rollback.cuda``)."""
     g = edges
     _cuda.launch(_kernels().fc_step, len(f), fc, f, out, g.in_ptr, g.in_edge, g.src, g.shift_e,
                  g.shift_i, g.over_ptr, g.over_t, g.gen_ptr, g.gen_t, len(f), nt, ni, flag,

@@ -1,4 +1,4 @@
-"""Kernels of the shortest-paths job (``spark_plugin.sssp``): one partition's edges as a CSR by
+"""Kernels of the shortest-paths job (``spark_plugin.jobs.sssp.job``): one partition's edges as a CSR by
 source, one relaxation round over it, and the driver's merge of candidate distances.
 
 Distances are ``int64`` hop counts (unweighted: every edge weighs 1, unreached vertices hold

@@ -1,4 +1,4 @@
-"""Kernels of the WCC job (``spark_plugin.wcc``): local union-find, large-star, small-star.
+"""Kernels of the WCC job (``spark_plugin.jobs.wcc.job``): local union-find, large-star, small-star.
 
 All three take the rows of one Spark partition as int64 arrays and return edges *normalised*
 as ``(a, b)`` with ``a < b`` (``a`` is the smaller id, the star's centre), plus a flag per edge
@@ -19,8 +19,8 @@ saying whether the edge is new in this iteration (the job's loop messages).
 
 The CPU versions are Numba ``@njit`` loops. The ``*_xp`` twins are the same functions written
 with array operations only (sort, gather, scatter-min, prefix sums) over an array module
-``xp``: with CuPy they run on the task's GPU (``spark_plugin.wcc.wcc_kernels`` chooses); with
-NumPy they are tested against the CPU versions (``tests/test_unionfind.py``). They give the
+``xp``: with CuPy they run on the task's GPU (``spark_plugin.jobs.wcc.job.wcc_kernels`` chooses); with
+NumPy they are tested against the CPU versions (``tests/gpu_kernels/test_unionfind.py``). They give the
 same edges: :func:`uf_stars_xp` and :func:`large_star_xp` the same arrays, :func:`small_star_xp`
 the same rows in another order. :func:`uf_stars_xp` replaces the sequential union-find by
 min-hooking with pointer jumping, ``O(log n)`` array passes. On an H100 (CuPy, a check

@@ -1,4 +1,4 @@
-"""Benchmark of the path-summary closure ``Psi``: :func:`engine.psi.compute_psi` by graph size.
+"""Benchmark of the path-summary closure ``Psi``: :func:`engine.batched.psi.compute_psi` by graph size.
 
 What it measures
 ----------------
@@ -8,13 +8,13 @@ benchmarks") is generated from ``--seed``: a chain of ``N`` operators with neste
 loops and delay/step diamonds, depth 1 everywhere, ``m = 1`` (about ``2 N`` locations).
 Then, in one process:
 
-* ``compute_psi`` -- :func:`engine.psi.compute_psi` with its defaults (``layout="auto"``,
+* ``compute_psi`` -- :func:`engine.batched.psi.compute_psi` with its defaults (``layout="auto"``,
   one thread per CPU), timed with ``time.perf_counter`` around the call, ``--repeat``
   times; the graph is built outside the timed region. Before any timing the kernels run
   once on a small graph in both layouts, so Numba JIT compilation (or loading its on-disk
   cache) is excluded; should a size need an entry dtype the warm-up did not compile, one
   more untimed call runs first;
-* ``reference`` (``--reference``) -- :func:`engine.closure`, the plain-Python worklist, for
+* ``reference`` (``--reference``) -- :func:`engine.core.closure`, the plain-Python worklist, for
   ``N <= --reference-limit`` (default 1000), ``--reference-repeat`` times (default 1: it
   takes minutes at ``N = 1000``), interleaved with the ``compute_psi`` repeats. The two
   must agree on pairs, summaries and the largest antichain, and on every row of a sample of
@@ -30,7 +30,7 @@ timed between two CUDA events. Both record the launches, operations, synchronisa
 allocations they issued (``gpu_kernels._cuda.COUNTS``); the machine record names the device.
 
 Per size it records the layout chosen, ``nbytes``, pairs, summaries, the largest antichain,
-the packed dtype, :func:`engine.psi.estimate_bytes` (and its time), and the peak RSS while
+the packed dtype, :func:`engine.batched.psi.estimate_bytes` (and its time), and the peak RSS while
 that size ran (``ru_maxrss`` in KiB; on Linux the kernel's high-water mark is reset through
 ``/proc/self/clear_refs`` before each size, otherwise it is the process's peak so far).
 
@@ -78,7 +78,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from engine import closure
-from engine.psi import PsiLayout, compute_psi, estimate_bytes
+from engine.batched.psi import PsiLayout, compute_psi, estimate_bytes
 from perf.environment import commit_info, commit_label, int_list, machine
 from perf.workloads import build_graph, generate_graph
 
@@ -132,7 +132,7 @@ def _kernels(backend: str):
     """``None`` for the cpu backend (``compute_psi``'s thread pool), else the cuda backend."""
     if backend == "cpu":
         return None
-    from engine.cuda_backend import CudaKernels
+    from engine.batched.cuda import CudaKernels
     return CudaKernels()
 
 
@@ -145,7 +145,7 @@ def _sync(kernels) -> None:
 def _device_name(backend: str) -> dict:
     if backend != "cuda":
         return {}
-    from engine.cuda_backend import usable_device
+    from engine.batched.cuda import usable_device
     return {"cuda_device": usable_device()[1]}
 
 
@@ -167,7 +167,7 @@ def _device_build(kernels, graph, psi) -> tuple[float, dict]:
     dtypes ``psi`` has: the count pass and the fill, between two CUDA events, the graph's
     arrays uploaded beforehand and nothing copied back. (On the simulated backend, which
     tests use, ``time.perf_counter`` instead of events.)"""
-    from engine.graph_arrays import GraphArrays
+    from engine.batched.graph_arrays import GraphArrays
     from gpu_kernels import _cuda
     from gpu_kernels.closure import (closure_fill_cuda, closure_fill_dense_cuda,
                                      closure_settle_cuda, translation_mask)
@@ -409,7 +409,7 @@ def plot(results: dict, path: str | os.PathLike) -> None:
               label="compute_psi (min)")
     refs = [(s["locations"], s["reference"]["median"]) for s in sizes if "reference" in s]
     if refs:
-        ax_t.plot(*zip(*refs), marker="s", label="engine.closure reference (median)")
+        ax_t.plot(*zip(*refs), marker="s", label="engine.core.closure reference (median)")
     if all("device_build" in s for s in sizes):
         ax_t.plot(L, [s["device_build"]["median"] for s in sizes], marker="^",
                   label="device build, kernels only (median)")
@@ -465,7 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=None,
                    help="compute_psi threads (default: one per CPU)")
     p.add_argument("--reference", action="store_true",
-                   help="also time engine.closure for N <= --reference-limit")
+                   help="also time engine.core.closure for N <= --reference-limit")
     p.add_argument("--reference-limit", type=int, default=1000,
                    help="largest N for the reference (default 1000)")
     p.add_argument("--reference-repeat", type=int, default=1,
@@ -480,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threads is not None and args.threads < 1:
         p.error("--threads must be at least 1")
     if args.backend == "cuda":
-        from engine.backend import resolve_backend
+        from engine.batched.backend import resolve_backend
         from engine.errors import TimelyFrontierError
         try:
             resolve_backend("cuda")

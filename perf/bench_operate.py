@@ -1,4 +1,4 @@
-"""Benchmark of the operator interface (``engine.operate``): what a report in the operators'
+"""Benchmark of the operator interface (``engine.operate.dataflow``): what a report in the operators'
 words costs against the same progress written as pointstamp delta rows by hand.
 
 What it measures
@@ -12,10 +12,10 @@ are in flight first: an untimed setup sends them around the loop by the guards' 
 guards reject consuming what was never sent). Variants, interleaved, each ``--repeat``
 times, on fresh trackers of the ``--backend`` (``cpu``):
 
-* ``build``: making the :class:`~engine.operate.Report` and its columns;
-* ``translate``: :meth:`~engine.operate.Ports.pointstamps` (validate, route, consolidate);
-* ``check``: :meth:`~engine.operate.Dataflow.check` (the same plus the guards);
-* ``apply``: :meth:`~engine.operate.DataflowTracker.apply` (guards, translation, one tracker
+* ``build``: making the :class:`~engine.operate.dataflow.Report` and its columns;
+* ``translate``: :meth:`~engine.operate.dataflow.Ports.pointstamps` (validate, route, consolidate);
+* ``check``: :meth:`~engine.operate.dataflow.Dataflow.check` (the same plus the guards);
+* ``apply``: :meth:`~engine.operate.dataflow.DataflowTracker.apply` (guards, translation, one tracker
   batch);
 * ``by_hand``: the ``2n`` delta rows a job would write without the interface (``-1`` at
   the body's input, ``+1`` at the feedback's input), given to the tracker's

@@ -10,11 +10,11 @@ changes (half retractions, half additions), and a drain retracting everything st
 The batches are converted to ``(loc int32[n], ts int64[n, 2], diff int64[n])`` arrays once,
 outside the timed region, and replayed through a fresh tracker per variant and repeat:
 
-* ``edgewise``, ``closure``, ``auto`` -- :class:`engine.batched.BatchedTracker` with that
+* ``edgewise``, ``closure``, ``auto`` -- :class:`engine.batched.tracker.BatchedTracker` with that
   ``strategy``; each batch is timed with ``time.perf_counter`` around ``update_arrays``, and
   the tracker's own ``last_timing`` split (``apply_s``: validate, consolidate, merge, local
   frontiers; ``propagate_s``: implied frontiers and emitted changes) is kept;
-* ``timely`` (opt-in) -- :class:`engine.propagation.PropagationTracker`, the pure-Python
+* ``timely`` (opt-in) -- :class:`engine.trackers.propagation.PropagationTracker`, the pure-Python
   timely-style tracker, fed Python lists (``.tolist()`` outside the timed region); only run
   where ``N * B <= --timely-limit`` (default 1e7), since it costs Python work per change.
 
@@ -28,7 +28,7 @@ Before any timing every variant replays a tiny workload once, so Numba JIT compi
 loading the on-disk cache) is excluded. Variants run interleaved in one process: for each
 ``(N, B)``, for each repeat, every variant replays the five batches on a fresh tracker (the
 order of variants rotates by one per repeat so that none always runs first). A variant that
-cannot run -- ``ImportError``/``AttributeError`` while ``engine/psi.py`` is unfinished,
+cannot run -- ``ImportError``/``AttributeError`` while ``engine/batched/tracker/psi.py`` is unfinished,
 ``MemoryError``, :class:`~engine.errors.AntichainOverflowError` or another
 :class:`~engine.errors.TimelyFrontierError` -- is recorded as skipped with the exception's
 message; any other exception is a bug and propagates.
@@ -106,10 +106,10 @@ from typing import Sequence
 
 import numpy as np
 
-from engine.backend import make_tracker
-from engine.batched import Strategy
+from engine.batched.backend import make_tracker
+from engine.batched.tracker import Strategy
 from engine.errors import TimelyFrontierError
-from engine.propagation import PropagationTracker
+from engine.trackers.propagation import PropagationTracker
 from perf.environment import commit_info, commit_label, int_list, machine
 from perf.workloads import BATCH_KINDS, batch_columns, build_graph, generate_batches, generate_graph
 
@@ -191,7 +191,7 @@ def _machine(backend: str = "cpu") -> dict:
 
     device = {}
     if backend == "cuda":
-        from engine.cuda_backend import usable_device
+        from engine.batched.cuda import usable_device
         device = {"cuda_device": usable_device()[1]}
     return machine(numba_threads=int(numba.config.NUMBA_NUM_THREADS), **device)
 
@@ -705,7 +705,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.repeat < 1:
         p.error(f"--repeat must be at least 1, got {args.repeat}")
     if args.backend == "cuda":
-        from engine.backend import resolve_backend
+        from engine.batched.backend import resolve_backend
         try:
             resolve_backend("cuda")
         except TimelyFrontierError as e:

@@ -1,5 +1,5 @@
-"""Benchmark of the rollback solvers: :func:`engine.rollback.solve` (reference) and
-:func:`engine.rollback_batched.solve_batched` by processors and times.
+"""Benchmark of the rollback solvers: :func:`engine.rollback.problem.solve` (reference) and
+:func:`engine.rollback.batched.solve_batched` by processors and times.
 
 What it measures
 ----------------
@@ -61,9 +61,9 @@ from typing import Sequence
 
 import numpy as np
 
-from engine.rollback import Avail, EdgeDecl, Guard, RollbackProblem, solve
-from engine.rollback_batched import solve_batched
-from engine.rollback_cuda import RollbackStats
+from engine.rollback.problem import Avail, EdgeDecl, Guard, RollbackProblem, solve
+from engine.rollback.batched import solve_batched
+from engine.rollback.cuda import RollbackStats
 from perf.environment import commit_info, commit_label, int_list, machine
 
 __all__ = ["main", "generate_problem", "run_benchmark", "format_table", "plot"]
@@ -135,7 +135,7 @@ def run_benchmark(procs, times, guards, repeat=3, seed=1, reference_limit=20_000
                               "simulated": simulated},
                "runs": [], "cases": [], "skipped": [], "consistency": []}
     if "cuda" in backends:
-        from engine.cuda_backend import usable_device
+        from engine.batched.cuda import usable_device
         results["device"] = "Numba's CUDA simulator" if simulated else usable_device()[1]
     for guard in guards:
         for nt in times:
@@ -279,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if b not in ("cpu", "cuda"):
             p.error(f"unknown backend {b!r}: expected cpu or cuda")
     if "cuda" in backends:
-        from engine.cuda_backend import usable_device
+        from engine.batched.cuda import usable_device
         ok, why = usable_device()
         if not ok:
             p.error(f"--backend cuda: no usable device here: {why}")

@@ -1,4 +1,4 @@
-"""Benchmark of the Spark shortest-paths job (``spark_plugin.sssp.run_sssp``) against GraphX's
+"""Benchmark of the Spark shortest-paths job (``spark_plugin.jobs.sssp.job.run_sssp``) against GraphX's
 ``ShortestPaths`` (landmark BFS) and scipy.
 
 What it measures
@@ -170,7 +170,7 @@ def run_one(system: str, graph: str, source: int, *, master: str, partitions: in
             if system == "graphx":
                 rec.update(graphx_shortest_paths(sc, graph, source, partitions, scratch))
             else:
-                from spark_plugin.sssp import run_sssp
+                from spark_plugin.jobs.sssp.job import run_sssp
 
                 t1 = time.perf_counter()
                 result = run_sssp(spark, graph, source, epochs=epochs, partitions=partitions)

@@ -1,4 +1,4 @@
-"""Benchmark of the Spark WCC job (``spark_plugin.wcc.run_wcc``) against GraphX and scipy.
+"""Benchmark of the Spark WCC job (``spark_plugin.jobs.wcc.job.run_wcc``) against GraphX and scipy.
 
 What it measures
 ----------------
@@ -22,7 +22,7 @@ with the component count scipy finds). Then each system of ``--systems`` runs on
 * ``scipy`` -- one core: read the Parquet file, build a CSR matrix, ``connected_components``
   (weak); no Spark.
 
-Both Spark systems get the same settings: the ``local`` preset of ``spark_plugin.config``
+Both Spark systems get the same settings: the ``local`` preset of ``spark_plugin.session.config``
 with ``spark.master`` = ``--master`` (default ``local[2]``), ``--partitions`` P (default: the
 master's core count) as shuffle partitions, default parallelism and input partitions, the
 same ``--driver-memory`` and the same checkpoint interval and directory.
@@ -225,7 +225,7 @@ def spark_settings(master: str, partitions: int, driver_memory: str,
                    checkpoint_interval: int) -> dict[str, str]:
     """The Spark settings both Spark systems run with (on top of the ``local`` preset).
     ``driver_memory`` ``auto`` keeps the preset's, sized from the machine
-    (``spark_plugin.config.default_driver_memory``), as ``tfront wcc`` does by default."""
+    (``spark_plugin.session.config.default_driver_memory``), as ``tfront wcc`` does by default."""
     settings = {
         "spark.master": master,
         "spark.sql.shuffle.partitions": str(partitions),
@@ -240,7 +240,7 @@ def spark_settings(master: str, partitions: int, driver_memory: str,
 
 
 def start_spark(settings: dict[str, str], checkpoint_dir: str, app_name: str):
-    from spark_plugin.config import build_session
+    from spark_plugin.session.config import build_session
 
     spark = build_session("local", app_name=app_name, conf=settings)
     spark.sparkContext.setLogLevel("ERROR")
@@ -327,7 +327,7 @@ def run_one(system: str, graph: str, *, master: str, partitions: int, driver_mem
             if system == "graphx":
                 rec.update(graphx_connected_components(sc, graph, partitions))
             else:
-                from spark_plugin.wcc import driver_finish_rows, driver_heap_bytes, run_wcc
+                from spark_plugin.jobs.wcc.job import driver_finish_rows, driver_heap_bytes, run_wcc
 
                 rec["driver_heap_bytes"] = driver_heap_bytes(spark)
                 rec["driver_finish_rows"], rec["driver_finish_rows_why"] = \

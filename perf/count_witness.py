@@ -40,7 +40,7 @@ from perf.environment import commit_info, int_list, machine
 
 
 def _target_major(graph):
-    from engine.psi import compute_psi
+    from engine.batched.psi import compute_psi
     from gpu_kernels.propagate import target_major
     psi = compute_psi(graph, layout="ragged")
     sums = psi.sums.reshape(-1, psi.sums.shape[-1])
@@ -51,7 +51,7 @@ def _target_major(graph):
 def count_case(n: int, batch: int, seed: int) -> dict:
     """The counts of one workload (chain size ``n``, ``batch`` rows per batch), summed over
     its churn batches."""
-    from engine.batched import BatchedTracker
+    from engine.batched.tracker import BatchedTracker
     from gpu_kernels import pareto, propagate
     from perf.workloads import batch_columns, build_graph, generate_batches, generate_graph
     spec = generate_graph(n, seed)

@@ -22,7 +22,7 @@ mkdir -p "$out"
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD:$PWD/tests"
 py=${PYTHON:-python3}
 
-$py -m engine.cli info > "$out/info.txt" 2>&1
+$py -m engine.cli.main info > "$out/info.txt" 2>&1
 $py -m pytest -m gpu tests --ignore=tests/spark -q -p no:cacheprovider > "$out/gpu-tests.log" 2>&1
 echo "gpu tests: exit $?" >> "$out/info.txt"
 for backend in cuda cpu; do

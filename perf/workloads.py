@@ -338,7 +338,7 @@ def batch_columns(graph, batch: BatchSpec) -> tuple[np.ndarray, np.ndarray, np.n
 
     Vectorised: a lookup table from ``(is_source, node, port)`` to location.
     """
-    from engine.graph import PortKind
+    from engine.core.graph import PortKind
 
     max_port = max(l.port for l in graph.locations) + 1 if graph.locations else 1
     table = np.full((2, graph.num_operators, max_port), -1, dtype=np.int32)

@@ -3,7 +3,7 @@
 Every class derives from :class:`engine.errors.TimelyFrontierError` and from ``ValueError``
 (or ``RuntimeError``), so callers can catch the project's base class, the engine's
 :class:`~engine.errors.BatchError`, or the builtin one. A rejected delta batch never changes
-the :class:`~spark_plugin.service.FrontierService`: neither counts nor sequence numbers.
+the :class:`~spark_plugin.service.frontier_service.FrontierService`: neither counts nor sequence numbers.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class HeldLimitError(BatchError):
 class HeldBatchError(NegativeCountError):
     """Strict mode: a batch held out of order, released by this call, would leave a count
     negative. Nothing of the call was applied; the held batch stays held until it is
-    discarded (:meth:`~spark_plugin.service.FrontierService.discard_held`).
+    discarded (:meth:`~spark_plugin.service.frontier_service.FrontierService.discard_held`).
 
     Attributes
     ----------
@@ -143,7 +143,7 @@ class SparkMemoryError(SparkJobError):
 
 
 class WorkerProcessError(TimelyFrontierError, RuntimeError):
-    """A worker process of a :class:`~spark_plugin.exchange_procs.ProcessExchange` died, broke
+    """A worker process of a :class:`~engine.exchange.processes.ProcessExchange` died, broke
     its protocol with the coordinator, or failed with an error that is not one of the
     project's. The exchange has stopped every worker.
 

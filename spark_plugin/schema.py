@@ -10,7 +10,7 @@ A *delta batch* carries pointstamp count changes from Spark executors to the dri
     seq       int64                          the producer's sequence number, 0, 1, 2, ...
 
 That is the *canonical* schema (:func:`delta_schema`): what
-:class:`~spark_plugin.service.FrontierService` publishes and logs, and the best input for it.
+:class:`~spark_plugin.service.frontier_service.FrontierService` publishes and logs, and the best input for it.
 Spark has no fixed-size list type, so between Spark and Python the ``ts`` column travels as a
 variable-size ``list<int64>`` (:func:`wire_schema`, :data:`SPARK_DDL`); the service accepts
 both and checks every row's length.
@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 
 from engine.errors import BatchError, TimestampRangeError, TimestampWidthError
 
-from .errors import SchemaError
+from spark_plugin.errors import SchemaError
 
 __all__ = [
     "LOC", "TS", "DIFF", "PRODUCER", "SEQ", "CNT", "PART", "PARTS", "ORIGIN", "UNIT_COLUMNS",

@@ -18,7 +18,7 @@ def _main() -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     if sys.path and os.path.abspath(sys.path[0] or os.curdir) == here:
         sys.path.pop(0)
-    from engine.cli import main
+    from engine.cli.main import main
 
     return main()
 

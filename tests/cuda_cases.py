@@ -1,5 +1,5 @@
 """Checks shared by the simulator tests (``tests/cuda_sim/``) and the GPU tests
-(``tests/test_cuda_gpu.py``): every CUDA kernel against its CPU twin, and the cuda backend
+(``tests/engine/batched/test_cuda_gpu.py``): every CUDA kernel against its CPU twin, and the cuda backend
 against the reference tracker. One body per check; ``dev`` puts a host array on the device
 (the identity under the simulator, ``cupy.asarray`` on a GPU) and ``host`` brings it back.
 
@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from engine import AntichainOverflowError, GraphBuilder, ImpliedFrontierTracker, Summary
-from engine.batched import BatchedTracker
-from engine.graph_arrays import GraphArrays
-from engine.psi import compute_psi
+from engine.batched.tracker import BatchedTracker
+from engine.batched.graph_arrays import GraphArrays
+from engine.batched.psi import compute_psi
 from gpu_kernels import _cuda, closure, consolidate, pareto, precursors, propagate
 from gpu_kernels.summary_rows import smallest_dtype, ts_le
 
-from test_trackers import replay_changes
+from tracker_cases import replay_changes
 
 
 def _same(a, b, host):
@@ -389,7 +389,7 @@ def check_count_overflow(make, strict):
     """``make(graph)``'s tracker raises the reference's ``CountOverflowError`` for a count
     taken past int64 either way, and keeps its counts and frontiers."""
     from engine import CountOverflowError
-    from engine.workload import example_graph
+    from engine.core.workload import example_graph
 
     graph = example_graph()
     loc = graph.source(1, 0)
@@ -510,7 +510,7 @@ def _depth(graph):
 
 def host_intake(graph, loc, ts, diff):
     """The host path's result: ``consolidate(*batch_arrays(...))``, or the exception."""
-    from engine.batch_arrays import batch_arrays
+    from engine.batched.batch_arrays import batch_arrays
     from engine.errors import BatchError
     try:
         return consolidate.consolidate(*batch_arrays(graph, _depth(graph), loc, ts, diff))
@@ -697,17 +697,17 @@ def check_deferred_checks(kernels, strategy, rng):
     assert state(eng) == state(cpu)
 
 
-# -- the batched rollback solver on the device (engine.rollback_cuda) ---------------------------
+# -- the batched rollback solver on the device (engine.rollback.cuda) ---------------------------
 
 def _random_down(rng, m, ne, ni, p=0.5):
     """``bool[m, NE, NI]``: random downward-closed rows (the downward closure of random cells)."""
-    from engine.rollback_batched import downclose
+    from engine.rollback.batched import downclose
     return downclose(rng.random((m, ne, ni)) < p / max(1, ne * ni) * 3)
 
 
 def check_rollback_closures(rng, dev, host, *, tpb=None):
     """``close_cuda`` up and down against ``upclose``/``downclose`` on random masks."""
-    from engine.rollback_batched import downclose, upclose
+    from engine.rollback.batched import downclose, upclose
     from gpu_kernels import rollback as rk
     for m, ne, ni in ((1, 1, 1), (3, 2, 3), (2, 4, 1), (2, 3, 4)):
         x = rng.random((m, ne, ni)) < 0.2
@@ -722,9 +722,9 @@ def check_rollback_round_kernels(problem, guard, rng, *, simulated, tpb=None):
     and ``rows_violated`` against C5 | C3 | C4 (or S2) of ``RollbackArrays``; ``fc_step``
     against ``RollbackArrays.fc_step``; the upward closure, ``select`` and ``write`` against
     ``largest_available(f & ~upclose(bad))``, with the changed flag."""
-    from engine.rollback import Guard
-    from engine.rollback_batched import RollbackArrays, upclose
-    from engine.rollback_cuda import DeviceRollback
+    from engine.rollback.problem import Guard
+    from engine.rollback.batched import RollbackArrays, upclose
+    from engine.rollback.cuda import DeviceRollback
     from gpu_kernels import rollback as rk
     guard = Guard(guard)
     dr = DeviceRollback(problem, guard, simulated=simulated, tpb=tpb)
@@ -771,9 +771,9 @@ def check_rollback_images(problem, rng, *, simulated, tpb=None):
     """``image_scatter`` + downward closure against ``need_image`` and ``_steps_image``;
     ``gather_src`` against the OR over each processor's out-edges; ``pull_dst`` against
     ``dem |= demp[dst]``; ``tops`` against ``maximal_rows``."""
-    from engine.rollback import Guard
-    from engine.rollback_batched import RollbackArrays, _rank_passes, maximal_rows
-    from engine.rollback_cuda import DeviceRollback
+    from engine.rollback.problem import Guard
+    from engine.rollback.batched import RollbackArrays, _rank_passes, maximal_rows
+    from engine.rollback.cuda import DeviceRollback
     from gpu_kernels import rollback as rk
     dr = DeviceRollback(problem, Guard.SIMPLE, simulated=simulated, tpb=tpb)
     a = RollbackArrays(problem, Guard.SIMPLE)
@@ -814,9 +814,9 @@ def check_rollback_images(problem, rng, *, simulated, tpb=None):
 
 def check_rollback_c4_rows(problem, *, simulated, tpb=None):
     """C4's rows by the device's reverse reachability equal the cpu backend's."""
-    from engine.rollback import Guard
-    from engine.rollback_batched import RollbackArrays
-    from engine.rollback_cuda import DeviceRollback
+    from engine.rollback.problem import Guard
+    from engine.rollback.batched import RollbackArrays
+    from engine.rollback.cuda import DeviceRollback
     dev = DeviceRollback(problem, Guard.FULL, simulated=simulated, tpb=tpb).arrays.c4
     cpu = RollbackArrays(problem, Guard.FULL).c4
     for name in ("target", "gen_row", "gen_at"):
@@ -825,9 +825,9 @@ def check_rollback_c4_rows(problem, *, simulated, tpb=None):
 
 def check_rollback_solver(problem, guard, *, simulated):
     """``solve_batched(backend="cuda")`` equals the reference solver."""
-    from engine.rollback import solve
-    from engine.rollback_batched import solve_batched
-    from engine.rollback_cuda import RollbackStats
+    from engine.rollback.problem import solve
+    from engine.rollback.batched import solve_batched
+    from engine.rollback.cuda import RollbackStats
     stats = RollbackStats()
     answer = solve_batched(problem, guard, "cuda", simulated=simulated, stats=stats)
     assert answer == solve(problem, guard)
@@ -844,7 +844,7 @@ def rollback_chain(n: int, ne: int, ni: int):
     top time, and each processor consumed a message at the top time from its predecessor, so
     the fixed point takes about ``n`` rounds (one processor more each round); a notification
     at the end gives C4 rows."""
-    from engine.rollback import EdgeDecl, RollbackProblem
+    from engine.rollback.problem import EdgeDecl, RollbackProblem
     top = (ne - 1, ni - 1)
     edges = [EdgeDecl("in", None, 0)] + [EdgeDecl("edge", k, k + 1) for k in range(n - 1)]
     problem = RollbackProblem(ne, ni, [False] * n, edges)
@@ -860,9 +860,9 @@ def check_rollback_round_counts(sizes, *, simulated):
     """Every round of the fixed point costs the same launches and syncs (:data:`ROLLBACK_ROUND`)
     on cascading chains of every size (``sizes``: ``(n, NE, NI)``), while the rounds grow with
     ``n``; the answers equal the cpu backend's."""
-    from engine.rollback import Guard
-    from engine.rollback_batched import solve_batched
-    from engine.rollback_cuda import RollbackStats
+    from engine.rollback.problem import Guard
+    from engine.rollback.batched import solve_batched
+    from engine.rollback.cuda import RollbackStats
     for guard in Guard:
         seen, rounds = [], []
         for n, ne, ni in sizes:

@@ -4,10 +4,10 @@ frontier service in the order the driver applies them, recorded by the real reco
 Epoch ``e`` has ``iterations[e]`` loop iterations; messages shrink as the loop converges.
 """
 
-from spark_plugin.progress_log import ProgressRecorder
+from spark_plugin.jobs.progress_log import ProgressRecorder
 from spark_plugin.schema import delta_table
-from spark_plugin.service import FrontierService
-from spark_plugin.wcc import EpochSummary, wcc_graph
+from spark_plugin.service.frontier_service import FrontierService
+from spark_plugin.jobs.wcc.job import EpochSummary, wcc_graph
 
 
 class WccProtocol:

@@ -4,7 +4,7 @@ notes and format drafts), and docs/formats.md names the headers the code reads a
 import re
 from pathlib import Path
 
-from engine.workload import HEADER, PSI_HEADER, REPLAY_HEADER
+from engine.core.workload import HEADER, PSI_HEADER, REPLAY_HEADER
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Paths that exist only outside the repository (spelled in pieces so this file does not match).

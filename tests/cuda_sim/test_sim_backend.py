@@ -9,10 +9,10 @@ from hypothesis import given, strategies as st
 
 import cuda_cases as cc
 from engine import ImpliedFrontierTracker, NegativeCountError
-from engine.cuda_backend import CudaKernels, usable_device
-from engine.workload import EXAMPLE_PATH, read_workload
+from engine.batched.cuda import CudaKernels, usable_device
+from engine.core.workload import EXAMPLE_PATH, read_workload
 from strategies import batch_sequences, examples, random_graphs, structured_graphs
-from test_trackers import zero_cycle_graph
+from tracker_cases import zero_cycle_graph
 
 graphs = st.one_of(random_graphs(max_ops=4, max_depth=2), structured_graphs(max_ops=12))
 KERNELS = CudaKernels(simulated=True)
@@ -182,7 +182,7 @@ def test_non_witness_retraction_is_not_recomputed_in_full():
     """Issue 10, item 1, on the simulated backend: retracting an ``F`` row whose candidates
     witness nothing updates the target incrementally (``last_timing["targets_incremental"]``);
     retracting the only witness recomputes it in full; the frontiers equal the reference's."""
-    from test_closure_witness import fan_in_batches, fan_in_graph
+    from witness_cases import fan_in_batches, fan_in_graph
     graph, a, c, b = fan_in_graph()
     eng = cc.make_tracker(graph, KERNELS, "closure")
     ref = ImpliedFrontierTracker(graph)

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import cuda_cases as cc
-from engine.cuda_backend import CudaKernels, PinnedPool
-from engine.workload import example_graph
+from engine.batched.cuda import CudaKernels, PinnedPool
+from engine.core.workload import example_graph
 from strategies import examples, random_graphs, structured_graphs
 
 graphs = st.one_of(random_graphs(max_ops=3, max_depth=2), structured_graphs(max_ops=6))

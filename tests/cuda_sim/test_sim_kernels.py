@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import cuda_cases as cc
-from engine.workload import example_graph
+from engine.core.workload import example_graph
 from gpu_kernels import _cuda
 from strategies import batch_sequences, examples, random_graphs, structured_graphs
 

@@ -1,5 +1,5 @@
 """The batched rollback solver's CUDA kernels (``gpu_kernels.rollback``) on Numba's simulator:
-each kernel against its NumPy twin in ``engine.rollback_batched``, C4's rows by the device's
+each kernel against its NumPy twin in ``engine.rollback.batched``, C4's rows by the device's
 reverse reachability, ``solve_batched(backend="cuda")`` against the reference solver on
 random problems (both guards, cycles or not, availability closed under union or not), and the
 device work per round, constant across problem sizes. Small problems: the simulator runs a
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 import cuda_cases as cc
-from engine.rollback import Guard, parse_rollback
+from engine.rollback.problem import Guard, parse_rollback
 from strategies import examples
-from test_rollback import EXPECTED, problems
+from rollback_cases import EXPECTED, problems
 
 ROOT = str(Path(__file__).resolve().parents[2])
 if ROOT not in sys.path:  # perf/ is not an installed package

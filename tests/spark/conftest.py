@@ -12,7 +12,7 @@ import pytest
 @pytest.fixture(scope="session")
 def spark():
     pytest.importorskip("pyspark", reason="PySpark is not installed: pip install -e '.[spark]'")
-    from spark_plugin.config import build_session
+    from spark_plugin.session.config import build_session
 
     session = build_session("local", cores=2, app_name="timely-frontier-tests", conf={
         "spark.master": "local[2,4]",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine import GraphBuilder, ImpliedFrontierTracker, Summary
-from engine.workload import EXAMPLE_PATH, read_workload
+from engine.core.workload import EXAMPLE_PATH, read_workload
 
 from spark_plugin.schema import delta_table
 

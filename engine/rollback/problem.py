@@ -1,0 +1,910 @@
+"""Consistent rollback (Abadi & Isard, *Timely Rollback*): the largest consistent choice of
+frontiers a failed timely computation can roll back to, and the ``timely-rollback v1`` format.
+
+The reference solver reads like the paper. Times are pairs ``(epoch, iteration)`` in the
+product order. A *frontier* is a downward-closed set of times: the times whose events a
+processor keeps (section 4.1). ``phi(e)`` maps the sender's kept frontier to the times at which
+its messages on ``e`` are still determined (section 4.2), given through ``need_e``:
+``phi(e)(f) = {t : need_e(t) ⊆ f}``. Could-result-in ``~>`` (Definitions 1 and 2) is
+reachability over ``(location, time)`` states. The guards of *RollbackL* are the conditions
+:func:`c1` .. :func:`c5`; the simple guard of section 7.4 replaces C4 by :func:`s`, with the
+greatest auxiliary ``f_c`` (:func:`greatest_fc`). Section 7.3's *largest* consistent choice is
+a greatest fixed point that shrinks frontiers from the largest available ones
+(:func:`largest_consistent`); when some processor's available frontiers are not closed under
+union, :func:`solve` searches the combinations of those lists exactly, and reports
+``nolargest`` or ``conflict`` where there is no largest choice. ``docs/rollback.md`` explains it
+with the paper's examples.
+
+In answers, a frontier is written by its maximal elements (an :data:`Antichain`).
+
+>>> problem = parse_rollback('''timely-rollback v1
+... times 2 1
+... node 0
+... node 1
+... in 0 0
+... edge 1 0 1
+... consumed 0 0 0 1 0
+... consumed 1 0 0
+... inflight 1 1 0
+... ''')
+>>> print(format_answer(problem, solve(problem)), end="")
+# timely-rollback answer v1
+guard full
+<BLANKLINE>
+result ok
+f 0 1 1 0
+f 1 1 0 0
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from engine.errors import RollbackFormatError
+
+__all__ = [
+    "HEADER", "ANSWER_HEADER", "Guard", "Time", "Antichain", "Frontier", "Avail", "EdgeDecl",
+    "RollbackProblem", "Answer", "parse_rollback", "read_rollback", "format_answer",
+    "down", "maximal", "up", "phi", "could_result_in", "notification_demands",
+    "c1", "c2", "c3", "c4", "c5", "s", "greatest_fc", "consistent", "largest_consistent",
+    "solve", "decide",
+]
+
+HEADER = "timely-rollback v1"
+ANSWER_HEADER = "# timely-rollback answer v1"
+
+Time = tuple[int, int]
+#: A frontier in canonical form: its maximal elements, sorted.
+Antichain = tuple[Time, ...]
+#: A frontier as the full set of its times (the reference solver's working form).
+Frontier = frozenset
+
+
+class Guard(str, Enum):
+    """Which guard a rollback must pass: *RollbackL*'s (C1-C5), or the simple one of 7.4."""
+
+    FULL = "full"
+    SIMPLE = "simple"
+
+
+# --- frontiers -------------------------------------------------------------------------------
+
+def leq(a: Time, b: Time) -> bool:
+    """The product order on times."""
+    return a[0] <= b[0] and a[1] <= b[1]
+
+
+def maximal(times: Iterable[Time]) -> Antichain:
+    """The maximal elements of a set of times, sorted: the canonical form of its ``down``.
+
+    >>> maximal([(0, 1), (1, 0), (0, 0)])
+    ((0, 1), (1, 0))
+    """
+    ts = set(times)
+    return tuple(sorted(t for t in ts if not any(u != t and leq(t, u) for u in ts)))
+
+
+def down(gens: Iterable[Time], ne: int, ni: int) -> Frontier:
+    """``down(gens)`` within ``T = {0..ne-1} x {0..ni-1}``: every time below some generator."""
+    out = set()
+    for g in gens:
+        out.update((e, i) for e in range(min(g[0] + 1, ne)) for i in range(min(g[1] + 1, ni)))
+    return frozenset(out)
+
+
+def up(times: Iterable[Time], ne: int, ni: int) -> frozenset:
+    """Every time of ``T`` above some element of ``times`` (an upward-closed set)."""
+    out = set()
+    for b in maximal_min(times):
+        out.update((e, i) for e in range(b[0], ne) for i in range(b[1], ni))
+    return frozenset(out)
+
+
+def maximal_min(times: Iterable[Time]) -> Antichain:
+    """The minimal elements of a set of times, sorted."""
+    ts = set(times)
+    return tuple(sorted(t for t in ts if not any(u != t and leq(u, t) for u in ts)))
+
+
+def in_down(t: Time, gens: Antichain) -> bool:
+    """Whether ``t`` lies in ``down(gens)``."""
+    return any(leq(t, g) for g in gens)
+
+
+def within(a: Antichain, b: Antichain) -> bool:
+    """Whether ``down(a)`` is a subset of ``down(b)``."""
+    return all(in_down(t, b) for t in a)
+
+
+def union(a: Antichain, b: Antichain) -> Antichain:
+    """The canonical form of ``down(a) ∪ down(b)``."""
+    return maximal(a + b)
+
+
+# --- the problem -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EdgeDecl:
+    """An edge: ``kind`` is ``"in"`` (outside -> dst), ``"edge"`` (internal) or ``"out"``."""
+
+    kind: str
+    src: int | None
+    dst: int | None
+    line: int | None = None
+
+
+@dataclass
+class Avail:
+    """The frontiers a processor can roll back to (``{}`` is always among them).
+
+    ``every``: all frontiers of ``T``. Otherwise the chain ``down{(k, NI-1)}`` for ``k <= epochs``
+    (``-1``: none) together with the ``explicit`` frontiers (canonical forms).
+    """
+
+    every: bool = True
+    epochs: int = -1
+    explicit: set = field(default_factory=set)
+
+    def frontiers(self, ne: int, ni: int) -> list[Antichain]:
+        """The finite list of available frontiers (not for ``every``), ``()`` first."""
+        assert not self.every
+        out = {()} | set(self.explicit)
+        out.update(((k, ni - 1),) for k in range(min(self.epochs, ne - 1) + 1))
+        return sorted(out)
+
+    def closed_under_union(self, ne: int, ni: int) -> bool:
+        """Whether the union of any two available frontiers is available (section 7.3)."""
+        if self.every or not self.explicit:  # every frontier, or a chain
+            return True
+        fs = set(self.frontiers(ne, ni))
+        return all(union(a, b) in fs for a, b in itertools.combinations(fs, 2))
+
+
+@dataclass
+class RollbackProblem:
+    """A rollback problem: the graph, the state at the rollback, and availability.
+
+    Processors are ``0..n-1``; ``edges[k]`` is edge ``k``. For internal edges whose sender is
+    not a buffer, ``shift[k]`` and ``need_over[k]`` give ``need_k`` and ``steps[k]`` (when
+    present) lists ``~>1`` exactly. ``consumed``, ``inflight`` are keyed by edge,
+    ``notified`` by processor. ``node_line`` holds the ``node`` line numbers (or None).
+    """
+
+    ne: int
+    ni: int
+    buffer: list[bool]
+    edges: list[EdgeDecl]
+    shift: dict = field(default_factory=dict)
+    need_over: dict = field(default_factory=dict)
+    need_line: dict = field(default_factory=dict)
+    steps: dict = field(default_factory=dict)
+    step_line: dict = field(default_factory=dict)
+    avail: list = field(default_factory=list)
+    consumed: dict = field(default_factory=dict)
+    notified: list = field(default_factory=list)
+    inflight: dict = field(default_factory=dict)
+    node_line: list = field(default_factory=list)
+
+    def __post_init__(self):
+        n = len(self.buffer)
+        if not self.avail:
+            self.avail = [Avail() for _ in range(n)]
+        if not self.notified:
+            self.notified = [set() for _ in range(n)]
+        if not self.node_line:
+            self.node_line = [None] * n
+
+    # -- shape --
+    @property
+    def n(self) -> int:
+        return len(self.buffer)
+
+    @property
+    def times(self) -> list[Time]:
+        """``T``, sorted by ``(epoch, iteration)``."""
+        return [(e, i) for e in range(self.ne) for i in range(self.ni)]
+
+    @property
+    def top(self) -> Antichain:
+        return ((self.ne - 1, self.ni - 1),)
+
+    def internal(self) -> list[int]:
+        """The internal edges, by ID."""
+        return [k for k, d in enumerate(self.edges) if d.kind == "edge"]
+
+    def _adjacency(self) -> tuple[dict, dict]:
+        """Edge IDs by destination and by source (rebuilt when edges are added)."""
+        key = len(self.edges)
+        if getattr(self, "_adj_key", None) != key:
+            into, out = {}, {}
+            for k, d in enumerate(self.edges):
+                into.setdefault(d.dst, []).append(k)
+                out.setdefault(d.src, []).append(k)
+            self._adj, self._adj_key = (into, out), key
+        return self._adj
+
+    def edges_into(self, p: int, kinds=("in", "edge")) -> list[int]:
+        return [k for k in self._adjacency()[0].get(p, ()) if self.edges[k].kind in kinds]
+
+    def edges_out_of(self, p: int, kinds=("edge", "out")) -> list[int]:
+        return [k for k in self._adjacency()[1].get(p, ()) if self.edges[k].kind in kinds]
+
+    def consumed_by(self, p: int) -> set:
+        """``consumed(p)``: the union of ``consumed(e)`` over the edges into ``p``."""
+        out = set()
+        for k in self.edges_into(p):
+            out |= self.consumed.get(k, set())
+        return out
+
+    # -- phi --
+    def need(self, k: int, t: Time) -> Antichain:
+        """``need_k(t)`` as generators: the sender's history that determines ``t`` on edge ``k``."""
+        over = self.need_over.get(k)
+        if over is not None and t in over:
+            return over[t]
+        de, di = self.shift.get(k, (0, 0))
+        if t[0] < de or t[1] < di:
+            return ()
+        return ((t[0] - de, t[1] - di),)
+
+    def one_step(self, k: int, a: Time) -> list[Time]:
+        """The minimal ``b`` with ``(src(k), a') ~>1 (k, b)`` for some ``a' >= a`` (Definition 1):
+        from the listed ``step`` pairs, or by default every ``b`` with ``a`` in ``need_k(b)``."""
+        if k in self.steps:
+            return list(maximal_min(b for (a2, b) in self.steps[k] if leq(a, a2)))
+        return list(maximal_min(b for b in self.times if in_down(a, self.need(k, b))))
+
+    # -- checks --
+    def check(self) -> None:
+        """The checks made after a whole file is read (format section 4): buffer nodes,
+        monotone ``need``, ``step`` pairs within ``need``, Condition 4. Raises
+        :class:`RollbackFormatError` naming the line."""
+        for p in range(self.n):
+            if self.buffer[p]:
+                ins, outs = len(self.edges_into(p)), len(self.edges_out_of(p))
+                if ins != 1 or outs != 1:
+                    raise RollbackFormatError(
+                        f"buffer node {p} needs exactly one incoming and one outgoing edge, "
+                        f"got {ins} incoming and {outs} outgoing", self.node_line[p])
+        for k in sorted(self.need_over):
+            self._check_monotone(k)
+        for k in sorted(self.steps):
+            for (a, b) in sorted(self.steps[k]):
+                if not in_down(a, self.need(k, b)):
+                    raise RollbackFormatError(
+                        f"step on edge {k}: {_fmt(a)} is not in need({_fmt(b)}) = "
+                        f"{_fmt_set(self.need(k, b))} (Proposition 11)",
+                        self.step_line.get((k, a, b)))
+        bad = condition4_violation(self)
+        if bad is not None:
+            k, t, t2 = bad
+            raise RollbackFormatError(
+                f"Condition 4 fails: ({self.edges[k].dst}, {_fmt(t)}) ~> (edge {k}, {_fmt(t2)}) "
+                f"but {_fmt(t)} is not <= {_fmt(t2)}", self.edges[k].line)
+
+    def _check_monotone(self, k: int) -> None:
+        lines = self.need_line.get(k, {})
+        for t in self.times:
+            for t_small in ((t[0] - 1, t[1]), (t[0], t[1] - 1)):
+                if t_small[0] < 0 or t_small[1] < 0:
+                    continue
+                if within(self.need(k, t_small), self.need(k, t)):
+                    continue
+                line = lines.get(t, lines.get(t_small))
+                raise RollbackFormatError(
+                    f"need on edge {k} is not monotone: need({_fmt(t_small)}) = "
+                    f"{_fmt_set(self.need(k, t_small))} is not within need({_fmt(t)}) = "
+                    f"{_fmt_set(self.need(k, t))}", line)
+
+
+def _fmt(t: Time) -> str:
+    return f"({t[0]}, {t[1]})"
+
+
+def _fmt_set(a: Antichain) -> str:
+    return "down{" + ", ".join(_fmt(t) for t in a) + "}" if a else "{}"
+
+
+# --- could-result-in -------------------------------------------------------------------------
+# Locations are ("p", processor) and ("e", internal edge). When Condition 4 holds, ~> is plain
+# reachability over (location, time) states (format section 1), computed here by a worklist.
+
+def _successors(problem: RollbackProblem, state, cache: dict) -> Iterator:
+    (kind, x), t = state
+    for t2 in ((t[0] + 1, t[1]), (t[0], t[1] + 1)):  # (x, t) ~> (x, t') for t <= t'
+        if t2[0] < problem.ne and t2[1] < problem.ni:
+            yield (kind, x), t2
+    if kind == "e":  # an edge delivers to its destination at the same time
+        yield ("p", problem.edges[x].dst), t
+    else:  # a processor at t may send on an out edge d at the times one_step gives
+        for d in problem.edges_out_of(x, kinds=("edge",)):
+            key = (d, t)
+            if key not in cache:
+                cache[key] = problem.one_step(d, t)
+            for b in cache[key]:
+                yield ("e", d), b
+
+
+def could_result_in(problem: RollbackProblem, loc, t: Time, cache: dict | None = None) -> set:
+    """Every state ``(loc', t')`` with ``(loc, t) ~> (loc', t')`` (Definition 2), as a set.
+
+    ``loc`` is ``("p", processor)`` or ``("e", internal edge)``.
+    """
+    cache = {} if cache is None else cache
+    seen = {(loc, t)}
+    todo = deque(seen)
+    while todo:
+        for nxt in _successors(problem, todo.popleft(), cache):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def condition4_violation(problem: RollbackProblem):
+    """The lowest-numbered internal edge ``e`` into a processor ``p`` with ``(p, t) ~> (e, t')``
+    and ``t`` not ``<= t'``, as ``(e, t, t')``; None when Condition 4 holds.
+
+    A step along an edge with the default ``~>1`` (or listed ``step`` pairs, which lie within
+    it) and a ``shift`` phi never lowers a time, so a violation needs a cycle through ``p``
+    that uses an edge with ``need`` overrides: only processors on such a cycle are searched.
+    """
+    cache: dict = {}
+    reach = {p: {t: could_result_in(problem, ("p", p), t, cache) for t in problem.times}
+             for p in _on_cycles_with_overrides(problem)}
+    for k in problem.internal():
+        p = problem.edges[k].dst
+        for t, states in reach.get(p, {}).items():
+            for (loc, t2) in states:
+                if loc == ("e", k) and not leq(t, t2):
+                    return k, t, t2
+    return None
+
+
+def _on_cycles_with_overrides(problem: RollbackProblem) -> set:
+    """Processors that lie on a cycle of internal edges through an edge with ``need`` lines."""
+    def reach(start, forward):
+        seen, todo = {start}, [start]
+        while todo:
+            x = todo.pop()
+            ks = problem.edges_out_of(x, ("edge",)) if forward else problem.edges_into(x, ("edge",))
+            for k in ks:
+                y = problem.edges[k].dst if forward else problem.edges[k].src
+                if y not in seen:
+                    seen.add(y)
+                    todo.append(y)
+        return seen
+
+    out: set = set()
+    for k, over in problem.need_over.items():
+        if over:  # p is on a cycle through k: src(k) reaches p and p reaches src(k) via k
+            d = problem.edges[k]
+            from_k, to_src = reach(d.dst, True), reach(d.src, False)
+            if d.src in from_k:
+                out |= from_k & to_src
+    return out
+
+
+def notification_demands(problem: RollbackProblem) -> dict:
+    """``R(q, t2, p)`` for every notified ``(q, t2)`` (format section 2, C4).
+
+    Returns ``{(q, t2): {p: frontier}}``: the union of ``need_e1(t1)`` over the internal edges
+    ``e1`` out of ``p`` and times ``t1`` with ``(e1, t1) ~> (e2, t2)`` for an internal ``e2``
+    into ``q``. Computed from the forward closure of every ``(e1, t1)``.
+    """
+    ne, ni = problem.ne, problem.ni
+    out = {(q, t2): {} for q in range(problem.n) for t2 in problem.notified[q]}
+    if not out:
+        return out
+    cache: dict = {}
+    for e1 in problem.internal():
+        p = problem.edges[e1].src
+        for t1 in problem.times:
+            need = down(problem.need(e1, t1), ne, ni)
+            for (loc, t2) in could_result_in(problem, ("e", e1), t1, cache):
+                if loc[0] != "e":
+                    continue
+                q = problem.edges[loc[1]].dst
+                if (q, t2) in out:
+                    demand = out[(q, t2)]
+                    demand[p] = demand.get(p, frozenset()) | need
+    return out
+
+
+# --- the conditions --------------------------------------------------------------------------
+# f maps each processor to a frontier (a frozenset of times).
+
+def phi(problem: RollbackProblem, k: int, f_p: Frontier) -> Frontier:
+    """``phi(k)(f_p) = {t : need_k(t) ⊆ f_p}`` (section 4.2)."""
+    return frozenset(t for t in problem.times if all(g in f_p for g in problem.need(k, t)))
+
+
+def c1(problem, f) -> bool:
+    """C1, inputs are kept: ``consumed(i) ⊆ f(p)`` for every input edge ``i`` into ``p``."""
+    return all(problem.consumed.get(k, set()) <= f[d.dst]
+               for k, d in enumerate(problem.edges) if d.kind == "in")
+
+
+def c2(problem, f) -> bool:
+    """C2, outputs are kept: ``consumed(p) ⊆ f(p)`` for every buffer ``p`` with an output edge."""
+    return all(problem.consumed_by(d.src) <= f[d.src]
+               for d in problem.edges if d.kind == "out")
+
+
+def c3(problem, f) -> bool:
+    """C3, kept messages stay determined: for ``e: p -> q`` and ``t`` in ``consumed(e) ∩ f(q)``,
+    ``t`` is in ``phi(e)(f(p))``."""
+    return all(all(g in f[problem.edges[k].src] for g in problem.need(k, t))
+               for k in problem.internal()
+               for t in problem.consumed.get(k, set()) if t in f[problem.edges[k].dst])
+
+
+def c4(problem, f, demands=None) -> bool:
+    """C4, kept notifications stay valid: ``R(q, t2, p) ⊆ f(p)`` for every ``t2`` in
+    ``notified(q) ∩ f(q)`` and every ``p``."""
+    demands = notification_demands(problem) if demands is None else demands
+    return all(r <= f[p] for (q, t2), need in demands.items() if t2 in f[q]
+               for p, r in need.items())
+
+
+def c5(problem, f) -> bool:
+    """C5, lost messages are not kept: ``inflight(e)`` and ``f(dst(e))`` are disjoint."""
+    return all(not (problem.inflight.get(k, set()) & f[problem.edges[k].dst])
+               for k in problem.internal())
+
+
+def greatest_fc(problem, f) -> list:
+    """``fc*``: the greatest ``f_c`` with S1 (``f_c ⊆ f``) and S3 (``f_c(q) ⊆ phi(e)(f_c(p))``),
+    the greatest fixed point of ``f_c(q) := f_c(q) ∩ phi(e)(f_c(p))`` from ``f_c = f``."""
+    fc = list(f)
+    changed = True
+    while changed:
+        changed = False
+        for k in problem.internal():
+            d = problem.edges[k]
+            new = fc[d.dst] & phi(problem, k, fc[d.src])
+            if new != fc[d.dst]:
+                fc[d.dst], changed = new, True
+    return fc
+
+
+def s(problem, f, fc=None) -> bool:
+    """S (section 7.4): some ``f_c`` satisfies S1, S2, S3; checked on ``fc*``, by S2:
+    ``notified(p) ∩ f(p) ⊆ fc*(p)``."""
+    fc = greatest_fc(problem, f) if fc is None else fc
+    return all(problem.notified[p] & f[p] <= fc[p] for p in range(problem.n))
+
+
+def consistent(problem, f, guard: Guard = Guard.FULL, demands=None, relaxed=False) -> bool:
+    """Whether the choice ``f`` passes the guard (without C1 and C2 when ``relaxed``) and
+    every ``f(p)`` is available."""
+    guard = Guard(guard)
+    if not all(available(problem, p, f[p]) for p in range(problem.n)):
+        return False
+    if not relaxed and not (c1(problem, f) and c2(problem, f)):
+        return False
+    if not (c3(problem, f) and c5(problem, f)):
+        return False
+    return c4(problem, f, demands) if guard is Guard.FULL else s(problem, f)
+
+
+def available(problem, p: int, f_p: Frontier) -> bool:
+    a = problem.avail[p]
+    return a.every or maximal(f_p) in set(a.frontiers(problem.ne, problem.ni))
+
+
+# --- the largest consistent choice (section 7.3) ---------------------------------------------
+
+def largest_consistent(problem: RollbackProblem, guard: Guard = Guard.FULL,
+                       fixed: dict | None = None, demands=None):
+    """The largest choice that passes the guard without C1 and C2, when every availability
+    list is closed under union: the greatest fixed point, from the largest available frontiers,
+    of "``f(q)`` := the largest available frontier within ``f(q)`` that avoids the times C3, C4
+    (or S2 with ``fc*``) and C5 forbid at ``q``".
+
+    ``fixed`` maps processors to one frontier (canonical form) that replaces their list: their
+    availability is then ``{{}, fixed[p]}``. Returns ``(f, fc)``, lists of canonical forms
+    (``fc`` is None for the full guard).
+    """
+    guard = Guard(guard)
+    ne, ni = problem.ne, problem.ni
+    demands = (notification_demands(problem) if guard is Guard.FULL and demands is None
+               else demands)
+    fixed = fixed or {}
+    T = frozenset(problem.times)
+    lists = {p: [down(a, ne, ni) for a in ([(), fixed[p]] if p in fixed
+                                          else problem.avail[p].frontiers(ne, ni))]
+             for p in range(problem.n) if p in fixed or not problem.avail[p].every}
+
+    def largest_available(p, x):
+        if p not in lists:
+            return x
+        return frozenset().union(*[a for a in lists[p] if a <= x])
+
+    f = [T] * problem.n
+    while True:
+        fc = greatest_fc(problem, f) if guard is Guard.SIMPLE else None
+        new = []
+        for q in range(problem.n):
+            bad = set(_c5_forbids(problem, q)) | set(_c3_forbids(problem, q, f))
+            if guard is Guard.FULL:
+                bad |= _c4_forbids(problem, q, f, demands)
+            else:
+                bad |= problem.notified[q] - fc[q]
+            new.append(largest_available(q, f[q] - up(bad, ne, ni)))
+        if new == f:
+            break
+        f = new
+    fc = greatest_fc(problem, f) if guard is Guard.SIMPLE else None
+    return [maximal(x) for x in f], (None if fc is None else [maximal(x) for x in fc])
+
+
+def _c3_forbids(problem, q, f):
+    for k in problem.edges_into(q, kinds=("edge",)):
+        p = problem.edges[k].src
+        for t in problem.consumed.get(k, set()):
+            if not all(g in f[p] for g in problem.need(k, t)):
+                yield t
+
+
+def _c4_forbids(problem, q, f, demands) -> set:
+    return {t2 for t2 in problem.notified[q]
+            if not all(r <= f[p] for p, r in demands[(q, t2)].items())}
+
+
+def _c5_forbids(problem, q):
+    for k in problem.edges_into(q, kinds=("edge",)):
+        yield from problem.inflight.get(k, set())
+
+
+# --- the answer ------------------------------------------------------------------------------
+
+@dataclass
+class Answer:
+    """The answer to a rollback problem (format section 3), frontiers in canonical form.
+
+    ``result`` is ``"ok"`` (``choice``, and ``fc`` for the simple guard), ``"nolargest"``
+    (``choices``, sorted) or ``"none"`` (``lost`` rows ``(node, "C1"|"C2", edge, times)``,
+    ``bound`` = ``M``; ``conflict`` when there is no lost row).
+    """
+
+    guard: Guard
+    result: str
+    choice: list | None = None
+    fc: list | None = None
+    choices: list | None = None
+    lost: list | None = None
+    bound: list | None = None
+
+    @property
+    def conflict(self) -> bool:
+        return self.result == "none" and not self.lost
+
+
+def solve(problem: RollbackProblem, guard: Guard | str = Guard.FULL) -> Answer:
+    """The largest consistent rollback of ``problem`` under ``guard`` (the reference solver)."""
+    guard = Guard(guard)
+    demands = notification_demands(problem) if guard is Guard.FULL else None
+    return decide(problem, guard,
+                  lambda fixed: largest_consistent(problem, guard, fixed, demands))
+
+
+def decide(problem: RollbackProblem, guard: Guard, gfp: Callable) -> Answer:
+    """Assemble the answer from a greatest-fixed-point solver ``gfp(fixed) -> (f, fc)``
+    (shared by the reference and the batched solver).
+
+    With every list closed under union, one fixed point gives ``M``. Otherwise the processors
+    whose lists are not closed are fixed to each combination of their frontiers in turn: each
+    set of consistent choices with those processors fixed is closed under union, so its largest
+    element is a fixed point; the maximal ones among those passing C1 and C2 are the maximal
+    consistent choices, and the union of all the fixed points is ``M``.
+    """
+    ne, ni = problem.ne, problem.ni
+    open_ = [p for p in range(problem.n) if not problem.avail[p].closed_under_union(ne, ni)]
+    lists = [problem.avail[p].frontiers(ne, ni) for p in open_]
+    found: list = []
+    bound = [()] * problem.n
+    for combo in itertools.product(*lists):
+        f, fc = gfp(dict(zip(open_, combo)) if open_ else None)
+        bound = [union(b, x) for b, x in zip(bound, f)]
+        if _keeps_inputs_outputs(problem, f):
+            found.append((f, fc))
+    best = [(f, fc) for f, fc in found
+            if not any(g != f and all(within(x, y) for x, y in zip(f, g)) for g, _ in found)]
+    best = sorted({tuple(f): fc for f, fc in best}.items())
+    if len(best) == 1:
+        f, fc = best[0]
+        return Answer(guard, "ok", choice=list(f), fc=fc)
+    if best:
+        return Answer(guard, "nolargest", choices=[list(f) for f, _ in best])
+    return Answer(guard, "none", lost=_lost(problem, bound), bound=bound)
+
+
+def _keeps_inputs_outputs(problem, f: list) -> bool:
+    """C1 and C2 on a choice in canonical form."""
+    return all(in_down(t, f[p]) for p, _k, ts in _required(problem) for t in ts)
+
+
+def _required(problem):
+    """``(node, edge, times)`` that C1 (input edges) and C2 (output edges) require kept."""
+    for k, d in enumerate(problem.edges):
+        if d.kind == "in":
+            yield d.dst, k, problem.consumed.get(k, set())
+        elif d.kind == "out":
+            yield d.src, k, problem.consumed_by(d.src)
+
+
+def _lost(problem, bound) -> list:
+    rows = []
+    for k, d in enumerate(problem.edges):
+        if d.kind == "in":
+            p, cond, ts = d.dst, "C1", problem.consumed.get(k, set())
+        elif d.kind == "out":
+            p, cond, ts = d.src, "C2", problem.consumed_by(d.src)
+        else:
+            continue
+        missing = sorted(t for t in ts if not in_down(t, bound[p]))
+        if missing:
+            rows.append((p, cond, k, missing))
+    return sorted(rows, key=lambda r: (r[0], r[2]))
+
+
+def _times(ts) -> str:
+    return " ".join([str(len(ts))] + [f"{e} {i}" for e, i in ts])
+
+
+def format_answer(problem: RollbackProblem, answer: Answer) -> str:
+    """The answer in the printed format (format section 5)."""
+    lines = [ANSWER_HEADER, f"guard {answer.guard.value}", ""]
+    if answer.result == "ok":
+        lines.append("result ok")
+        lines += [f"f {p} {_times(x)}" for p, x in enumerate(answer.choice)]
+        if answer.fc is not None:
+            lines += [f"c {p} {_times(x)}" for p, x in enumerate(answer.fc)]
+    elif answer.result == "nolargest":
+        lines.append(f"result nolargest {len(answer.choices)}")
+        for j, f in enumerate(answer.choices, 1):
+            lines.append(f"choice {j}")
+            lines += [f"f {p} {_times(x)}" for p, x in enumerate(f)]
+    else:
+        lines.append("result none")
+        lines += [f"lost {p} {cond} {k} {_times(ts)}" for p, cond, k, ts in answer.lost]
+        if not answer.lost:
+            lines.append("conflict")
+        lines += [f"bound {p} {_times(x)}" for p, x in enumerate(answer.bound)]
+    return "\n".join(lines) + "\n"
+
+
+# --- reading the format ----------------------------------------------------------------------
+
+_INT = re.compile(r"[0-9]+\Z")
+_DATA = {"phi", "need", "step", "avail", "consumed", "notified", "inflight"}
+_EDGES = {"in", "edge", "out"}
+
+
+def read_rollback(path) -> RollbackProblem:
+    """Read a ``timely-rollback v1`` file; see :func:`parse_rollback`."""
+    return parse_rollback(Path(path).read_text())
+
+
+def parse_rollback(text: str) -> RollbackProblem:
+    """Parse a rollback problem (format sections 4 and 6) and run the end-of-file checks.
+
+    Raises :class:`RollbackFormatError` with the 1-based line number of the offending line.
+    """
+    return _Parser(text).parse()
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.lines = text.splitlines()
+        self.ne = self.ni = None
+        self.buffer: list[bool] = []
+        self.node_line: list[int] = []
+        self.edges: list[EdgeDecl] = []
+        self.phase = "times"  # times -> nodes -> edges -> data
+        self.p = None
+
+    def parse(self) -> RollbackProblem:
+        end = len(self.lines) + 1
+        if not self.lines or self.lines[0].split("#", 1)[0].split() != HEADER.split():
+            got = self.lines[0].strip() if self.lines else "an empty file"
+            raise RollbackFormatError(f"expected header {HEADER!r}, got {got!r}", 1)
+        for no, raw in enumerate(self.lines[1:], start=2):
+            tok = raw.split("#", 1)[0].split()
+            if tok:
+                self.line(no, tok)
+        if self.ne is None:
+            raise RollbackFormatError("missing 'times NE NI' line", end)
+        if not self.buffer:
+            raise RollbackFormatError("no 'node' line", end)
+        if self.p is None:
+            self._start_data()
+        self.p.check()
+        return self.p
+
+    # -- tokens --
+    def ints(self, no, toks) -> list[int]:
+        for x in toks:
+            if not _INT.match(x):
+                raise RollbackFormatError(f"expected a non-negative integer, got {x!r}", no)
+        return [int(x) for x in toks]
+
+    def times(self, no, toks, *, required=True) -> list[Time]:
+        vals = self.ints(no, toks)
+        if len(vals) % 2:
+            raise RollbackFormatError(f"odd number of time integers ({len(vals)})", no)
+        if required and not vals:
+            raise RollbackFormatError("expected at least one time", no)
+        out = []
+        for e, i in zip(vals[::2], vals[1::2]):
+            if e >= self.ne or i >= self.ni:
+                raise RollbackFormatError(
+                    f"time ({e}, {i}) outside T = {{0..{self.ne - 1}}} x {{0..{self.ni - 1}}}", no)
+            out.append((e, i))
+        return out
+
+    def count(self, no, tok, lo, hi=None) -> None:
+        hi = lo if hi is None else hi
+        if not lo <= len(tok) <= hi:
+            want = f"{lo}" if lo == hi else (f"{lo} to {hi}" if hi < 10**6 else f"at least {lo}")
+            raise RollbackFormatError(
+                f"'{tok[0]}' takes {want} tokens, got {len(tok)}", no)
+
+    def node(self, no, x: str) -> int:
+        (v,) = self.ints(no, [x])
+        if v >= len(self.buffer):
+            raise RollbackFormatError(f"unknown node {v} (nodes are 0..{len(self.buffer) - 1})", no)
+        return v
+
+    def edge(self, no, x: str) -> int:
+        (v,) = self.ints(no, [x])
+        if v >= len(self.edges):
+            raise RollbackFormatError(f"unknown edge {v} (edges are 0..{len(self.edges) - 1})", no)
+        return v
+
+    # -- lines --
+    def line(self, no, tok) -> None:
+        kw = tok[0]
+        if self.phase == "times":
+            if kw != "times":
+                raise RollbackFormatError(f"expected 'times NE NI' after the header, got {kw!r}", no)
+            self.count(no, tok, 3)
+            self.ne, self.ni = self.ints(no, tok[1:])
+            if self.ne == 0 or self.ni == 0:
+                raise RollbackFormatError(f"NE and NI must be >= 1, got {self.ne} {self.ni}", no)
+            self.phase = "nodes"
+        elif kw == "times":
+            raise RollbackFormatError("a second 'times' line", no)
+        elif kw == "node":
+            if self.phase != "nodes":
+                raise RollbackFormatError(f"'node' after {self.phase} lines", no)
+            self.count(no, tok, 2, 3)
+            (v,) = self.ints(no, tok[1:2])
+            if v != len(self.buffer):
+                raise RollbackFormatError(f"node IDs go in order: expected {len(self.buffer)}, got {v}", no)
+            if len(tok) == 3 and tok[2] != "buffer":
+                raise RollbackFormatError(f"expected 'buffer' or nothing after the node ID, got {tok[2]!r}", no)
+            self.buffer.append(len(tok) == 3)
+            self.node_line.append(no)
+        elif kw in _EDGES:
+            if not self.buffer:
+                raise RollbackFormatError(f"'{kw}' before any 'node' line", no)
+            if self.phase == "data":
+                raise RollbackFormatError(f"edge line '{kw}' after data lines", no)
+            self.phase = "edges"
+            self.edge_line(no, tok)
+        elif kw in _DATA:
+            if not self.buffer:
+                raise RollbackFormatError(f"'{kw}' before any 'node' line", no)
+            if self.p is None:
+                self._start_data()
+            self.phase = "data"
+            getattr(self, "data_" + kw)(no, tok)
+        else:
+            raise RollbackFormatError(f"unknown keyword {kw!r}", no)
+
+    def edge_line(self, no, tok) -> None:
+        kw = tok[0]
+        self.count(no, tok, 4 if kw == "edge" else 3)
+        (k,) = self.ints(no, tok[1:2])
+        if k != len(self.edges):
+            raise RollbackFormatError(f"edge IDs go in order: expected {len(self.edges)}, got {k}", no)
+        if kw == "in":
+            self.edges.append(EdgeDecl("in", None, self.node(no, tok[2]), no))
+        elif kw == "out":
+            v = self.node(no, tok[2])
+            if not self.buffer[v]:
+                raise RollbackFormatError(
+                    f"output edge {k} from node {v}, which is not a buffer node (Condition 1)", no)
+            self.edges.append(EdgeDecl("out", v, None, no))
+        else:
+            a, b = self.node(no, tok[2]), self.node(no, tok[3])
+            if a == b:
+                raise RollbackFormatError(f"edge {k} from node {a} to itself", no)
+            self.edges.append(EdgeDecl("edge", a, b, no))
+
+    def _start_data(self) -> None:
+        self.p = RollbackProblem(self.ne, self.ni, list(self.buffer), list(self.edges),
+                                 node_line=list(self.node_line))
+        self.explicit_avail: set = set()
+
+    def phi_edge(self, no, x: str) -> int:
+        k = self.edge(no, x)
+        d = self.edges[k]
+        if d.kind != "edge":
+            raise RollbackFormatError(f"edge {k} is not an internal edge", no)
+        if self.buffer[d.src]:
+            raise RollbackFormatError(f"edge {k} leaves buffer node {d.src} (its phi is the identity)", no)
+        return k
+
+    def data_phi(self, no, tok) -> None:
+        self.count(no, tok, 5)
+        k = self.phi_edge(no, tok[1])
+        if tok[2] != "shift":
+            raise RollbackFormatError(f"expected 'shift', got {tok[2]!r}", no)
+        if k in self.p.shift:
+            raise RollbackFormatError(f"a second 'phi' for edge {k}", no)
+        self.p.shift[k] = tuple(self.ints(no, tok[3:5]))
+
+    def data_need(self, no, tok) -> None:
+        self.count(no, tok, 4, 10**9)
+        k = self.phi_edge(no, tok[1])
+        (t,) = self.times(no, tok[2:4])
+        gens = maximal(self.times(no, tok[4:], required=False))
+        over = self.p.need_over.setdefault(k, {})
+        if t in over:
+            raise RollbackFormatError(f"a second 'need' for edge {k} at {_fmt(t)}", no)
+        over[t] = gens
+        self.p.need_line.setdefault(k, {})[t] = no
+
+    def data_step(self, no, tok) -> None:
+        self.count(no, tok, 6)
+        k = self.phi_edge(no, tok[1])
+        a, b = self.times(no, tok[2:6])
+        self.p.steps.setdefault(k, set()).add((a, b))
+        self.p.step_line.setdefault((k, a, b), no)
+
+    def data_avail(self, no, tok) -> None:
+        self.count(no, tok, 2, 10**9)
+        v = self.node(no, tok[1])
+        a = self.p.avail[v]
+        if a.every and v not in self.explicit_avail:  # the first avail line: no longer 'every'
+            a.every = False
+        self.explicit_avail.add(v)
+        if len(tok) > 2 and tok[2] == "every":
+            self.count(no, tok, 3)
+            a.every = True
+        elif len(tok) > 2 and tok[2] == "epochs":
+            self.count(no, tok, 3, 4)
+            k = self.ne - 1 if len(tok) == 3 else self.ints(no, tok[3:4])[0]
+            if k >= self.ne:
+                raise RollbackFormatError(f"avail epochs {k}: K must be < NE = {self.ne}", no)
+            a.epochs = max(a.epochs, k)
+        else:
+            a.explicit.add(maximal(self.times(no, tok[2:], required=False)))
+
+    def data_consumed(self, no, tok) -> None:
+        self.count(no, tok, 2, 10**9)
+        k = self.edge(no, tok[1])
+        if self.edges[k].kind == "out":
+            raise RollbackFormatError(f"'consumed' on output edge {k}", no)
+        self.p.consumed.setdefault(k, set()).update(self.times(no, tok[2:]))
+
+    def data_notified(self, no, tok) -> None:
+        self.count(no, tok, 2, 10**9)
+        v = self.node(no, tok[1])
+        self.p.notified[v].update(self.times(no, tok[2:]))
+
+    def data_inflight(self, no, tok) -> None:
+        self.count(no, tok, 2, 10**9)
+        k = self.edge(no, tok[1])
+        if self.edges[k].kind != "edge":
+            raise RollbackFormatError(f"'inflight' on edge {k}, which is not an internal edge", no)
+        self.p.inflight.setdefault(k, set()).update(self.times(no, tok[2:]))

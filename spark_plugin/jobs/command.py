@@ -1,0 +1,269 @@
+"""Running an epoch job from the command line: what ``tfront wcc`` and ``tfront sssp`` share.
+
+:func:`run_job_command` is the body of every job command (:mod:`spark_plugin.jobs.wcc.cli`,
+:mod:`spark_plugin.jobs.sssp.cli`): the progress-log directory and ``--overwrite``/``--out``
+checked, a rerun after success answered without Spark, the Spark settings chosen
+(:func:`~spark_plugin.session.config.session_conf`) and said on stderr, the verbosity applied
+(:func:`verbosity`: the progress bar, round lines, this package's log through the bar, Spark's
+log level), an out-of-memory JVM turned into a named error, one line per final epoch and the
+totals on stdout, Ctrl-C answered with exit status 130, and the session stopped if the
+command started it. The job itself is a callable the command passes in. Importing this
+module loads neither PySpark nor any kernel.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from engine.errors import TimelyFrontierError
+
+from spark_plugin.jobs.framework import write_line
+
+__all__ = ["run_job_command", "verbosity", "SPARK_LOG_LEVELS"]
+
+log = logging.getLogger(__name__)
+
+#: A job command's verbosity (0 ``--quiet``, 1 default, 2 ``-v``, 3 ``-vv``) -> Spark's log level.
+SPARK_LOG_LEVELS = {0: "error", 1: "error", 2: "warn", 3: "info"}
+
+
+def verbosity(args) -> int:
+    """A job command's level: 0 with ``--quiet``, else 1 plus the ``-v`` count (at most 3)."""
+    if getattr(args, "quiet", False):
+        return 0
+    return 1 + min(int(getattr(args, "verbose", 0) or 0), 2)
+
+
+class _BarLogHandler(logging.Handler):
+    """Log records on stderr, written through the progress bar (:func:`write_line`)."""
+
+    def emit(self, record):
+        try:
+            write_line(self.format(record), sys.stderr)
+        except Exception:  # noqa: BLE001 -- logging's own convention
+            self.handleError(record)
+
+
+def driver_heap_bytes(spark) -> int:
+    """The driver JVM's largest heap (``Runtime.maxMemory``): what ``spark.driver.memory``
+    (or ``spark-submit --driver-memory``) actually gave it."""
+    return int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory())
+
+
+def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=None,
+                    banner: Callable | None = None, on_summary: Callable | None = None,
+                    after: Callable | None = None, memory_hint: str = "") -> int:
+    """Run the job command ``tfront NAME`` with the parsed ``args`` (``edges``, ``epochs``,
+    ``out``, ``overwrite``, ``follow``, ``progress_log``, ``master``, ``driver_memory``,
+    ``conf``, ``quiet``, ``verbose``), its input already checked by the caller.
+
+    ``run(spark, level, on_epoch)`` runs the job and returns its
+    :class:`~spark_plugin.jobs.framework.JobResult`; ``what`` names its results (``labels``,
+    ``distances``: the Ctrl-C line); ``fingerprint`` its options for
+    :func:`~spark_plugin.jobs.recovery.already_final` (default: WCC's). Optional hooks:
+    ``banner(spark)`` the end of the settings line (after the driver memory),
+    ``on_summary(summary, warn)`` after each epoch's line, ``after(result, level, warn)``
+    after the total line, ``memory_hint`` added to the out-of-memory error's advice.
+
+    Output by :func:`verbosity`: ``--quiet`` prints only warnings and errors; the default
+    prints the settings line on stderr, each final epoch's line and the totals on stdout and,
+    on a terminal, a progress bar on stderr; ``-v`` adds a line per round and this package's
+    INFO log and Spark's warnings, ``-vv`` DEBUG and Spark's INFO log. Every line goes
+    through the bar (:func:`write_line`).
+
+    Spark settings, lowest precedence first: the ``local`` preset, ``spark.ui.enabled=false``;
+    what ``spark-submit`` started the JVM with; then ``--master``, ``--driver-memory`` and
+    ``--conf KEY=VALUE``. A JVM started here exits when it runs out of heap
+    (``-XX:+ExitOnOutOfMemoryError``) instead of hanging, and the job then stops with
+    :class:`~spark_plugin.errors.SparkMemoryError`. In a process that already has an active
+    Spark session (a test, a notebook) that session is used -- its settings win -- and left
+    running; a session this command started is stopped.
+
+    Returns the exit status: 0 done (or nothing to do), 130 interrupted.
+
+    Raises
+    ------
+    OutputStateError
+        ``--overwrite`` without ``--out`` (the command's parser refuses it first).
+    FileNotFoundError
+        The directory of ``--progress-log`` does not exist.
+    """
+    import tempfile
+
+    from spark_plugin.session.config import (DRIVER_MEMORY_SHARE, build_session, format_memory, machine_memory,
+                         session_conf, submitted_conf)
+
+    follow = getattr(args, "follow", None)
+    log_path = getattr(args, "progress_log", None)
+    if log_path is not None and not Path(log_path).absolute().parent.is_dir():
+        raise FileNotFoundError(f"--progress-log {log_path}: directory "
+                                f"{str(Path(log_path).absolute().parent)!r} does not exist")
+    level = verbosity(args)
+    overwrite = bool(getattr(args, "overwrite", False))
+    if overwrite and not args.out:
+        from spark_plugin.errors import OutputStateError
+
+        raise OutputStateError("--overwrite needs --out")
+    if not overwrite:
+        from spark_plugin.jobs.recovery import already_final
+
+        final = already_final(args.out, args.edges, args.epochs or 1, follow, job=fingerprint)
+        if final is not None:   # a rerun after success: no Spark session at all
+            write_line(f"tfront {name}: {final}")
+            return 0
+    cli_conf = dict(getattr(args, "conf", None) or [])
+    if args.master:
+        cli_conf["spark.master"] = args.master
+    driver_memory = getattr(args, "driver_memory", None)
+    if driver_memory:
+        cli_conf["spark.driver.memory"] = driver_memory
+    from pyspark.sql import SparkSession
+
+    running = SparkSession.getActiveSession()   # a caller's session (a test, a notebook)
+    submitted = submitted_conf()          # {} unless spark-submit started the JVM
+    jvm_running = bool(submitted) or running is not None
+    settings = session_conf("local", conf=cli_conf, submitted=submitted,
+                            defaults={"spark.ui.enabled": "false",
+                                      "spark.ui.showConsoleProgress": "false"})
+    oom_marker = None
+    if submitted:
+        for key in ("spark.driver.memory", "spark.driver.extraJavaOptions"):
+            if key in cli_conf and cli_conf[key] != submitted.get(key):
+                print(f"tfront {name}: warning: {key}={cli_conf[key]} has no effect: the driver "
+                      f"JVM was already started by spark-submit (pass it to spark-submit)",
+                      file=sys.stderr, flush=True)
+    if not jvm_running:   # this process starts the JVM: make an out-of-memory JVM exit, say so
+        oom_dir = tempfile.mkdtemp(prefix=f"tfront-{name}-")
+        oom_marker = Path(oom_dir) / "jvm-out-of-memory"
+        settings["spark.driver.extraJavaOptions"] = " ".join(filter(None, [
+            settings.get("spark.driver.extraJavaOptions", ""), "-XX:+ExitOnOutOfMemoryError",
+            f"-XX:OnOutOfMemoryError='touch {oom_marker}'"]))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    done: list = []
+    handler = _BarLogHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    ours = [logging.getLogger(n) for n in ("engine", "gpu_kernels", "spark_plugin")]
+    saved_levels = (root.level, [lg.level for lg in ours])
+    root.setLevel(logging.WARNING)
+    for lg in ours:
+        lg.setLevel({2: logging.INFO, 3: logging.DEBUG}.get(level, logging.WARNING))
+
+    def warn(text: str) -> None:
+        write_line(f"tfront {name}: warning: {text}", sys.stderr)
+
+    try:
+        try:
+            spark = build_session("local", app_name=f"tfront-{name}", conf=settings,
+                                  log_level=SPARK_LOG_LEVELS[level])
+        except BaseException:
+            if oom_marker is not None:
+                shutil.rmtree(oom_marker.parent, ignore_errors=True)
+            raise
+        try:
+            heap = driver_heap_bytes(spark)
+            if level >= 1:
+                master = spark.sparkContext.master
+                total = machine_memory()
+                source = ("--driver-memory" if driver_memory
+                          else "--conf" if "spark.driver.memory" in cli_conf
+                          else "spark-submit" if "spark.driver.memory" in submitted
+                          else "Spark's default" if jvm_running
+                          else f"{DRIVER_MEMORY_SHARE:.0%} of this machine's "
+                               f"{total / (1 << 30):.1f} GiB")
+                sc_conf = spark.sparkContext.getConf()
+                write_line(f"tfront {name}: Spark master {master}; driver memory "
+                           f"{sc_conf.get('spark.driver.memory', '1g')} ({source}; "
+                           f"heap {format_memory(heap)})"
+                           + ("" if master.startswith("local[") or master == "local" else
+                              f"; executor memory {sc_conf.get('spark.executor.memory', '1g')}")
+                           + (f"; {banner(spark)}" if banner is not None else ""),
+                           sys.stderr)
+
+            def on_epoch(s) -> None:
+                done.append(s)
+                if level >= 1:
+                    write_line(f"{s.line()}; input {s.source}")
+                if on_summary is not None:
+                    on_summary(s, warn)
+
+            try:
+                res = run(spark, level, on_epoch)
+            except KeyboardInterrupt:
+                kept = (f"epochs 0-{done[-1].epoch} are written to {args.out}"
+                        if done and args.out else "no epoch was finished" if not done
+                        else f"{what} not saved (no --out)")
+                write_line(f"tfront {name}: interrupted after {len(done)} epoch"
+                           f"{'s' if len(done) != 1 else ''}; {kept}", sys.stderr)
+                return 130
+            except TimelyFrontierError:
+                raise
+            except Exception as e:   # Py4J and Spark errors: a JVM that died or ran out of memory?
+                failure = _jvm_failure(e, oom_marker, heap, memory_hint)
+                if failure is not None:
+                    raise failure from e
+                raise
+            if level >= 1:
+                write_line(res.total_line(args.out))
+            if after is not None:
+                after(res, level, warn)
+        finally:
+            if running is None:   # the session this command started; a caller's runs on
+                try:
+                    spark.stop()
+                except Exception as e:   # a dead JVM: the job's own error says what happened
+                    log.debug("stopping the Spark session failed: %s", e)
+            if oom_marker is not None:
+                shutil.rmtree(oom_marker.parent, ignore_errors=True)
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved_levels[0])
+        for lg, lv in zip(ours, saved_levels[1]):
+            lg.setLevel(lv)
+    return 0
+
+
+def _jvm_status():
+    """The exit status of the driver JVM this process started, or ``None`` while it runs
+    (or when spark-submit started it)."""
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    return None if proc is None else proc.poll()
+
+
+def _jvm_failure(err: BaseException, oom_marker, heap: int, hint_more: str = ""):
+    """The named error for a job that failed because a JVM ran out of memory or died
+    (:class:`SparkMemoryError`, :class:`SparkJobError`), or ``None`` for any other failure."""
+    from spark_plugin.session.config import format_memory
+    from spark_plugin.errors import SparkJobError, SparkMemoryError
+
+    deadline = time.monotonic() + 3   # a JVM that is exiting takes a moment to be reaped
+    while (_jvm_status() is None and "OutOfMemoryError" not in str(err)
+           and (oom_marker is None or not oom_marker.exists()) and time.monotonic() < deadline):
+        time.sleep(0.1)
+    status = _jvm_status()
+    hint = (f"rerun with a larger --driver-memory (this run's heap: {format_memory(heap)})"
+            + (f", or {hint_more}" if hint_more else ""))
+    if oom_marker is not None and oom_marker.exists():
+        return SparkMemoryError(f"the Spark driver JVM ran out of memory and exited "
+                                f"(status {status}): {hint}", status)
+    if "OutOfMemoryError" in str(err):
+        return SparkMemoryError(f"a Spark JVM ran out of memory ({_first_line(err)}): {hint}; "
+                                f"on a cluster, raise --conf spark.executor.memory", status)
+    if status is not None:
+        return SparkJobError(f"the Spark driver JVM exited with status {status} during the job "
+                             f"({_first_line(err)})", status)
+    return None
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}"

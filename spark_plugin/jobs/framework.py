@@ -1,0 +1,1331 @@
+"""A small framework for epoch-by-epoch Spark jobs decided from frontiers (issue 13).
+
+A *job* reads its input in epochs (:func:`~spark_plugin.jobs.edges.epoch_sources`: a file split
+into slices, a directory of epoch files, or a followed directory stream), runs Spark stages
+per epoch until its frontiers say the epoch is done, and writes each *final* epoch -- one
+whose frontier at the output operator's input has passed it -- to a Parquet dataset, with a
+manifest that makes a local output resumable (:mod:`spark_plugin.jobs.recovery`). What is the
+same for every such job lives here; a job supplies its dataflow and its algorithm, and
+speaks of progress only in its operators' words (:class:`engine.operate.dataflow.Report`).
+
+Writing a job
+-------------
+Subclass :class:`EpochJob` and define:
+
+* ``name`` (producers ``name-<partition>``, ``name-driver``, ``name-output``; Spark job
+  descriptions; the progress bar), ``input`` and ``output`` (``(operator path, port)`` of
+  the input operator's output, which holds a capability for the next epoch, and of the
+  output operator's input, whose frontier says when an epoch is final),
+  ``result_columns`` (the int64 columns of an epoch's result besides ``epoch``, sorted by
+  the first) and ``backends`` (the kernel backends the job accepts);
+* :meth:`EpochJob.dataflow` -- the operators (:class:`engine.operate.dataflow.Operate`) in a root
+  :class:`engine.operate.dataflow.Scope`, built; the input operator declares an initial capability
+  at epoch 0;
+* :meth:`EpochJob.epoch` -- the algorithm: run stages (:meth:`JobDriver.run_stage` for a
+  ``mapInArrow`` stage over a DataFrame; :meth:`JobDriver.apply_stage` for reports made
+  elsewhere), decide from :meth:`JobDriver.frontier`, return an :class:`EpochOutcome`
+  with the epoch's result;
+* :meth:`EpochJob.output_report` -- the report that delivers the result to the output
+  operator and moves on (or drops) the capability it was sent under; optionally
+  :meth:`EpochJob.input_report`, :meth:`EpochJob.end_report`, :meth:`EpochJob.resume`,
+  :meth:`EpochJob.summary` and the hooks ``start``, ``prepare``, ``finish``, ``holding``;
+  a job whose rows, results or state differ from WCC's: :meth:`EpochJob.sources` and
+  :meth:`EpochJob.input_table` (its input), :meth:`EpochJob.fingerprint` (the options that
+  make two runs the same job in a resumed ``out``),  and
+  :meth:`EpochJob.replay` (state its output does not hold, rebuilt on resume from the input
+  of the epochs already final).
+
+The framework reports the rest: the operators' initial capabilities, the input's messages
+and capability per epoch, the output operator consuming the result; it checks the output
+frontier before writing. The task side of a stage is a :class:`StageTask` subclass whose
+:meth:`StageTask.work` gets the partition's rows as NumPy arrays and returns the output
+rows, the task's :class:`~engine.operate.dataflow.Report` and where its kernels ran; the framework
+ships the report as progress rows beside the data, and the driver guards a stage's reports
+against the capabilities held (:meth:`engine.operate.dataflow.Dataflow.check`), translates them
+(:meth:`engine.operate.dataflow.Ports.pointstamps`) and applies them once per task (producer
+``name-<partition>``, ``seq`` = the stage number) before any frontier is read.
+
+:meth:`EpochJob.run` returns a :class:`JobResult`. :class:`spark_plugin.jobs.wcc.job.WccJob` and
+:class:`spark_plugin.jobs.sssp.job.SsspJob` are complete examples (``docs/jobs.md``).
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from engine import Backend
+from engine.batched.backend import ENV_VAR
+from engine.errors import BackendError, BatchError, TimelyFrontierError
+from engine.jit import CompileWatch
+from engine.operate.dataflow import Dataflow, Report
+
+from spark_plugin.service.device import KernelPlacement
+from spark_plugin.jobs.progress_log import ProgressRecorder
+from spark_plugin.schema import delta_table, text_column
+from spark_plugin.service.frontier_service import FrontierService
+from spark_plugin.jobs.edges import EdgeInputError, edges_table, epoch_sources
+from spark_plugin.jobs.recovery import OutputLog, crash_point, dataframe_digest, job_fingerprint
+
+__all__ = ["EpochJob", "EpochInput", "EpochOutcome", "JobDriver", "JobResult", "StageTask",
+           "JobProtocolError", "Checkpoints", "Progress", "write_line", "requested_backend",
+           "service_backend", "fmt_frontier", "le"]
+
+log = logging.getLogger(__name__)
+
+#: The progress columns every stage's task emits beside its data columns: the task's
+#: :class:`~engine.operate.dataflow.Report` as rows (``kind`` a :class:`~engine.operate.dataflow.ReportKind`,
+#: ``op`` the operator's path, ``port``, ``ts``, ``count``), its ``producer`` and ``seq``,
+#: and the backend its kernels ran on with the reason. A data row has nulls there; a
+#: progress row nulls in the data columns. A task with nothing to report sends one row with
+#: an empty ``op``: the marker by which its ``(producer, seq)`` arrives.
+PROGRESS_DDL = ("kind tinyint, op string, port int, ts array<bigint>, count bigint, "
+                "producer string, seq bigint, kernels string, kernels_reason string")
+#: The report columns of the progress rows.
+REPORT_COLUMNS = ["kind", "op", "port", "ts", "count"]
+
+
+class JobProtocolError(TimelyFrontierError, RuntimeError):
+    """A frontier did not advance as the protocol requires (a lost or duplicated progress
+    batch)."""
+
+
+@dataclass
+class JobResult:
+    """What :meth:`EpochJob.run` did.
+
+    ``epochs`` lists the summaries of the epochs this run computed (:meth:`EpochJob.summary`);
+    ``seconds`` is the job's wall time (the session already running); ``tracking_seconds``
+    the driver's progress-tracking time on its main thread (building the stages' delta
+    batches, ``FrontierService.apply`` of them, frontier queries, and waiting for its own
+    batches on the tracking thread); ``tracking_background_seconds`` the time the tracking
+    thread spent building and applying the driver's own batches (overlapped with Spark work,
+    except what ``tracking_seconds`` waited for); ``delta_collect_seconds`` the Spark jobs
+    that bring the tasks' progress rows to the driver (the checkpointed stage output's
+    progress rows, or the whole output of a stage collected to finish the epoch on the
+    driver). ``table`` is the last epoch's result (sorted by its first column) when no
+    ``out`` was given; ``service`` the frontier service (all its counts are zero at the
+    end); ``stages`` the number of Spark stages run. ``backend`` is the requested kernel
+    backend; ``kernels`` counts tasks per backend their kernels actually ran on;
+    ``kernel_fallbacks`` maps each reason a task ran the CPU kernels although ``cuda`` or
+    ``auto`` was requested to its number of tasks; ``service_backend`` is the frontier
+    service's engine backend. ``kernel_seconds`` is the time the driver took to load its
+    kernels from Numba's cache -- or to compile them, ``kernels_compiled`` > 0 (the number of
+    compilations: a first run, or an empty cache) -- on the tracking thread while the job
+    read its first epoch and ran its first Spark job; waiting for it is not part of
+    ``tracking_seconds``. ``checkpoints``: with a checkpoint directory, the checkpoints left
+    there -- those of the newest final epoch run on Spark, what a restart from that epoch
+    needs; everything superseded is deleted as the job goes. ``resumed_at`` is the first
+    epoch this run computed: the epochs before it were already final in ``out`` (crash
+    recovery)."""
+
+    epochs: list = field(default_factory=list)
+    seconds: float = 0.0
+    tracking_seconds: float = 0.0
+    table: pa.Table | None = None
+    service: FrontierService | None = None
+    stages: int = 0
+    delta_collect_seconds: float = 0.0
+    tracking_background_seconds: float = 0.0
+    backend: Backend = Backend.AUTO
+    kernels: dict = field(default_factory=dict)
+    kernel_fallbacks: dict = field(default_factory=dict)
+    service_backend: str = ""
+    kernel_seconds: float = 0.0
+    kernels_compiled: int = 0
+    checkpoints: tuple = ()
+    resumed_at: int = 0
+
+    #: What the total line calls the job's result (``labels in OUT``).
+    what = "results"
+
+    def total_line(self, out: str | None = None) -> str:
+        """The job's summary: epochs, job seconds, and apart from each other the time the
+        driver took to load (or, the first time, compile) its kernels and the progress
+        tracking time.
+
+        >>> JobResult(seconds=4.0, tracking_seconds=0.05, kernel_seconds=0.2).total_line()
+        'total: 0 epochs, 4.00 s (kernels loaded 0.20 s, progress tracking 0.05 s); nothing written'
+        """
+        if self.kernels_compiled:
+            kernels = f"kernels compiled {self.kernel_seconds:.2f} s (once: cached for later runs)"
+        else:
+            kernels = f"kernels loaded {self.kernel_seconds:.2f} s"
+        if not self.epochs and self.resumed_at and out:
+            kept = ("epoch 0 was" if self.resumed_at == 1
+                    else f"all {self.resumed_at} epochs were")
+            return (f"total: {self.counts()}, {self.seconds:.2f} s; nothing to do: {kept} "
+                    f"already final in {out} (--overwrite recomputes them)")
+        if not self.epochs:
+            saved = "; nothing written" + (f" to {out}" if out else "")
+        elif out:
+            saved = f", {self.what} in {out}"
+        else:
+            saved = f", {self.what} not saved (no --out given)"
+        if self.resumed_at:
+            kept = ("epoch 0 was" if self.resumed_at == 1
+                    else f"epochs 0-{self.resumed_at - 1} were")
+            saved += f" (resumed: {kept} already final there)"
+        return (f"total: {self.counts()}, {self.seconds:.2f} s ({kernels}, progress "
+                f"tracking {self.tracking_seconds:.2f} s){saved}")
+
+    def counts(self) -> str:
+        """What the total line counts first: ``N epochs`` (a job may add its own counts)."""
+        return f"{len(self.epochs)} epochs"
+
+    def kernels_line(self) -> str:
+        """One line: the requested backend, tasks per backend, and each CPU fallback's reason.
+
+        >>> JobResult(backend=Backend.CUDA, kernels={"cpu": 3},
+        ...           kernel_fallbacks={"no GPU": 3}).kernels_line()
+        'kernels: cuda requested; tasks on cpu 3; on the CPU because: no GPU (3 tasks)'
+        """
+        text = f"kernels: {self.backend.value} requested; tasks on " + (", ".join(
+            f"{b} {n}" for b, n in sorted(self.kernels.items())) or "none")
+        if self.kernel_fallbacks:
+            text += "; on the CPU because: " + "; ".join(
+                f"{why} ({n} task{'s' if n != 1 else ''})"
+                for why, n in sorted(self.kernel_fallbacks.items()))
+        return text
+
+
+class StageTask(abc.ABC):
+    """The ``mapInArrow`` function of one stage of a job: the round's work plus its progress.
+
+    Subclass it, set :attr:`data_schema` (the stage's input and output data columns) and
+    define :meth:`work`. An instance is pickled to the tasks: keep its state small (the
+    epoch, iteration, backend). ``wrap`` (the job's ``task_wrapper``, a testing hook) wraps
+    the task function. The task's progress is a :class:`~engine.operate.dataflow.Report` in the
+    operators' words -- messages consumed per input, produced per output, capability
+    changes -- shipped as rows (:data:`PROGRESS_DDL`); the driver guards it against the
+    capabilities held and translates it into pointstamps (:meth:`JobDriver.apply_stage`).
+    """
+
+    #: The data columns a stage reads and writes (name, Arrow type).
+    data_schema = pa.schema([])
+
+    def __init__(self, seq: int, producer: str, large: bool, wrap: Callable | None = None):
+        self.seq, self.producer, self.large, self.wrap = seq, producer, large, wrap
+
+    @abc.abstractmethod
+    def work(self, cols: dict, part: int) -> tuple[dict, Report, KernelPlacement]:
+        """The work of task ``part`` on its rows ``cols`` (column name -> NumPy array):
+        returns the output columns (same names as :attr:`data_schema`), the task's progress
+        report, and where its kernels ran."""
+
+    @classmethod
+    def ddl(cls) -> str:
+        """The Spark DDL of the stage's output: the data columns, then :data:`PROGRESS_DDL`."""
+        spark_types = {pa.int64(): "bigint", pa.int32(): "int", pa.bool_(): "boolean",
+                       pa.float64(): "double"}
+        return ", ".join(f"{f.name} {spark_types[f.type]}" for f in cls.data_schema) + \
+            ", " + PROGRESS_DDL
+
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of the stage's output (what ``mapInArrow`` expects)."""
+        lst, txt = arrow_types(self.large)
+        return pa.schema(list(self.data_schema) + [
+            ("kind", pa.int8()), ("op", txt), ("port", pa.int32()), ("ts", lst),
+            ("count", pa.int64()), ("producer", txt), ("seq", pa.int64()), ("kernels", txt),
+            ("kernels_reason", txt)])
+
+    def __call__(self, batches):
+        fn = self._run if self.wrap is None else self.wrap(self._run)
+        return fn(batches)
+
+    def _run(self, batches):
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        part = ctx.partitionId() if ctx is not None else 0
+        bs = list(batches)
+        t = pa.Table.from_batches(bs) if bs else None
+        cols = {f.name: (arrow_numpy(t.column(f.name)).astype(f.type.to_pandas_dtype(),
+                                                               copy=False)
+                         if t is not None else np.zeros(0, f.type.to_pandas_dtype()))
+                for f in self.data_schema}
+        out, report, placement = self.work(cols, part)
+        yield from self._data_batches(out)
+        yield self._progress_batch(report, f"{self.producer}-{part}", placement)
+
+    def _data_batches(self, out: dict, chunk: int = 1 << 16):
+        schema = self.schema()
+        n = len(next(iter(out.values()))) if out else 0
+        nd = len(self.data_schema)
+        for s in range(0, n, chunk):
+            k = min(chunk, n - s)
+            arrays = [arrow_bool(out[f.name][s:s + k]) if pa.types.is_boolean(f.type)
+                      else arrow_fixed(f.type, out[f.name][s:s + k]) for f in self.data_schema]
+            arrays += [pa.nulls(k, f.type) for f in list(schema)[nd:]]
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def _progress_batch(self, report: Report, producer: str,
+                        placement: KernelPlacement) -> pa.RecordBatch:
+        """The task's report as progress rows, each also naming the backend its kernels ran
+        on (``placement``) and why; an empty report is one marker row (``op`` empty)."""
+        schema = self.schema()
+        c = report.to_arrays()
+        k = len(c["count"])
+        if k:   # columnar: the list offsets from the rows' widths, the coordinates they keep
+            width = c["width"].astype(np.int64)
+            values = c["ts"][np.arange(c["ts"].shape[1]) < width[:, None]]
+            op = arrow_take(schema.field("op").type, c["ops"], c["op"])
+            kind, port, count = c["kind"], c["port"], c["count"]
+        else:   # the marker: the (producer, seq) arrives with nothing in it
+            k, width, values = 1, np.zeros(1, np.int64), np.zeros(0, np.int64)
+            op = arrow_take(schema.field("op").type, [""], np.zeros(1, np.int32))
+            kind, port, count = (np.zeros(1, np.int8), np.zeros(1, np.int32),
+                                 np.zeros(1, np.int64))
+        one = np.zeros(k, np.int32)
+        arrays = [pa.nulls(k, f.type) for f in self.data_schema]
+        arrays += [
+            arrow_fixed(pa.int8(), kind), op, arrow_fixed(pa.int32(), port),
+            arrow_ragged(schema.field("ts").type, values, width),
+            arrow_fixed(pa.int64(), count),
+            arrow_take(schema.field("producer").type, [producer], one),
+            arrow_fixed(pa.int64(), np.full(k, self.seq, np.int64)),
+            arrow_take(schema.field("kernels").type, [placement.backend.value], one),
+            arrow_take(schema.field("kernels_reason").type, [placement.reason], one)]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def reports_of(progress: pa.Table, producers=None) -> dict[str, Report]:
+    """The report of every producer in the progress rows ``progress`` (columns
+    :data:`REPORT_COLUMNS` and ``producer``; marker rows give an empty report), in order of
+    first appearance. Columnar: the producers and operator paths are dictionary-encoded,
+    the timestamps read from the list column's offsets and values; one Python step per
+    producer. ``producers``: :func:`producer_rows` of ``progress``, if already computed.
+
+    Raises
+    ------
+    BatchError
+        A null in a report column (a data row among the progress rows), or a marker row
+        (empty ``op``) that carries a timestamp or a count."""
+    names, groups = producer_rows(progress) if producers is None else producers
+    if not names:
+        return {}
+    op_codes, op_names = text_column(progress.column("op"), "op")
+    for col in ("kind", "port", "count"):
+        if progress.column(col).null_count:
+            raise BatchError(f"progress rows: column {col!r} is null in "
+                             f"{progress.column(col).null_count} rows (a data row?)")
+    kind = arrow_numpy(progress.column("kind")).astype(np.int64)
+    port = arrow_numpy(progress.column("port")).astype(np.int64)
+    count = arrow_numpy(progress.column("count")).astype(np.int64)
+    ts, widths = list_matrix(progress.column("ts"), "ts")
+    # the marker's empty path is no operator: codes only over the real rows' paths
+    marker = np.zeros(len(op_names), np.bool_)
+    if "" in op_names:
+        marker[op_names.index("")] = True
+    real = ~marker[op_codes]
+    bad = ~real & ((widths != 0) | (count != 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise BatchError(f"progress row {i}: a marker row (empty op) of producer "
+                         f"{progress.column('producer')[i].as_py()!r} carries a timestamp "
+                         f"({len(ts[i][:widths[i]])} coordinates) or a count ({count[i]})")
+    keep = np.flatnonzero(~marker)
+    recode = np.full(len(op_names), -1, np.int64)
+    recode[keep] = np.arange(len(keep))
+    ops = [op_names[j] for j in keep]
+    codes = recode[op_codes]
+    out: dict[str, Report] = {}
+    for p, rows in zip(names, groups):
+        idx = rows[real[rows]]
+        if not len(idx):   # only its marker
+            out[p] = Report()
+            continue
+        if int(idx[-1]) - int(idx[0]) + 1 == len(idx):   # one run of rows: views, no gather
+            idx = slice(int(idx[0]), int(idx[-1]) + 1)
+        out[p] = Report.from_arrays(kind[idx], codes[idx], port[idx], ts[idx], count[idx],
+                                    ops, width=widths[idx])
+    return out
+
+
+def producer_rows(progress: pa.Table) -> tuple[list[str], list[np.ndarray]]:
+    """The producers of the rows ``progress`` in order of first appearance, and the row
+    indices of each (ascending), from one ``dictionary_encode`` and one stable
+    ``argsort``: no Python step per row."""
+    codes, names = text_column(progress.column("producer"), "producer")
+    order = np.argsort(codes, kind="stable")
+    cuts = np.cumsum(np.bincount(codes, minlength=len(names)))[:-1]
+    return names, np.split(order, cuts)
+
+
+class JobDriver:
+    """The driver side of a job: its :class:`~spark_plugin.service.frontier_service.FrontierService` over
+    the job's :class:`~engine.operate.dataflow.Dataflow`, the tracking thread that applies the
+    driver's own reports, the stages, the kernel counts.
+
+    Every report -- the driver's and the tasks' -- is guarded first
+    (:meth:`~engine.operate.dataflow.Dataflow.check` against the service's counts: production needs a
+    capability or a consumed message that could result in it, capabilities only move
+    forward, only held ones are dropped; a violation is a named
+    :class:`~engine.errors.ReportError` and nothing is applied), then translated into
+    pointstamps (:meth:`~engine.operate.dataflow.Ports.pointstamps`) and applied as one batch of its
+    producer -- ``(producer, seq)`` exactly once, as the service does for any batch. The
+    driver's own reports (:meth:`report`) are applied on a tracking thread, in order, while
+    the driver goes on (reading the epoch, submitting its Spark job); every frontier query
+    and every stage's apply first waits for them (:meth:`sync`), so no decision sees a
+    stale count.
+    """
+
+    #: What :meth:`round_passed` raises (the job's own, set by :meth:`EpochJob.run`).
+    protocol_error = JobProtocolError
+
+    def __init__(self, spark, dataflow: Dataflow, *, name: str, requested: Backend,
+                 partitions: int, task_wrapper=None, checkpoint_dir=None, progress_log=None,
+                 meta=None, protocol_error=None):
+        from spark_plugin.service.batch import large_var_types
+
+        if protocol_error is not None:
+            self.protocol_error = protocol_error
+        self.spark, self.dataflow, self.name = spark, dataflow, name
+        self.graph = dataflow.graph
+        self.requested = requested
+        self.service_backend = service_backend(requested)
+        self.service = FrontierService(self.graph, backend=self.service_backend, strict=True)
+        self.P = partitions
+        self.large = large_var_types(spark)
+        self.task_wrapper = task_wrapper
+        self.checkpoints = Checkpoints(spark, checkpoint_dir)
+        self.tracking = self.background = self.collecting = 0.0
+        self.kernel_seconds, self.kernels_compiled = 0.0, 0
+        self.seq: dict = {}           # producer -> its next seq (the driver's own producers)
+        self.stages = 0               # the next stage number (the tasks' seq)
+        self.kernels: dict = {}       # backend -> tasks, the whole job
+        self.kernel_fallbacks: dict = {}
+        self.epoch_kernels: dict = {}   # backend -> tasks of the current epoch
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"{name}-tracking")
+        self._pending: list = []
+        self._loading: list = []
+        self.steps = ProgressRecorder(spark.sparkContext, progress_log, graph=self.graph,
+                                      job=name, meta=meta)
+        self.steps.attach(self.service)
+
+    # -- the driver's own progress ---------------------------------------------------------
+    def load_kernels(self, load: Callable[[], CompileWatch]) -> None:
+        """Run ``load`` (returning its :class:`~engine.jit.CompileWatch`) first on the
+        tracking thread; the first :meth:`sync` waits for it outside the tracking time."""
+        self._loading.append(self._pool.submit(load))
+
+    def _timed_apply(self, report, producer, s):
+        """On the tracking thread: guard and translate ``report`` (``None``: the operators'
+        initial capabilities), apply it as batch ``s`` of ``producer``."""
+        t0 = time.perf_counter()
+        if report is None:
+            loc, ts, diff = self.dataflow.initial()
+        else:
+            loc, ts, diff = self.dataflow.check(report, self.service)
+        self.service.apply(self._delta_table(loc, ts, diff, producer, s))
+        return time.perf_counter() - t0
+
+    def _delta_table(self, loc, ts, diff, producer, s) -> pa.Table:
+        if not len(loc):   # the marker: the (producer, seq) arrives with nothing in it
+            loc, ts, diff = [0], np.zeros((1, self.graph.m + self.graph.max_depth), np.int64), [0]
+        return delta_table(np.asarray(loc, np.int32), np.asarray(ts, np.int64),
+                           np.asarray(diff, np.int64), producer, s)
+
+    def report(self, report: Report | None, producer: str | None = None) -> None:
+        """Apply ``report`` as the next batch of ``producer`` (default ``<name>-driver``), on
+        the tracking thread (guarded there, against the counts of every earlier batch).
+        ``None`` applies the operators' initial capabilities (the job's first batch)."""
+        t0 = time.perf_counter()
+        producer = producer or f"{self.name}-driver"
+        s = self.seq.get(producer, 0)
+        self.steps.tag(producer, s)
+        self._pending.append(self._pool.submit(self._timed_apply, report, producer, s))
+        self.seq[producer] = s + 1
+        self.tracking += time.perf_counter() - t0
+
+    def sync(self) -> None:
+        """Wait until the driver's own batches are applied (re-raising their errors)."""
+        if self._loading:   # waiting for the kernels to load (or compile) is not tracking
+            watch = self._loading.pop().result()
+            self.kernel_seconds, self.kernels_compiled = watch.seconds, watch.compiled
+        while self._pending:
+            fut = self._pending.pop(0)
+            t0 = time.perf_counter()
+            self.background += fut.result()   # re-raises the apply's error here
+            self.tracking += time.perf_counter() - t0
+
+    def frontier(self, loc: int) -> list:
+        """The frontier at location ``loc`` after every batch reported so far."""
+        self.sync()
+        t0 = time.perf_counter()
+        f = self.service.frontier(loc)
+        self.tracking += time.perf_counter() - t0
+        return f
+
+    def frontier_at(self, op: str, input: int) -> list:
+        """The frontier at input ``input`` of operator ``op`` (its path)."""
+        return self.frontier(self.dataflow.target(op, input))
+
+    # -- decisions from frontiers ------------------------------------------------------------
+    def round_passed(self, e: int, it: int, *targets, what: str = "every task reported"):
+        """The check that round ``it`` of epoch ``e`` is complete: the frontier at each of
+        ``targets`` (``(operator path, input)`` pairs) has no element ``<= (e, it)`` (product
+        order). Returns the frontiers, in the order of ``targets``; otherwise raises the job's
+        :attr:`protocol_error` naming every frontier (``what``: what happened before the
+        check, for the message)."""
+        fronts = [self.frontier_at(op, port) for op, port in targets]
+        if any(le(t, (e, it)) for f in fronts for t in f):
+            raise self.protocol_error(
+                f"epoch {e} round {it}: {what}, but the frontier at "
+                + " / ".join(f"{_port_name(op, port)} {fmt_frontier(f)}"
+                             for (op, port), f in zip(targets, fronts))
+                + f" has not passed ({e}, {it})")
+        return fronts
+
+    def converged(self, e: int, frontier) -> bool:
+        """Whether a loop has converged for epoch ``e``: ``frontier`` (at the loop's head) has
+        no element of epoch ``e`` or earlier -- nothing in flight, no capability that could
+        send anything of ``e`` round the loop again."""
+        return not any(t[0] <= e for t in frontier)
+
+    # -- stages ----------------------------------------------------------------------------
+    def new_stage(self, step: str, epoch: int, iteration: int) -> int:
+        """Number the next stage (its tasks' ``seq``) and name its step (Spark job
+        description, progress log)."""
+        s = self.stages
+        self.stages += 1
+        self.steps.step(step, epoch, iteration, s)
+        return s
+
+    def apply_stage(self, reports: dict, s: int, what: str, placements=None) -> None:
+        """Apply stage ``s``: ``reports`` maps each task's producer (``<name>-<partition>``)
+        to its :class:`~engine.operate.dataflow.Report` (:func:`reports_of`). The stage's reports are
+        guarded together, as the one step they are (:meth:`~engine.operate.dataflow.Dataflow.check`:
+        a violation raises and nothing is applied), then each is translated and applied as
+        its producer's batch ``s``, all in one ``apply``. Raises
+        :class:`~spark_plugin.errors.MissingBatchError` if a task's batch is missing.
+        ``placements``: ``(backend, reason)`` per task, counted (:meth:`count_kernels`)."""
+        self.sync()
+        t1 = time.perf_counter()
+        df = self.dataflow
+        df.check(Report.concat(reports.values()), self.service)
+        tables = [self._delta_table(*df.pointstamps(r), p, s) for p, r in reports.items()]
+        res = self.service.apply(pa.concat_tables(tables) if tables
+                                 else self._delta_table([], [], [], f"{self.name}-0", s))
+        self.tracking += time.perf_counter() - t1
+        want = {f"{self.name}-{p}": s for p in range(self.P)}
+        got = {p for p, q in res.applied if q == s} | {p for p, q in res.duplicates if q == s}
+        if set(want) - got:
+            self.service.check_complete(want)  # raises MissingBatchError naming the producers
+        if placements is not None:
+            self.count_kernels(s, what, placements)
+
+    def apply_progress(self, progress: pa.Table, s: int, what: str) -> None:
+        """:meth:`apply_stage` from a stage's progress rows (:data:`PROGRESS_DDL`)."""
+        t0 = time.perf_counter()
+        names, groups = producer_rows(progress)
+        reports = reports_of(progress, (names, groups))
+        first = pa.array(np.array([g[0] for g in groups], np.int64), pa.int64())
+        placements = zip(*(progress.column(c).take(first).to_pylist()
+                           for c in ("kernels", "kernels_reason")))
+        self.tracking += time.perf_counter() - t0
+        self.apply_stage(reports, s, what, list(placements))
+
+    def count_kernels(self, s: int | None, what: str, placements) -> None:
+        """Count stage ``s``'s tasks per backend from their ``(backend, reason)`` pairs
+        (``s`` ``None``: kernels the driver ran itself, one entry); a CPU fallback's reason
+        is logged the first time the job sees it."""
+        counts: dict = {}
+        requested = self.requested
+        where = "on the driver" if s is None else f"in stage {s}"
+        for k, why in placements:
+            counts[k] = counts.get(k, 0) + 1
+            self.epoch_kernels[k] = self.epoch_kernels.get(k, 0) + 1
+            self.kernels[k] = self.kernels.get(k, 0) + 1
+            if k == Backend.CPU.value and requested in (Backend.AUTO, Backend.CUDA):
+                if why not in self.kernel_fallbacks:
+                    log.log(logging.WARNING if requested is Backend.CUDA else logging.INFO,
+                            "backend %s: %s kernels on the CPU %s (%s): %s",
+                            requested.value, self.name.upper(), where, what, why)
+                self.kernel_fallbacks[why] = self.kernel_fallbacks.get(why, 0) + 1
+        log.info("%s (%s): tasks per kernel backend %s", where, what,
+                 ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
+
+    def run_stage(self, make_task: Callable[[int], StageTask], df, key, step: str,
+                  epoch: int, iteration: int):
+        """Run one stage on ``df`` (the task's data columns) repartitioned into ``P`` by
+        ``key``: ``make_task(seq)`` is its :class:`StageTask`. The output is checkpointed
+        (:class:`Checkpoints`), its progress rows collected and applied
+        (:meth:`apply_progress`) before this returns. Returns the data rows (a DataFrame)
+        and the ids of the checkpoint, for :meth:`Checkpoints.release`."""
+        from pyspark.sql import functions as F
+
+        from spark_plugin.service.batch import collect_arrow
+
+        s = self.new_stage(step, epoch, iteration)
+        task = make_task(s)
+        done, ids = self.checkpoints.checkpoint(df.repartition(self.P, key)
+                                                .mapInArrow(task, task.ddl()))
+        t0 = time.perf_counter()
+        progress = collect_arrow(done.filter(F.col("kind").isNotNull())
+                                 .select(*REPORT_COLUMNS, "producer", "seq", "kernels",
+                                         "kernels_reason"))
+        self.collecting += time.perf_counter() - t0
+        self.apply_progress(progress, s, f"{step}, epoch {epoch} iteration {iteration}")
+        names = [f.name for f in task.data_schema]
+        return done.filter(F.col("kind").isNull()).select(*names), ids
+
+    def close(self, error: BaseException | None) -> None:
+        """Stop the tracking thread and end the progress log (``error``: what ended the job)."""
+        self._pool.shutdown(wait=True)
+        self.steps.close(error)
+
+
+@dataclass
+class EpochInput:
+    """The input of one epoch: ``source`` (an :class:`~spark_plugin.jobs.edges.EpochSource`),
+    its ``rows``, and ``scan`` -- a :class:`~spark_plugin.jobs.edges.ParquetSlice` the tasks
+    read themselves, when the job lets them -- or ``None``; ``more``: whether another
+    epoch may follow (the input keeps a capability for it). :meth:`table` reads it on the
+    driver (once)."""
+
+    source: object
+    rows: int
+    scan: object = None
+    more: bool = True
+    _table: pa.Table | None = None
+
+    def table(self) -> pa.Table:
+        if self._table is None:
+            self._table = self.source.read()
+        return self._table
+
+    @property
+    def read(self) -> bool:
+        """Whether the driver holds the rows already."""
+        return self._table is not None
+
+
+@dataclass
+class EpochOutcome:
+    """What :meth:`EpochJob.epoch` computed: ``result`` (a ``pyarrow.Table`` on the driver or
+    a Spark DataFrame with the job's ``result_columns``), its number of rows, the loop's
+    last ``iteration`` (the output operator's timestamp is ``(epoch, iteration)``), the
+    checkpoint ids the result holds (released when superseded), and job-specific ``stats``
+    for :meth:`EpochJob.summary`."""
+
+    result: object
+    rows: int
+    iteration: int
+    rounds: int
+    holds: set = field(default_factory=set)
+    stats: dict = field(default_factory=dict)
+
+
+class EpochJob(abc.ABC):
+    """An epoch-by-epoch job decided from frontiers: subclass it (module docstring).
+
+    The constructor takes the options every such job has (:func:`spark_plugin.jobs.wcc.job.run_wcc`
+    documents them); :meth:`run` runs the job.
+    """
+
+    #: The job's name: producers ``<name>-<partition>``, ``<name>-driver``, ``<name>-output``.
+    name = "job"
+    #: The columns of an epoch's result (int64), besides ``epoch``; sorted by the first.
+    result_columns: tuple = ("vertex", "value")
+    #: The kernel backends the job accepts.
+    backends = (Backend.AUTO, Backend.CPU, Backend.CUDA)
+    #: The error raised when a frontier does not advance as the protocol requires.
+    protocol_error = JobProtocolError
+    #: The :class:`JobResult` subclass :meth:`run` returns.
+    result_type = JobResult
+
+    def __init__(self, spark, edges, *, epochs: int = 1, out: str | None = None,
+                 partitions: int | None = None, backend: str | None = None,
+                 progress: bool | None = None, on_epoch=None, task_wrapper=None,
+                 executor_input: bool | None = None, follow: float | None = None,
+                 checkpoint_dir: str | None = None, progress_log=None,
+                 overwrite: bool = False):
+        if partitions is not None and (isinstance(partitions, bool)
+                                       or int(partitions) != partitions or partitions < 1):
+            raise ValueError(f"partitions must be a positive integer, got {partitions!r}")
+        self.spark, self.edges, self.epochs, self.out = spark, edges, epochs, out
+        self.P = int(partitions or spark.sparkContext.defaultParallelism)
+        self.backend, self.progress, self.on_epoch = backend, progress, on_epoch
+        self.task_wrapper, self.follow = task_wrapper, follow
+        self.checkpoint_dir, self.progress_log, self.overwrite = (checkpoint_dir, progress_log,
+                                                                  overwrite)
+        if executor_input is None:   # local[...] only: local-cluster executors have other cwds
+            from spark_plugin.session.config import is_embedded_master
+            executor_input = is_embedded_master(spark.sparkContext.master)
+        self.executor_input = executor_input
+        self.driver: JobDriver | None = None
+
+    #: The input operator and its output port (path, port): it holds a capability at epoch
+    #: ``e`` (:meth:`time`: ``(e,)`` outside a loop, ``(e, 0)`` inside) for the next epoch,
+    #: an initial capability at epoch 0 in its description.
+    input: tuple = ("input", 0)
+    #: The output operator and its input port (path, port): epoch ``e`` is final when the
+    #: frontier there has no element ``(e', _)`` with ``e' <= e``.
+    output: tuple = ("output", 0)
+
+    # -- what a job defines ----------------------------------------------------------------
+    @abc.abstractmethod
+    def dataflow(self) -> Dataflow:
+        """The job's :class:`~engine.operate.dataflow.Dataflow` (a root
+        :class:`~engine.operate.dataflow.Scope` built, ``m = 1``: the epoch; loops add the
+        iteration); it has the operators :attr:`input` and :attr:`output` name."""
+
+    def start(self) -> None:
+        """Called once the driver exists, before the input is opened (e.g. to warm workers)."""
+
+    def prepare(self) -> None:
+        """Called after the input is opened, before the first epoch (e.g. to load the
+        driver's kernels on the tracking thread: :meth:`JobDriver.load_kernels`)."""
+
+    def sources(self):
+        """``(number of epochs or None, iterator of EpochSource)``: the job's input in epochs.
+        By default :func:`~spark_plugin.jobs.edges.epoch_sources` of ``edges`` (``src, dst``);
+        a job whose rows have other columns reads them here."""
+        return epoch_sources(self.edges, self.epochs, follow=self.follow)
+
+    def input_table(self, df) -> pa.Table:
+        """An input DataFrame collected to the driver (once, at the start), as the table
+        :meth:`sources` splits: by default its ``src, dst`` columns, validated."""
+        from spark_plugin.service.batch import collect_arrow
+
+        missing = [c for c in ("src", "dst") if c not in df.columns]
+        if missing:
+            raise EdgeInputError(f"edge DataFrame: no column {missing[0]!r} (columns: "
+                                 f"{', '.join(df.columns) or '(none)'})", "edge DataFrame")
+        return edges_table(collect_arrow(df.select("src", "dst")), "edge DataFrame")
+
+    def fingerprint(self) -> dict:
+        """What makes two runs the same job, recorded in ``out``'s manifest (a run with
+        another fingerprint is refused there): by default the input (a table's or
+        DataFrame's content digest over :attr:`input_columns`) and its epochs
+        (:func:`~spark_plugin.jobs.recovery.job_fingerprint`); a job adds the options that
+        change its results."""
+        return job_fingerprint(self.edges, self.epochs, self.follow,
+                               columns=self.input_columns, dataframe=self.input_digest)
+
+    #: The input columns an Arrow table's or a DataFrame's content digest covers.
+    input_columns: tuple = ("src", "dst")
+    #: A DataFrame input's :func:`~spark_plugin.jobs.recovery.dataframe_digest` (with ``out``).
+    input_digest: dict | None = None
+
+    def resume(self, table: pa.Table) -> None:
+        """Take the loop's state from ``table``, the result of the last epoch final in a
+        resumed ``out`` (its ``result_columns``)."""
+
+    def replay(self, e: int, source) -> None:
+        """Epoch ``e`` was final in a resumed ``out`` (before the first epoch this run
+        computes; :meth:`resume` has been called): a job whose state is more than its last
+        result rebuilds the rest here from the epoch's input (``source.read()``, checked
+        against the manifest's record). By default nothing is read."""
+
+    def input_report(self, e: int, epoch_input: EpochInput) -> Report:
+        """The progress of epoch ``e``'s input arriving, besides the input operator's
+        capability (the framework moves it on): by default, the input operator produces
+        the epoch's rows as messages at ``(e, 0)``."""
+        op, port = self.input
+        return Report().produced(op, port, self.time(op, e), epoch_input.rows)
+
+    @abc.abstractmethod
+    def epoch(self, e: int, epoch_input: EpochInput) -> EpochOutcome:
+        """Compute epoch ``e`` (the algorithm)."""
+
+    @abc.abstractmethod
+    def output_report(self, e: int, outcome: EpochOutcome, more: bool) -> Report:
+        """The progress of delivering epoch ``e``'s result to the output operator (one
+        message at ``(e, outcome.iteration)``, from an operator that holds a capability for
+        it) and of releasing what the job held for the epoch (``more``: another epoch may
+        come). The framework then lets the output operator consume it."""
+
+    def end_report(self, e: int) -> Report:
+        """Drop the capabilities the job's operators hold for epoch ``e`` when the input ends
+        without a last epoch (a followed stream that stops, or every epoch already final);
+        the framework drops the input operator's."""
+        return Report()
+
+    @abc.abstractmethod
+    def summary(self, e: int, outcome: EpochOutcome, *, seconds: float, frontier: tuple,
+                kernels: tuple, source: str, new_rows: int, rows_so_far: int):
+        """The epoch's summary (passed to ``on_epoch``, in ``result.epochs``)."""
+
+    def notice(self, text: str) -> None:
+        """A one-off message from the framework (resume), on stderr from progress level 1."""
+        if Progress.level_of(self.progress) >= 1:
+            write_line(f"{self.name}: {text}", sys.stderr)
+
+    # -- the run ---------------------------------------------------------------------------
+    def run(self) -> JobResult:
+        """Run the job: read the epochs, compute each, write each final epoch."""
+        t_start = time.perf_counter()
+        spark, edges = self.spark, self.edges
+        if is_dataframe(edges):      # collected once: the driver holds each epoch's new edges
+            df = edges
+            edges = self.edges = self.input_table(df)
+            if self.out is not None:   # one Spark pass: the content a resume must match
+                self.input_digest = dataframe_digest(df, self.input_columns)
+        requested = requested_backend(self.backend, self.backends, self.name)
+        dataflow = self.dataflow()
+        d = self.driver = JobDriver(
+            spark, dataflow, name=self.name, requested=requested, partitions=self.P,
+            task_wrapper=self.task_wrapper, checkpoint_dir=self.checkpoint_dir,
+            progress_log=self.progress_log,
+            meta={"edges": str(edges), "partitions": self.P, "backend": requested.value},
+            protocol_error=self.protocol_error)
+        result = self.result_type(service=d.service, backend=requested,
+                                  service_backend=d.service_backend.value)
+        self.start()
+        try:
+            total, sources = self.sources()
+            out_log = self.out_log = self._open_out(result)
+        except BaseException as err:
+            d.close(err)   # a reader of the log learns that the job ended, and why
+            raise
+        first = result.resumed_at
+        bar = self.bar = Progress(self.progress, None if total is None else total - first,
+                                  self.name)
+        self.prepare()
+        cap = first         # the epoch the input holds a capability for (None: dropped)
+        kept: set = set()   # the checkpoints of the newest final epoch
+        in_op, in_port = self.input
+        out_op, out_port = self.output
+        output_loc = dataflow.target(out_op, out_port)
+        try:
+            d.report(None)   # the operators' initial capabilities, at (0, 0)
+            if first:        # resumed: every one moves on to the first epoch not final
+                d.report(self._move_initial(first))
+            for e, source in enumerate(sources):
+                if e < first:   # final in out: neither recomputed nor written
+                    out_log.check_source(e, source)
+                    self.replay(e, source)   # re-read only if the job's state needs it
+                    continue
+                if out_log is not None:
+                    if self.loop_resume is not None and not out_log.same_source(e, source):
+                        self.notice(f"epoch {e}'s input {source.what} changed since its loop "
+                                    f"checkpoint was written: the epoch restarts from its "
+                                    f"first iteration")
+                        self.loop_resume = None
+                        out_log.drop_loop()
+                    out_log.record_input(e, source)
+                    crash_point("after-input", e)
+                t_epoch = time.perf_counter()
+                d.epoch_kernels.clear()
+                d.steps.step("read", e, 0)
+                source.check()   # the input file is still the one recorded at the start
+                scan = source.scan if self.executor_input else None
+                inp = EpochInput(source, 0, scan)
+                # EdgeInputError before anything of this epoch happens
+                inp.rows = inp.table().num_rows if scan is None else scan.rows
+                self.rows_so_far += inp.rows
+                more = inp.more = total is None or e + 1 < total   # a stream: one may come
+                # the input sends the epoch and moves its capability on (or drops it)
+                report = self.input_report(e, inp).capabilities(in_op, in_port,
+                                                                 self.time(in_op, e), -1)
+                cap = e + 1 if more else None
+                if more:
+                    report.capabilities(in_op, in_port, self.time(in_op, e + 1), 1)
+                d.report(report)
+                outcome = self.epoch(e, inp)
+                d.steps.step("output", e, outcome.iteration)
+                d.report(self.output_report(e, outcome, more))
+                d.report(Report().consumed(out_op, out_port,
+                                           self.time(out_op, e, outcome.iteration), 1),
+                         producer=f"{self.name}-output")
+                fd = d.frontier(output_loc)
+                if any(t[0] <= e for t in fd):
+                    raise self.protocol_error(
+                        f"epoch {e}: the frontier at {out_op}.in{out_port} "
+                        f"{fmt_frontier(fd)} has not passed epoch {e}")
+                source.check()   # the tasks read what the driver recorded: else nothing written
+                self._write(out_log, e, outcome)
+                summary = self.summary(
+                    e, outcome, seconds=time.perf_counter() - t_epoch, frontier=tuple(fd),
+                    kernels=tuple(sorted(d.epoch_kernels.items())), source=source.what,
+                    new_rows=inp.rows, rows_so_far=self.rows_so_far)
+                result.epochs.append(summary)
+                d.steps.epoch(summary)
+                # final: what a restart needs is this epoch's state; release the older
+                d.checkpoints.release(kept - self.holding())
+                kept = self.holding()
+                self.last_result = outcome.result
+                bar.epoch(summary)
+                if self.on_epoch is not None:
+                    self.on_epoch(summary)
+            if cap is not None:   # the stream ended (or every epoch was final): the input
+                d.report(self.end_report(cap).capabilities(in_op, in_port,
+                                                           self.time(in_op, cap), -1))
+                cap = None
+            if out_log is not None:
+                out_log.finish(first + len(result.epochs))
+            result.table = self._final_table(self.last_result)
+            d.sync()
+        finally:
+            bar.close()
+            d.close(sys.exc_info()[1])   # the end event: ok, or the error that ended the job
+            self.finish()
+            result.checkpoints = d.checkpoints.close(self.holding(), kept)
+        result.seconds = time.perf_counter() - t_start
+        result.tracking_seconds = d.tracking
+        result.tracking_background_seconds = d.background
+        result.delta_collect_seconds = d.collecting
+        result.stages = d.stages
+        result.kernels, result.kernel_fallbacks = d.kernels, d.kernel_fallbacks
+        result.kernel_seconds, result.kernels_compiled = d.kernel_seconds, d.kernels_compiled
+        return result
+
+    #: Input rows of every epoch so far (the manifest's count), and the newest final epoch's
+    #: result (a resumed one's too).
+    rows_so_far = 0
+    last_result = None
+    #: The manifest of a local ``out`` (:class:`~spark_plugin.jobs.recovery.OutputLog`), or
+    #: ``None``; and the loop checkpoint of the first epoch to compute that the rollback kept
+    #: (a record of the manifest's ``loop`` list), which the job's :meth:`epoch` resumes from
+    #: (and clears), or ``None``.
+    out_log = None
+    loop_resume = None
+
+    def holding(self) -> set:
+        """The checkpoint ids the job's state holds now (kept while the state is current)."""
+        return set()
+
+    def finish(self) -> None:
+        """Called once at the end of :meth:`run`, also after an error."""
+
+    def time(self, op: str, epoch: int, iteration: int = 0) -> tuple:
+        """The timestamp ``(epoch, iteration)`` as operator ``op`` sees it: ``(epoch,)``
+        outside any loop, ``(epoch, iteration)`` in a loop of depth 1, padded with zeros
+        deeper."""
+        ports = self.driver.dataflow.ports
+        w = ports.m + int(ports.depth[ports.leaf(op)])
+        return ((epoch, iteration) + (0,) * w)[:w]
+
+    def _move_initial(self, first: int) -> Report:
+        """Every initial capability ``(0, ...)`` moved on to ``(first, ...)``."""
+        report = Report()
+        for op, port, t in self.driver.dataflow.initial_capabilities():
+            report.capabilities(op, port, t, -1).capabilities(op, port, (first,) + t[1:], 1)
+        return report
+
+    def _open_out(self, result: JobResult):
+        """The manifest of ``out`` (resuming it; a bare path on the local file system, a URI
+        through Hadoop's ``FileSystem``), or ``None`` without ``out``."""
+        out = self.out
+        if out is None:
+            return None
+        out_log, resume = OutputLog.open(out, self.fingerprint(), overwrite=self.overwrite,
+                                         columns=self.result_columns, spark=self.spark)
+        result.resumed_at = resume.epoch
+        self.loop_resume = resume.loop
+        if resume.labels is not None:   # the loop's state: the last final epoch's result
+            self.rows_so_far = resume.edges
+            self.last_result = resume.labels
+            self.resume(resume.labels)
+        if resume.epoch or resume.removed or resume.loop:
+            were = ("epoch 0 is" if resume.epoch == 1 else f"epochs 0-{resume.epoch - 1} are")
+            self.notice((f"resuming {out}: {were} final there, not recomputed"
+                         if resume.epoch else f"resuming {out}: no epoch was final there")
+                        + (f"; epoch {resume.epoch} has a loop checkpoint after iteration "
+                           f"{resume.loop['iteration']}" if resume.loop else "")
+                        + (f"; removed {len(resume.removed)} leftover file"
+                           f"{'s' if len(resume.removed) != 1 else ''} of a killed epoch"
+                           if resume.removed else ""))
+        return out_log
+
+    def _write(self, out_log, e: int, outcome: EpochOutcome) -> None:
+        """Write final epoch ``e``'s result into ``out``'s dataset, then its manifest (crash
+        recovery); nothing without ``out``."""
+        if out_log is None:
+            return
+        table = outcome.result   # data renamed into place, then the manifest names it
+        files = (out_log.write_table(e, table) if isinstance(table, pa.Table)
+                 else out_log.write_df(e, table))
+        crash_point("after-data", e)
+        out_log.record_final(e, files, int(outcome.rows), self.rows_so_far)
+        crash_point("after-manifest", e)
+
+    def _final_table(self, last) -> pa.Table | None:
+        """The newest final epoch's result, sorted by its first column, when there is no
+        ``out`` (an empty table when there is none)."""
+        if last is None:
+            return pa.table({c: pa.array([], pa.int64()) for c in self.result_columns})
+        if self.out is not None:
+            return None
+        if isinstance(last, pa.Table):
+            return last
+        from spark_plugin.service.batch import collect_arrow
+        return collect_arrow(last.orderBy(self.result_columns[0]))
+
+
+# Arrays for the tasks' output are built from their buffers: ``pa.array`` asks pyarrow's
+# pandas shim whether its input is a pandas object, which imports pandas (about 0.3 s in
+# every fresh Python worker, on the first stage's critical path).
+
+def arrow_fixed(typ: pa.DataType, x: np.ndarray) -> pa.Array:
+    """A null-free Arrow array of the fixed-width type ``typ`` over the numpy array ``x``."""
+    x = np.ascontiguousarray(x, typ.to_pandas_dtype())
+    return pa.Array.from_buffers(typ, len(x), [None, pa.py_buffer(x)])
+
+
+def arrow_bool(x: np.ndarray) -> pa.Array:
+    bits = np.packbits(np.asarray(x, np.bool_), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(x), [None, pa.py_buffer(bits)])
+
+
+def arrow_lists(typ: pa.DataType, rows) -> pa.Array:
+    """A list array (``list<int64>`` or ``large_list<int64>``) of the int sequences ``rows``."""
+    lens = np.array([len(r) for r in rows], np.int64)
+    off = np.zeros(len(rows) + 1, np.int64 if pa.types.is_large_list(typ) else np.int32)
+    np.cumsum(lens, out=off[1:])
+    values = arrow_fixed(pa.int64(), np.array([v for r in rows for v in r], np.int64))
+    return pa.Array.from_buffers(typ, len(rows), [None, pa.py_buffer(off)], children=[values])
+
+
+def arrow_ragged(typ: pa.DataType, values: np.ndarray, widths: np.ndarray) -> pa.Array:
+    """A list array (``list<int64>`` or ``large_list<int64>``) whose row ``i`` holds the next
+    ``widths[i]`` of ``values`` (int64, the rows' elements one after another), built from
+    the buffers: no Python step per row."""
+    widths = np.asarray(widths, np.int64)
+    off = np.zeros(len(widths) + 1, np.int64 if pa.types.is_large_list(typ) else np.int32)
+    np.cumsum(widths, out=off[1:])
+    if int(off[-1]) != len(values):
+        raise ValueError(f"arrow_ragged: widths sum to {int(off[-1])}, {len(values)} values")
+    return pa.Array.from_buffers(typ, len(widths), [None, pa.py_buffer(off)],
+                                 children=[arrow_fixed(pa.int64(), values)])
+
+
+def arrow_take(typ: pa.DataType, names, codes: np.ndarray) -> pa.Array:
+    """The ``string`` / ``large_string`` array whose row ``i`` is ``names[codes[i]]``, built
+    from the buffers with NumPy over the few distinct strings: no Python string per row
+    (nor ``pyarrow.compute``, whose first import costs a task most of a second)."""
+    codes = np.asarray(codes, np.int64)
+    data = [str(x).encode("utf-8") for x in names]
+    size = np.array([len(d) for d in data], np.int64)
+    start = np.zeros(len(data) + 1, np.int64)
+    np.cumsum(size, out=start[1:])
+    pool = np.frombuffer(b"".join(data), np.uint8)
+    lens = size[codes]
+    off = np.zeros(len(codes) + 1, np.int64)
+    np.cumsum(lens, out=off[1:])
+    total = int(off[-1])
+    if len(data) == 1:   # one string repeated: its bytes, k times
+        blob = data[0] * len(codes)
+    else:
+        at = np.repeat(start[:-1][codes] - off[:-1], lens) + np.arange(total, dtype=np.int64)
+        blob = pool[at].tobytes()
+    off = off.astype(np.int64 if pa.types.is_large_string(typ) else np.int32, copy=False)
+    return pa.Array.from_buffers(typ, len(codes), [None, pa.py_buffer(off),
+                                                   pa.py_buffer(blob)])
+
+
+def list_matrix(column, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A list-of-integers column (``list``, ``large_list`` or ``fixed_size_list``, any
+    chunking) as ``(int64[n, w], widths int64[n])``: row ``i``'s elements in the first
+    ``widths[i]`` columns, zeros after, ``w`` the widest row. Read from the offsets and the
+    values, no Python step per row. A null row or element raises :class:`BatchError`."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    n = len(arr)
+    if arr.null_count:
+        raise BatchError(f"column {name!r}: {arr.null_count} null rows")
+    if pa.types.is_fixed_size_list(arr.type):
+        widths = np.full(n, arr.type.list_size, np.int64)
+    else:
+        off = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), np.int64)
+        widths = np.diff(off)
+    values = arr.flatten()   # the elements of the rows in the array's slice, in order
+    if values.null_count:
+        raise BatchError(f"column {name!r}: {values.null_count} null elements")
+    flat = arrow_numpy(values).astype(np.int64, copy=False)
+    w = int(widths.max()) if n else 0
+    out = np.zeros((n, w), np.int64)
+    out[np.arange(w) < widths[:, None]] = flat
+    return out, widths
+
+
+def arrow_strings(typ: pa.DataType, items) -> pa.Array:
+    """A ``string`` / ``large_string`` array of the Python strings ``items``."""
+    data = [x.encode("utf-8") for x in items]
+    off = np.zeros(len(data) + 1, np.int64 if pa.types.is_large_string(typ) else np.int32)
+    np.cumsum([len(d) for d in data], out=off[1:])
+    return pa.Array.from_buffers(typ, len(data),
+                                 [None, pa.py_buffer(off), pa.py_buffer(b"".join(data))])
+
+
+def arrow_numpy(col) -> np.ndarray:
+    """The values of an Arrow (chunked) array of a fixed-width or boolean type as a writable
+    numpy array, read from its buffers (``to_numpy`` imports pandas too); arrays with nulls
+    go through ``to_numpy``."""
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    typ = col.type
+    parts = []
+    for c in chunks:
+        n, off = len(c), c.offset
+        if c.null_count:
+            parts.append(c.to_numpy(zero_copy_only=False))
+        elif pa.types.is_boolean(typ):
+            bits = np.frombuffer(c.buffers()[1], np.uint8)
+            parts.append(np.unpackbits(bits, count=off + n, bitorder="little")[off:]
+                         .astype(np.bool_))
+        else:
+            dt = np.dtype(typ.to_pandas_dtype())
+            parts.append(np.frombuffer(c.buffers()[1], dt, count=n, offset=off * dt.itemsize))
+    if not parts:
+        return np.zeros(0, np.bool_ if pa.types.is_boolean(typ) else typ.to_pandas_dtype())
+    return np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+
+
+def to_ipc(batches, schema: pa.Schema) -> bytes:
+    """Arrow record batches as one Arrow IPC stream (the bytes a task ships)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as w:
+        for b in batches:
+            w.write_batch(b)
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(blob: bytes) -> pa.Table:
+    return pa.ipc.open_stream(blob).read_all()
+
+
+
+def is_dataframe(edges) -> bool:
+    """``edges`` is a Spark DataFrame (classic or Spark Connect)."""
+    return not isinstance(edges, (str, os.PathLike, pa.Table)) and all(
+        hasattr(edges, a) for a in ("columns", "select", "schema", "sparkSession"))
+
+
+def arrow_types(large: bool):
+    return (pa.large_list(pa.int64()) if large else pa.list_(pa.int64()),
+            pa.large_string() if large else pa.string())
+
+
+
+def write_line(text: str, file=None) -> None:
+    """Write one line to ``file`` (default stdout) through the progress bar: a tqdm bar on
+    the terminal is cleared first and redrawn after, so the two never share a line."""
+    file = sys.stdout if file is None else file
+    tqdm = sys.modules.get("tqdm")   # a bar exists only if tqdm was imported
+    if tqdm is None:
+        print(text, file=file, flush=True)
+        return
+    with tqdm.tqdm.external_write_mode(file=file):
+        file.write(text + "\n")
+        file.flush()
+
+
+class Progress:
+    """What a job shows on stderr while it runs, by ``level``:
+
+    * 0: nothing;
+    * 1 (the default): on a terminal a tqdm bar of final epochs, its postfix the current
+      epoch's round and the frontier the job's loop decides from; nothing otherwise;
+    * 2 (``-v``): also one line per round, ``NAME: epoch E round R: frontier PORT {..}``
+      (written through the bar on a terminal; ``wcc``: ``frontier label.in0``).
+
+    Rounds are counted from 1: after round ``R`` of an epoch the bar and the round line say
+    ``round R``, and an epoch that ends there says ``rounds R``.
+    """
+
+    @staticmethod
+    def level_of(progress: "bool | int | None") -> int:
+        """A job's ``progress`` as a level: ``None``/``True`` 1, ``False`` 0."""
+        return 1 if progress is None or progress is True else int(progress)
+
+    def __init__(self, level: "bool | int | None", total: int | None, name: str = "wcc"):
+        self.level = self.level_of(level)
+        self.name = name
+        self.bar = None
+        if self.level >= 1 and sys.stderr.isatty():
+            try:
+                from tqdm import tqdm
+                self.bar = tqdm(total=total, unit="epoch", desc=name, file=sys.stderr,
+                                dynamic_ncols=True)
+            except ImportError:  # pragma: no cover
+                self.bar = None
+
+    def note(self, text: str) -> None:
+        """A one-off message (``NAME: text``) on stderr, shown from level 1."""
+        if self.level >= 1:
+            write_line(f"{self.name}: {text}", sys.stderr)
+
+    def round(self, epoch: int, rounds: int, frontier, where: str = "label.in0") -> None:
+        """Round ``rounds`` (1, 2, ...) of ``epoch`` is complete; ``frontier`` at ``where``."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"epoch {epoch} round {rounds}, frontier {where} "
+                                     f"{fmt_frontier(frontier)}")
+        if self.level >= 2:
+            write_line(f"{self.name}: epoch {epoch} round {rounds}: frontier {where} "
+                       f"{fmt_frontier(frontier)}", sys.stderr)
+
+    def epoch(self, summary) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def le(t, u) -> bool:
+    """The product order of timestamps: every coordinate of ``t`` at most ``u``'s."""
+    return all(x <= y for x, y in zip(t, u))
+
+
+def _port_name(op: str, port: int) -> str:
+    """``relax.in0`` for input 0 of the operator at path ``loop/relax``."""
+    return f"{op.rsplit('/', 1)[-1]}.in{port}"
+
+
+def fmt_frontier(frontier) -> str:
+    return "{" + ", ".join("(" + ", ".join(str(x) for x in t) + ")" for t in frontier) + "}"
+
+
+class Checkpoints:
+    """Truncates lineage after every stage. With no directory: ``localCheckpoint`` (executor
+    storage, fast), tracking the RDDs it persists to release them when superseded. With a
+    checkpoint directory (a reliable file system, e.g. HDFS on a cluster): ``checkpoint``,
+    written there (under the run's own ``<directory>/<uuid>``, which ``setCheckpointDir``
+    creates), so an executor lost mid-run costs a recomputation of nothing but its current
+    stage. Each checkpoint is then known by the ``rdd-*`` directories it added, and
+    :meth:`release` deletes them once superseded (through Hadoop's ``FileSystem``, so HDFS
+    too) -- Spark's own cleaner would only do so when the JVM collects the RDD, and only with
+    ``spark.cleaner.referenceTracking.cleanCheckpoints``. :meth:`close` deletes everything of
+    the run but what it is told to keep: the newest completed epoch's stars and labels, the
+    state a recovery would restart from."""
+
+    def __init__(self, spark, directory: str | None = None):
+        self.sc = spark.sparkContext
+        self.reliable = directory is not None
+        self.root = None
+        if self.reliable:
+            self.sc.setCheckpointDir(str(directory))
+            jvm = self.sc._jvm
+            root = self.sc._jsc.sc().getCheckpointDir().get()   # <directory>/<uuid>
+            self.root = jvm.org.apache.hadoop.fs.Path(root)
+            self.fs = self.root.getFileSystem(self.sc._jsc.hadoopConfiguration())
+
+    def _ids(self) -> set:
+        from py4j.protocol import Py4JError
+
+        try:
+            return set(int(k) for k in self.sc._jsc.getPersistentRDDs().keySet().toArray())
+        except Py4JError as e:  # only a memory optimisation: keep going, say why
+            log.warning("cannot list persisted RDDs (%s); superseded checkpoints stay cached", e)
+            return set()
+
+    def _files(self) -> set:
+        """The run's checkpoint directories (``.../<uuid>/rdd-N``, as URI strings)."""
+        if not self.fs.exists(self.root):
+            return set()
+        return {st.getPath().toString() for st in self.fs.listStatus(self.root)}
+
+    def checkpoint(self, df):
+        """``(checkpointed df, ids)``: ids name what :meth:`release` frees (persisted RDD ids,
+        or the checkpoint directories written)."""
+        if self.reliable:
+            before = self._files()
+            out = df.checkpoint(eager=True)
+            return out, self._files() - before
+        before = self._ids()
+        out = df.localCheckpoint(eager=True)
+        return out, self._ids() - before
+
+    def checkpoint_rdd(self, rdd):
+        """:meth:`checkpoint` for an RDD whose partitions the job keeps between stages (e.g.
+        a per-partition index): cached, lineage truncated; ``(rdd, ids)``. Without a
+        directory the RDD is computed by the first stage that uses it (``localCheckpoint``,
+        its id is what :meth:`release` unpersists); with one it is computed and written at
+        once (one Spark job), so that the files it added are known, and read from them
+        by every stage after."""
+        if not self.reliable:
+            rdd.cache()
+            rdd.localCheckpoint()
+            return rdd, {rdd.id()}
+        before = self._files()
+        rdd.checkpoint()
+        rdd.count()
+        return rdd, self._files() - before
+
+    def release(self, ids) -> None:
+        if not ids:
+            return
+        from py4j.protocol import Py4JError
+
+        if self.reliable:
+            for path in ids:
+                try:
+                    self.fs.delete(self.sc._jvm.org.apache.hadoop.fs.Path(path), True)
+                except Py4JError as e:   # the labels are right regardless: say what is left
+                    log.warning("cannot delete the superseded checkpoint %s: %s", path, e)
+            return
+        try:
+            rdds = self.sc._jsc.getPersistentRDDs()
+            for i in ids:
+                r = rdds.get(i)
+                if r is not None:
+                    r.unpersist(False)
+        except Py4JError as e:  # only a memory optimisation: keep going, say why
+            log.warning("cannot unpersist superseded checkpoints: %s", e)
+
+    def close(self, live, keep=frozenset()) -> tuple:
+        """End of the run: release ``live`` (the ids still held) but ``keep``; with a
+        directory, also delete any other checkpoint of the run (a stage of a failed epoch),
+        and the run's directory when nothing is kept. Returns the kept checkpoint
+        directories, sorted."""
+        if not self.reliable:
+            self.release(set(live) | set(keep))
+            return ()
+        from py4j.protocol import Py4JError
+
+        try:
+            self.release(self._files() - set(keep))
+            if not keep:
+                self.fs.delete(self.root, True)
+        except Py4JError as e:
+            log.warning("cannot clean the checkpoint directory %s: %s", self.root, e)
+        return tuple(sorted(keep))
+
+
+def requested_backend(backend, accepted=(Backend.AUTO, Backend.CPU, Backend.CUDA),
+                      job: str = "wcc") -> Backend:
+    """The job's backend: ``backend`` (one of ``accepted``), else ``$TFRONT_BACKEND``, else
+    auto.
+
+    Raises
+    ------
+    BackendError
+        An unknown name, or an argument naming a backend not in ``accepted``.
+    """
+    if backend is None:
+        env = os.environ.get(ENV_VAR)
+        return Backend.parse(env) if env else Backend.AUTO
+    chosen = Backend.parse(backend)
+    if chosen not in accepted:
+        raise BackendError(f"the {job.upper()} job's backend must be one of "
+                           f"{', '.join(b.value for b in accepted)}, got {backend!r}")
+    return chosen
+
+
+def service_backend(requested: Backend) -> Backend:
+    """The concrete engine backend of the driver's frontier service for ``requested``:
+    itself (``auto`` resolved), except ``cuda`` on a driver without a usable GPU, which
+    gives ``cpu`` with a logged warning -- the executors may still have GPUs."""
+    from engine import resolve_backend
+
+    if requested is Backend.CUDA:
+        from engine.batched.cuda import usable_device
+
+        ok, why = usable_device()
+        if not ok:
+            log.warning("backend cuda: the driver has no usable GPU (%s); its frontier service "
+                        "runs on the cpu backend, and every task still runs its kernels on its "
+                        "own GPU where it has one", why)
+            return Backend.CPU
+    return resolve_backend(requested)[0]

@@ -1,0 +1,595 @@
+"""Crash recovery of the WCC job: what its operators have made final, kept durably in ``--out``,
+and the rollback (:mod:`engine.rollback.problem`) it resumes from.
+
+The job (:func:`spark_plugin.jobs.wcc.job.run_wcc`) has three operators whose work survives a crash:
+
+* the **input** records which source became which epoch (the file, or rows of a file, with its
+  size, modification time and inode) when the epoch starts;
+* the **loop** records the epochs whose converged state (the stars: component, vertex) is
+  durable. The state after epoch ``e`` is exactly what epoch ``e``'s labels say (every vertex
+  whose component is not itself is a leaf of its component's star), so it is read back from
+  the labels in ``--out``: the output's records make the loop's state available too. Inside
+  the epoch in flight, the Spark loop also writes *loop checkpoints* (its edges after the
+  small-star stage of an iteration, under ``OUT/_tfront_loop/``; :meth:`OutputLog.record_loop`),
+  one record at a time;
+* the **output** records the epochs whose labels are in ``--out`` and the data files of each.
+
+All three live in one manifest, ``OUT/_tfront_manifest.json`` (readers of the dataset --
+pyarrow, Spark -- skip ``_``-prefixed names), rewritten atomically: a temporary file, fsync,
+rename over the old one, fsync of the directory. An epoch's data files are written under
+hidden names, fsynced and renamed into place *before* the manifest names them, so a crash
+leaves at worst files the manifest does not name; they are removed on the next start.
+
+On a start with an existing manifest, :func:`recovery_problem` turns the records into a
+rollback problem (processors input -> loop -> output, times ``(epoch, iteration)``) and
+:func:`engine.rollback.problem.solve` chooses the frontiers to keep: the output keeps exactly the
+epochs it made final (condition C2), the loop the same (C3) plus, where a loop checkpoint
+allows it, the epoch in flight up to the checkpoint's iteration; the input its records. The
+job then starts at the first epoch the output has not made final (after the kept
+checkpoint's iteration, if any), with the loop's state rebuilt from the last final epoch's
+labels, re-reading no input of a kept epoch. ``docs/wcc.md``
+("Crash recovery") states the rules.
+
+Every :class:`~spark_plugin.jobs.framework.EpochJob` keeps its local ``out`` this way: its result
+columns are read back (:class:`OutputLog` ``columns``), its fingerprint names what makes two
+runs the same job, and a job whose loop state is more than its last result (the
+shortest-paths job's edges) rebuilds it from the input of the kept epochs, which the input
+keeps (``EpochJob.replay``); the crash hook below stops any of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from engine.rollback.problem import Avail, EdgeDecl, RollbackProblem, in_down, solve
+
+from spark_plugin.errors import OutputStateError
+from spark_plugin.jobs.out_store import MANIFEST, OutStore, is_local, open_store
+from spark_plugin.jobs.edges import FileStamp, edge_files
+
+__all__ = ["MANIFEST", "FORMAT", "CRASH_ENV", "LOOP_DIR", "job_fingerprint", "table_digest",
+           "dataframe_digest", "OutputLog",
+           "recovery_problem", "kept_epochs", "loop_records", "crash_point", "already_final"]
+
+FORMAT = "tfront-wcc-manifest v1"
+#: Testing hook: ``epoch:E:POINT`` kills the job (``SIGKILL``) at ``POINT`` of epoch ``E``,
+#: one of ``after-input`` (input recorded), ``after-data`` (labels renamed into place, not yet
+#: in the manifest), ``after-manifest`` (the epoch is final).
+CRASH_ENV = "TFRONT_WCC_CRASH_AT"
+CRASH_POINTS = ("after-input", "after-data", "after-manifest")
+#: Mid-epoch points of ``$TFRONT_WCC_CRASH_AT``, as ``epoch:E:iteration:I:POINT``: after the
+#: loop checkpoint of iteration ``I`` was renamed into place (not yet in the manifest), and
+#: after the manifest recorded it.
+LOOP_CRASH_POINTS = ("after-loop-data", "after-loop")
+#: The directory inside ``--out`` that holds the loop checkpoints (one subdirectory each).
+LOOP_DIR = "_tfront_loop"
+
+#: The processors of the recovery problem.
+INPUT, LOOP, OUTPUT = 0, 1, 2
+
+
+def crash_point(point: str, epoch: int) -> None:
+    """Kill this process with ``SIGKILL`` if ``$TFRONT_WCC_CRASH_AT`` names this point."""
+    want = os.environ.get(CRASH_ENV)
+    if want and want == f"epoch:{epoch}:{point}":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def job_fingerprint(edges, epochs: int, follow, *, columns=("src", "dst"),
+                    dataframe: dict | None = None) -> dict:
+    """What makes two runs the same job: the input and how it is split into epochs.
+
+    A file or directory: its absolute path (a single file's stamp: size, modification time,
+    inode). An Arrow table: its rows and :func:`table_digest` of its ``columns`` (a SHA-256
+    of the column buffers: same content, same order). A Spark DataFrame (collected to the
+    driver at the start): ``dataframe``, its :func:`dataframe_digest` (an order-independent
+    digest Spark computes in one pass over it). Partitions, backend and ``follow`` (a
+    directory's files become the same epochs either way; each kept epoch's file is checked
+    on resume) do not change the labels and are not part of it."""
+    if dataframe is not None:
+        return {"input": "edge DataFrame", "rows": int(dataframe["rows"]),
+                "content": dataframe["content"], "epochs": int(epochs)}
+    if isinstance(edges, pa.Table):
+        return {"input": "edge table", "rows": edges.num_rows,
+                "content": table_digest(edges, columns), "epochs": int(epochs)}
+    path = Path(edges).absolute()
+    job = {"input": str(path), "kind": "directory" if path.is_dir() else "file",
+           "epochs": int(epochs)}
+    if path.is_file():
+        st = FileStamp.of(path)
+        job["stamp"] = [st.size, st.mtime_ns, st.ino]
+    return job
+
+
+def table_digest(table: pa.Table, columns=("src", "dst")) -> str:
+    """``sha256:<hex>`` of ``columns`` of ``table`` (``src``, ``dst`` as int64, ``weight`` as
+    its own type), column after column: the bytes of each chunk's values through a NumPy
+    view, not row by row. Same rows in the same order, same digest (however chunked)."""
+    h = hashlib.sha256()
+    for name in columns:
+        col = table.column(name)
+        if name in ("src", "dst") and col.type != pa.int64():
+            col = col.cast(pa.int64())
+        h.update(f"{name}:{col.type}:{len(col)}:{col.null_count};".encode())
+        for chunk in col.chunks:
+            h.update(np.ascontiguousarray(chunk.to_numpy(zero_copy_only=False)).data)
+    return "sha256:" + h.hexdigest()
+
+
+def dataframe_digest(df, columns=("src", "dst")) -> dict:
+    """An order-independent digest of ``columns`` of the Spark DataFrame ``df``, computed by
+    Spark in one aggregation (one pass over the input): the row count and the sums (as
+    ``decimal(38,0)``: no overflow) of two independent 64-bit hashes of each row,
+    ``xxhash64(cols)`` and ``xxhash64('tfront', cols)``, with ``src``, ``dst`` as bigint (an
+    int column and a bigint one of the same values digest alike). Returns ``{"rows": n,
+    "content": "xxhash64-sums:<a>:<b>"}``."""
+    from pyspark.sql import functions as F
+
+    cols = [F.col(c).cast("bigint") if c in ("src", "dst") else F.col(c) for c in columns]
+    row = df.select(*cols).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(F.xxhash64(*cols).cast("decimal(38,0)")).alias("a"),
+        F.sum(F.xxhash64(F.lit("tfront"), *cols).cast("decimal(38,0)")).alias("b")).first()
+    return {"rows": int(row["n"]),
+            "content": f"xxhash64-sums:{int(row['a'] or 0)}:{int(row['b'] or 0)}"}
+
+
+def _stamp_of(source) -> list | str | None:
+    """The recorded stamp of an epoch's input: a file's (a directory's epoch) size,
+    modification time and inode; rows held in memory (a slice of an Arrow table or a
+    collected DataFrame) :func:`table_digest` of them -- a DataFrame's fingerprint does not
+    see the order of its rows, which decides the epochs' slices; else ``None``."""
+    if getattr(source, "in_memory", False):
+        t = source.read()
+        return table_digest(t, [c for c in ("src", "dst", "weight") if c in t.column_names])
+    p = Path(source.what)
+    if p.is_file():
+        st = FileStamp.of(p)
+        return [st.size, st.mtime_ns, st.ino]
+    return None
+
+
+def loop_records(manifest: dict) -> list[dict]:
+    """The manifest's loop checkpoints: the ``loop`` entries that are records ``{"epoch": E,
+    "iteration": I, "dir": ..., "files": [...], ...}`` (the loop's state after iteration
+    ``I`` of epoch ``E``), not plain epochs (a final epoch's state, in its labels)."""
+    return [r for r in manifest.get("loop", []) if isinstance(r, dict)]
+
+
+def _loop_epochs(manifest: dict) -> list[int]:
+    return [r for r in manifest.get("loop", []) if not isinstance(r, dict)]
+
+
+def recovery_problem(manifest: dict) -> RollbackProblem:
+    """The rollback problem of a manifest's records, in two-dimensional times ``(epoch,
+    iteration)``.
+
+    Processors: input (0), loop (1), output (2, a buffer whose output edge leaves the job).
+    Edges: outside -> input, input -> loop, loop -> output, output -> outside. The input's
+    messages of epoch ``e`` are at ``(e, 0)``, determined by its history up to ``(e, 0)``
+    (the identity ``phi``); the loop's labels of epoch ``e`` are determined only by the
+    whole epoch, ``need((e, i)) = down{(e, NI-1)}``, ``NI - 1`` being past every recorded
+    iteration. ``consumed``: the input and the loop consumed every recorded input epoch
+    (the one in flight too), the output every epoch it made final. Available frontiers:
+
+    * input: the chain ``down{(k, NI-1)}`` up to its last record ("epochs <= k");
+    * output: the chain up to its last final epoch;
+    * loop: the chain up to its last durable epoch -- its own records or the output's final
+      labels, which rebuild it -- and, for each loop checkpoint ``(E, I)`` (the state after
+      iteration ``I`` of epoch ``E``) of the epoch right after the output's last final one,
+      the frontier ``down{(E-1, NI-1), (E, I)}``: epochs before ``E`` complete, plus epoch
+      ``E`` up to iteration ``I``. A checkpoint of epoch ``E`` means the loop consumed the
+      input's epoch ``E`` (C3 then keeps it only if the input keeps its record of ``E``).
+    """
+    inputs = _chain(r["epoch"] for r in manifest.get("input", []))
+    outputs = _chain(r["epoch"] for r in manifest.get("output", []))
+    loop = max(_chain(_loop_epochs(manifest)), outputs)
+    # a checkpoint is of the epoch after the last final one (the job writes none elsewhere):
+    # the loop's state does not hold the labels of the epochs before it, which an output
+    # that has not made them final would need again
+    checkpoints = [(int(r["epoch"]), int(r["iteration"])) for r in loop_records(manifest)
+                   if int(r["epoch"]) == outputs + 1]
+    ne = max([inputs, outputs, loop] + [e for e, _ in checkpoints]) + 2
+    ni = max([i for _, i in checkpoints], default=-1) + 2
+    edges = [EdgeDecl("in", None, INPUT), EdgeDecl("edge", INPUT, LOOP),
+             EdgeDecl("edge", LOOP, OUTPUT), EdgeDecl("out", OUTPUT, None)]
+    top = ni - 1
+    need = {2: {(e, i): ((e, top),) for e in range(ne) for i in range(ni)}}
+    consumed = {0: {(e, 0) for e in range(inputs + 1)},
+                1: {(e, 0) for e in range(inputs + 1)} | {(e, 0) for e, _ in checkpoints},
+                2: {(e, 0) for e in range(outputs + 1)}}
+    explicit = {tuple(x for x in (((e - 1, top),) if e else ()) + ((e, i),))
+                for e, i in checkpoints}
+    problem = RollbackProblem(
+        ne=ne, ni=ni, buffer=[False, False, True], edges=edges, need_over=need,
+        avail=[Avail(every=False, epochs=inputs),
+               Avail(every=False, epochs=loop, explicit=explicit),
+               Avail(every=False, epochs=outputs)],
+        consumed=consumed)
+    problem.check()
+    return problem
+
+
+def _chain(epochs) -> int:
+    """The last epoch ``k`` such that ``0..k`` are all recorded (``-1``: not even epoch 0)."""
+    have = set(epochs)
+    k = -1
+    while k + 1 in have:
+        k += 1
+    return k
+
+
+def kept_epochs(manifest: dict) -> dict:
+    """Solve the manifest's recovery problem: ``{"input": n, "loop": n, "output": n}``, the
+    number of epochs each operator keeps whole (epochs ``0..n-1``), and ``"iteration"``: the
+    last iteration the loop keeps of epoch ``loop`` (the epoch in flight), from a loop
+    checkpoint, or ``None`` when it keeps none of it.
+
+    Raises
+    ------
+    OutputStateError
+        The records admit no single largest consistent rollback.
+    """
+    problem = recovery_problem(manifest)
+    answer = solve(problem)
+    if answer.result != "ok":
+        raise OutputStateError(f"the records of {MANIFEST} admit no consistent rollback "
+                               f"(solver: {answer.result})")
+    top = problem.ni - 1
+    kept = {}
+    for name, p in (("input", INPUT), ("loop", LOOP), ("output", OUTPUT)):
+        kept[name] = sum(1 for e in range(problem.ne) if in_down((e, top), answer.choice[p]))
+    partial = [i for e, i in answer.choice[LOOP] if e == kept["loop"] and i < top]
+    kept["iteration"] = max(partial) if partial else None
+    return kept
+
+
+@dataclass
+class Resume:
+    """Where a job resumes: ``epoch`` (the first not final), the cumulative edge count
+    before it, the last final epoch's labels (``None`` when starting from epoch 0), the
+    leftovers removed, and the kept loop checkpoint of epoch ``epoch``, if any."""
+
+    epoch: int = 0
+    edges: int = 0
+    labels: pa.Table | None = None
+    removed: tuple = ()
+    #: The loop checkpoint the solver kept (the state after iteration ``loop["iteration"]`` of
+    #: epoch ``epoch``), or ``None``.
+    loop: dict | None = None
+
+
+class OutputLog:
+    """The manifest of a job's ``out`` (local or through Hadoop: every file operation goes
+    through its :class:`~spark_plugin.jobs.out_store.OutStore`): open (resume or start), record,
+    and finish. ``out`` is the directory's name in messages."""
+
+    def __init__(self, store: OutStore, job: dict, manifest: dict,
+                 columns: tuple = ("vertex", "component")):
+        self.store, self.job, self.manifest, self.columns = store, job, manifest, tuple(columns)
+        self.out = store.url
+
+    # -- opening --
+    @classmethod
+    def open(cls, out, job: dict, *, overwrite: bool = False,
+             columns: tuple = ("vertex", "component"),
+             spark=None) -> tuple["OutputLog", Resume]:
+        """Open ``out`` for the job ``job`` (:func:`job_fingerprint`, or a job's own
+        fingerprint), whose epochs' results have ``columns`` besides ``epoch`` (sorted by
+        the first: WCC's ``vertex, component``). ``out`` is a bare local path, a URI
+        (through Hadoop's ``FileSystem`` of ``spark``: :func:`~spark_plugin.jobs.out_store.open_store`)
+        or an :class:`~spark_plugin.jobs.out_store.OutStore`.
+
+        A missing or empty directory, or any directory with ``overwrite`` (its content is
+        removed), starts at epoch 0. A directory with this job's manifest resumes: leftovers
+        of a killed epoch (files the manifest does not name) are removed, the rollback is
+        solved, the records past it dropped, and the last final epoch's result read back.
+
+        Raises
+        ------
+        OutputStateError
+            ``out`` is a file, holds files but no manifest, was written by another job
+            (the differing settings named), or its manifest or data files are damaged.
+        """
+        store = out if isinstance(out, OutStore) else open_store(out, spark)
+        d = store.url
+        if store.exists() and not store.is_dir():
+            raise OutputStateError(f"--out {d}: exists and is not a directory")
+        fresh = {"format": FORMAT, "job": job, "complete": False, "total": None,
+                 "input": [], "loop": [], "output": []}
+        if store.is_dir() and overwrite:
+            for name in store.listdir():
+                store.remove(name)
+        if not store.listdir():
+            store.mkdirs()
+            log = cls(store, job, fresh, columns)
+            log.save()
+            return log, Resume()
+        manifest = store.load_manifest()
+        if manifest is None:
+            raise OutputStateError(
+                f"--out {d}: the directory has files but no {MANIFEST}: not written by a "
+                f"resumable tfront job (wcc, sssp); pass --overwrite (overwrite=True) to "
+                f"replace it")
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise OutputStateError(f"--out {d}: {MANIFEST} is not a {FORMAT!r} manifest; pass "
+                                   f"--overwrite to start over")
+        differ = [f"{k}: {manifest['job'].get(k)!r} there, {job.get(k)!r} now"
+                  for k in sorted(set(job) | set(manifest["job"]))
+                  if manifest["job"].get(k) != job.get(k)]
+        if differ:
+            raise OutputStateError(f"--out {d} holds the output of another job ("
+                                   + "; ".join(differ) + "); pass --overwrite to replace it")
+        log = cls(store, job, manifest, columns)
+        return log, log._resume()
+
+    def _resume(self) -> Resume:
+        m, store = self.manifest, self.store
+        kept = kept_epochs(m)
+        n_out = kept["output"]
+        final = [r for r in m["output"] if r["epoch"] < n_out]
+        if len(final) != n_out or [r["epoch"] for r in final] != list(range(n_out)):
+            raise OutputStateError(f"--out {self.out}: {MANIFEST} lists epochs "
+                                   f"{[r['epoch'] for r in m['output']]}, not 0..{n_out - 1}")
+        m["output"] = final
+        # the loop keeps the epochs it keeps whole, and the one checkpoint of the epoch in
+        # flight the solver chose, if its files are all there (else the epoch restarts)
+        loop = None
+        if kept["iteration"] is not None and kept["loop"] == n_out:
+            loop = next((r for r in loop_records(m) if r["epoch"] == n_out
+                         and r["iteration"] == kept["iteration"]), None)
+            if loop is not None and not all(store.is_file(f"{LOOP_DIR}/{loop['dir']}/{f}")
+                                            for f in loop["files"]):
+                loop = None
+        m["loop"] = [e for e in _loop_epochs(m) if e < kept["loop"]] + (
+            [loop] if loop is not None else [])
+        m["input"] = [r for r in m["input"] if r["epoch"] < kept["input"]]
+        if n_out < (m.get("total") or 0) or m.get("total") is None:
+            m["complete"] = False
+        for r in final:
+            for f in r["files"]:
+                if not store.is_file(f):
+                    raise OutputStateError(f"--out {self.out}: epoch {r['epoch']}'s data file "
+                                           f"{f} named by {MANIFEST} is missing; pass "
+                                           f"--overwrite to start over")
+        labels = self._read(final[-1]) if final else None   # checked before anything changes
+        named = {f for r in final for f in r["files"]}
+        if loop is not None:
+            named.add(LOOP_DIR)
+        removed = []
+        for name in store.listdir():
+            if name not in named and not store.is_manifest(name):
+                removed.append(name)
+                store.remove(name)
+        if loop is not None:   # other checkpoints (superseded, or never recorded) go too
+            for name in store.listdir(LOOP_DIR):
+                if name != loop["dir"]:
+                    removed.append(f"{LOOP_DIR}/{name}")
+                    store.remove(f"{LOOP_DIR}/{name}")
+            for name in store.listdir(f"{LOOP_DIR}/{loop['dir']}"):
+                if name not in loop["files"]:
+                    removed.append(f"{LOOP_DIR}/{loop['dir']}/{name}")
+                    store.remove(f"{LOOP_DIR}/{loop['dir']}/{name}")
+        self.save()
+        if not final:
+            return Resume(removed=tuple(removed), loop=loop)
+        return Resume(n_out, int(final[-1]["edges"]), labels, tuple(removed), loop)
+
+    def _read(self, rec: dict) -> pa.Table:
+        """Epoch ``rec``'s result (its :attr:`columns`, sorted by the first), checked against
+        the row count the manifest recorded."""
+        cols = list(self.columns)
+        try:
+            t = self.store.read_table(rec["files"], ["epoch", *cols])
+        except Exception as e:   # noqa: BLE001 -- Arrow, OSError, py4j: a damaged --out
+            raise OutputStateError(f"--out {self.out}: epoch {rec['epoch']}'s data files cannot "
+                                   f"be read as columns epoch, {', '.join(cols)} ({e}); pass "
+                                   f"--overwrite to start over") from None
+        if t is None or t.num_rows != rec["rows"] or (
+                t.num_rows and set(t.column("epoch").unique().to_pylist()) != {rec["epoch"]}):
+            raise OutputStateError(f"--out {self.out}: epoch {rec['epoch']}'s data files do not "
+                                   f"hold the {rec['rows']} rows {MANIFEST} recorded; pass "
+                                   f"--overwrite to start over")
+        t = t.select(cols)
+        return t.take(pa.array(np.argsort(t.column(cols[0]).to_numpy(), kind="stable")))
+
+    # -- the input --
+    def kept_input(self, e: int) -> dict | None:
+        """The input record of epoch ``e``, if kept."""
+        for r in self.manifest["input"]:
+            if r["epoch"] == e:
+                return r
+        return None
+
+    def check_source(self, e: int, source) -> None:
+        """A kept epoch's source must be the one recorded (same file or rows, unchanged)."""
+        r = self.kept_input(e)
+        if r is None:
+            return
+        if r["source"] != source.what:
+            raise OutputStateError(f"--out {self.out}: epoch {e} was {r['source']}, the input "
+                                   f"now gives {source.what}; pass --overwrite to start over")
+        if r.get("stamp") is not None and _stamp_of(source) != r["stamp"]:
+            raise OutputStateError(f"--out {self.out}: epoch {e}'s input {source.what} changed "
+                                   f"since the job recorded it; pass --overwrite to start over")
+
+    def same_source(self, e: int, source) -> bool:
+        """Whether epoch ``e``'s kept input record names ``source``, unchanged."""
+        r = self.kept_input(e)
+        return r is not None and r["source"] == source.what and (
+            r.get("stamp") is None or _stamp_of(source) == r["stamp"])
+
+    def record_input(self, e: int, source) -> None:
+        """Epoch ``e`` starts: record which source it is. A record of ``e`` kept from a
+        killed run (the epoch then in flight) is replaced: nothing of that epoch left the
+        job, and its file may have been fixed since."""
+        self.manifest["input"] = [r for r in self.manifest["input"] if r["epoch"] != e]
+        self.manifest["input"].append({"epoch": e, "source": source.what,
+                                       "stamp": _stamp_of(source)})
+        self.save()
+
+    # -- the output --
+    def new_name(self, e: int, k: int = 0) -> str:
+        return f"part-epoch-{e:06d}-{k:05d}-{uuid.uuid4().hex[:12]}.parquet"
+
+    def write_table(self, e: int, table: pa.Table) -> list[str]:
+        """Write epoch ``e``'s result ``table`` (on the driver) into the dataset as one part
+        file: columns ``epoch`` then :attr:`columns` (int64, as Spark's writer), written under
+        a hidden name and renamed in when complete (readers -- pyarrow, Spark -- skip hidden
+        names, so they never see a partial part). No Spark job. Returns the file's name."""
+        n = table.num_rows
+        table = pa.table({"epoch": pa.array(np.full(n, e, np.int64)),
+                          **{c: table.column(c) for c in self.columns}})
+        name = self.new_name(e)
+        self.store.write_table(f".{name}.tmp", table)
+        self.store.rename_in(f".{name}.tmp", name)
+        return [name]
+
+    def write_df(self, e: int, df) -> list[str]:
+        """Write epoch ``e``'s result (a DataFrame) into the dataset: Spark writes a hidden
+        directory inside it, whose part files are renamed into the dataset. Returns their
+        names (the manifest names them afterwards)."""
+        from pyspark.sql import functions as F
+
+        tmp = f".epoch-{e:06d}.tmp"
+        df.select(F.lit(e).cast("long").alias("epoch"), *self.columns) \
+            .write.mode("overwrite").parquet(self.store.path(tmp))
+        files = []
+        parts = [p for p in self.store.listdir(tmp)
+                 if p.startswith("part-") and p.endswith(".parquet")]
+        for k, part in enumerate(parts):
+            name = self.new_name(e, k)
+            self.store.rename_in(f"{tmp}/{part}", name)
+            files.append(name)
+        self.store.remove(tmp)
+        return files
+
+    def record_final(self, e: int, files: list[str], rows: int, edges: int) -> None:
+        """Epoch ``e``'s data ``files`` (already renamed into place) are final: the output
+        and the loop record it, in one atomic manifest write; the loop checkpoints of epoch
+        ``e`` are then superseded and deleted (a crash before that leaves files the manifest
+        no longer names: the next start removes them)."""
+        self.store.sync()
+        self.manifest["output"].append({"epoch": e, "files": list(files), "rows": int(rows),
+                                        "edges": int(edges)})
+        old = loop_records(self.manifest)
+        self.manifest["loop"] = _loop_epochs(self.manifest) + [e]
+        self.save()
+        self._drop_loop(old)
+
+    # -- the loop's checkpoints --
+    def loop_name(self, e: int, it: int) -> str:
+        """The directory (inside :data:`LOOP_DIR`) of the loop checkpoint after iteration
+        ``it`` of epoch ``e``."""
+        return f"epoch-{e:06d}-iteration-{it:06d}"
+
+    def record_loop(self, e: int, it: int, df, *, new: int, pointstamps: list) -> dict:
+        """Make the loop's state after iteration ``it`` of epoch ``e`` durable: Spark writes
+        ``df`` (a DataFrame) as Parquet into a hidden directory of :data:`LOOP_DIR`, each part
+        file is renamed (after an fsync, locally) into the checkpoint's directory, which is
+        synced; only then does the manifest's ``loop`` list record it (its rows, counted from
+        the files' footers, ``new`` of them flagged new, and the tracker's ``pointstamps`` at
+        that point), replacing the epoch's previous checkpoint, whose files are deleted
+        after. Returns the record."""
+        store = self.store
+        name = self.loop_name(e, it)
+        tmp = f"{LOOP_DIR}/.{name}.{uuid.uuid4().hex[:8]}.tmp"
+        df.write.mode("overwrite").parquet(store.path(tmp))
+        final = f"{LOOP_DIR}/{name}"
+        store.remove(final)   # a leftover of a killed run the manifest does not name
+        store.mkdirs(final)
+        files = []
+        parts = [p for p in store.listdir(tmp) if p.startswith("part-") and p.endswith(".parquet")]
+        for k, part in enumerate(parts):
+            f = f"part-{k:05d}.parquet"
+            store.rename_in(f"{tmp}/{part}", f"{final}/{f}")
+            files.append(f)
+        store.remove(tmp)
+        rows = store.parquet_rows([f"{final}/{f}" for f in files])
+        store.sync(final)
+        store.sync(LOOP_DIR)
+        store.sync()   # OUT's entry of LOOP_DIR (Spark's writer made it) before the record
+        crash_point(f"iteration:{it}:after-loop-data", e)
+        old = loop_records(self.manifest)
+        rec = {"epoch": int(e), "iteration": int(it), "dir": name, "files": files,
+               "rows": int(rows), "new": int(new), "pointstamps": pointstamps}
+        self.manifest["loop"] = _loop_epochs(self.manifest) + [rec]
+        self.save()
+        crash_point(f"iteration:{it}:after-loop", e)
+        self._drop_loop(old)
+        return rec
+
+    def loop_paths(self, rec: dict) -> list[str]:
+        """The data files of loop checkpoint ``rec`` (paths or URIs Spark reads)."""
+        return [self.store.path(f"{LOOP_DIR}/{rec['dir']}/{f}") for f in rec["files"]]
+
+    def drop_loop(self) -> None:
+        """Forget every loop checkpoint (the epoch in flight restarts from its beginning)."""
+        old = loop_records(self.manifest)
+        if old:
+            self.manifest["loop"] = _loop_epochs(self.manifest)
+            self.save()
+            self._drop_loop(old)
+
+    def _drop_loop(self, records) -> None:
+        """Delete the files of loop checkpoints the manifest no longer names, and the loop
+        directory once it is empty."""
+        for r in records:
+            self.store.remove(f"{LOOP_DIR}/{r['dir']}")
+        if not loop_records(self.manifest):
+            self.store.remove(LOOP_DIR)
+
+    def finish(self, total: int) -> None:
+        """The input is exhausted after ``total`` epochs, all final."""
+        self.manifest["complete"], self.manifest["total"] = True, int(total)
+        self.save()
+
+    def save(self) -> None:
+        """Write the manifest atomically and durably (:meth:`OutStore.save_manifest`)."""
+        self.store.save_manifest(self.manifest)
+
+
+def already_final(out, edges, epochs: int, follow, job: dict | None = None) -> str | None:
+    """Without starting Spark: the message for a rerun whose every epoch is final in the
+    local ``out`` (same job -- ``job``, the job's fingerprint, by default
+    :func:`job_fingerprint`'s --, the input as recorded, every epoch written), else ``None``
+    (the job runs, and :meth:`OutputLog.open` explains any problem; a URI ``out`` needs
+    Hadoop's ``FileSystem``, so its job starts Spark and finds there is nothing to do)."""
+    if out is None or follow is not None or not is_local(out) or not isinstance(
+            edges, (str, os.PathLike)):
+        return None
+    m = Path(out) / MANIFEST
+    try:
+        manifest = json.loads(m.read_text())
+        if (manifest.get("format") != FORMAT or not manifest.get("complete")
+                or manifest.get("job") != (job if job is not None
+                                           else job_fingerprint(edges, epochs, follow))):
+            return None
+        total = manifest["total"]
+        if [r["epoch"] for r in manifest["output"]] != list(range(total)):
+            return None
+        if Path(edges).is_dir():
+            files = [str(f) for f in edge_files(edges)]
+            recs = sorted(manifest["input"], key=lambda r: r["epoch"])
+            if files != [r["source"] for r in recs]:
+                return None     # files were added (or renamed): the job has more to do
+            for f, r in zip(files, recs):
+                st = FileStamp.of(f)
+                if [st.size, st.mtime_ns, st.ino] != r["stamp"]:
+                    return None
+        for r in manifest["output"]:
+            if not all((m.parent / f).is_file() for f in r["files"]):
+                return None
+    except Exception:   # unreadable, damaged or another job's: the run explains it
+        return None
+    return (f"all {total} epoch{'s' if total != 1 else ''} of {edges} are final in {m.parent} "
+            f"(its {MANIFEST}); nothing to do (--overwrite recomputes them)")

@@ -1,0 +1,128 @@
+"""``tfront sssp``: the shortest-paths job (:mod:`spark_plugin.jobs.sssp.job`) on the command line.
+
+Registered like ``tfront wcc`` (:mod:`spark_plugin.jobs.wcc.cli`): the entry point ``sssp`` of the
+group ``tfront.commands`` names :func:`add_sssp`. Importing this module loads neither PySpark
+nor the job's kernels; the command imports them when it runs, after its input was checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from engine.cli.main import positive_int, positive_seconds
+
+from spark_plugin.jobs.wcc.cli import MASTER_FORMS, conf_pair, master_url, memory_size
+
+__all__ = ["add_sssp", "run_sssp_command", "SSSP_INPUT"]
+
+SSSP_INPUT = """\
+input formats (EDGES): as tfront wcc (text, CSV, Parquet, a directory of epoch files); an
+  edge leads from src to dst (--undirected: both ways). With --weighted every edge has a
+  third field, a finite weight >= 0 ('src dst weight'; Parquet: a numeric column weight).
+
+output (--out): a Parquet dataset with one part per final epoch, columns epoch, vertex,
+  distance (int64 hops, or double with --weighted); only vertices the source reaches.
+  --out (a path, or a Hadoop URI) keeps a manifest: a rerun of the same job (input, epochs, --source,
+  --weighted, --undirected) computes only the epochs not final there (a rerun after
+  success does nothing); --overwrite starts over. Without --out the distances are
+  computed but not saved (the total line says so).
+exit status: 0 done, 2 bad option or input, 130 interrupted (Ctrl-C).
+"""
+
+
+def _vertex(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if not 0 <= v < (1 << 63):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a vertex id (a non-negative int64)")
+    return v
+
+
+def add_sssp(sub) -> argparse.ArgumentParser:
+    """Add ``tfront sssp`` to ``sub`` (the ``tfront`` parser's subparsers)."""
+    s = sub.add_parser("sssp", help="incremental single-source shortest paths on Spark "
+                                    "(needs pyspark)",
+                       epilog=SSSP_INPUT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("edges", help="edge file (text, CSV, Parquet) or directory of epoch files")
+    s.add_argument("--source", type=_vertex, required=True, metavar="V",
+                   help="the vertex distances are measured from")
+    s.add_argument("--epochs", type=positive_int, default=None, metavar="K",
+                   help="split a single edge file into K epochs (default 1; not for a directory)")
+    s.add_argument("--out", default=None,
+                   help="Parquet dataset to append epoch,vertex,distance to (without it the "
+                        "distances are not saved). A run on an existing OUT of the same job "
+                        "resumes it: epochs already final there are skipped")
+    s.add_argument("--overwrite", action="store_true",
+                   help="remove the content of an existing --out and start from epoch 0")
+    s.add_argument("--weighted", action="store_true",
+                   help="edges have a third field, a weight >= 0 (default: every edge weighs 1, "
+                        "distances are BFS levels)")
+    s.add_argument("--undirected", action="store_true", help="every edge also leads back")
+    s.add_argument("--master", type=master_url, default=None, metavar="URL",
+                   help=f"Spark master URL (default local[*]): {MASTER_FORMS}")
+    s.add_argument("--partitions", type=positive_int, default=None, metavar="P",
+                   help="Spark partitions, one relax task each per round (default: cores)")
+    s.add_argument("--checkpoint-dir", default=None,
+                   help="checkpoint the partitions' edges reliably here, once per epoch (e.g. "
+                        "an HDFS path on a cluster) instead of localCheckpoint")
+    s.add_argument("--follow", type=positive_seconds, nargs="?", const=float("inf"),
+                   default=None, metavar="IDLE",
+                   help="consume the directory EDGES as a stream, as tfront wcc --follow does: "
+                        "new files become epochs until a _DONE file exists (or IDLE seconds "
+                        "pass without a new file)")
+    s.add_argument("--progress-log", default=None, metavar="FILE",
+                   help="record every frontier change at every operator input in FILE, one "
+                        "JSON object per line; draw it with tfront progress")
+    talk = s.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_true",
+                      help="print only warnings and errors (no progress bar, epoch lines or "
+                           "totals)")
+    talk.add_argument("-v", "--verbose", action="count", default=0,
+                      help="-v: also a line per round on stderr and Spark's warnings; -vv: also "
+                           "debug output and Spark's INFO log")
+    s.add_argument("--driver-memory", type=memory_size, default=None, metavar="SIZE",
+                   help="heap of the Spark driver JVM, e.g. 8g (default: sized from this machine)")
+    s.add_argument("--conf", type=conf_pair, action="append", default=None, metavar="KEY=VALUE",
+                   help="a Spark setting (repeatable)")
+    s.set_defaults(run=run_sssp_command)
+    return s
+
+
+def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
+    """Run ``tfront sssp``: check the input, then run the job as every job command does
+    (:func:`~spark_plugin.jobs.command.run_job_command`: Spark settings and the line that says
+    them, ``-q``/``-v``/``-vv``, one line per final epoch and a total line on stdout through
+    the progress bar, a JVM out of memory as a named error, Ctrl-C exit 130 with the epochs
+    already printed written). When every epoch is already final in ``--out`` this says so
+    and returns 0 without starting Spark. In a process that already has an active Spark
+    session (a test, a notebook) that session is used -- its settings win over ``--master``
+    and ``--conf`` -- and left running."""
+    if args.overwrite and args.out is None:
+        parser.error("sssp --overwrite needs --out")
+    if not os.path.exists(args.edges):   # a typo: before importing the Spark side
+        raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
+    if not args.weighted:
+        from spark_plugin.jobs.edges import check_input
+
+        for note in check_input(args.edges, args.epochs, follow=args.follow):
+            print(f"tfront sssp: warning: {note}", file=sys.stderr, flush=True)
+    from spark_plugin.jobs.command import run_job_command
+    from spark_plugin.jobs.sssp.job import run_sssp, sssp_fingerprint
+
+    epochs = args.epochs or 1
+
+    def run(spark, level, on_epoch):
+        return run_sssp(spark, args.edges, args.source, epochs=epochs, out=args.out,
+                        weighted=args.weighted, undirected=args.undirected,
+                        partitions=args.partitions, progress=level, on_epoch=on_epoch,
+                        follow=args.follow, checkpoint_dir=args.checkpoint_dir,
+                        progress_log=args.progress_log, overwrite=args.overwrite)
+
+    return run_job_command(
+        args, name="sssp", what="distances", run=run,
+        fingerprint=sssp_fingerprint(args.edges, epochs, args.follow, args.source,
+                                     args.weighted, args.undirected))

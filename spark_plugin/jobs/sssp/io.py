@@ -1,0 +1,146 @@
+"""Weighted edge input of the shortest-paths job: ``src dst weight``, split into epochs.
+
+The unweighted job reads its edges exactly as the WCC job does (:mod:`spark_plugin.jobs.edges`).
+With weights, each edge has a third field, a finite non-negative number:
+
+* **text / CSV** (any name but ``*.parquet``; ``.gz`` is decompressed): one edge
+  ``src dst weight`` per line, fields separated by white space, a comma, ``;`` or a tab;
+  ``#`` starts a comment; blank lines are skipped; a first line whose first two fields are
+  not integers is a header (of a CSV file).
+* **Parquet** (``*.parquet``, ``*.pq``) and Arrow tables: integer columns ``src``, ``dst``
+  and a numeric column ``weight``.
+
+Anything else raises :class:`~spark_plugin.jobs.edges.EdgeInputError` naming the file and the
+line (row). Epochs are made as for WCC (:func:`~spark_plugin.jobs.edges.epoch_sources`): a file
+or table in ``epochs`` consecutive equal slices, a directory one epoch per file in natural
+order, each file stamped when the job starts and refused if it changes.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from spark_plugin.jobs.edges import (EdgeInputError, _check_epochs, _check_parquet, _kind, _open_text,
+                     _table_sources, epoch_sources)
+
+__all__ = ["WEIGHTED_SCHEMA", "read_weighted_edges", "weighted_table", "weighted_epoch_sources"]
+
+#: The schema :func:`read_weighted_edges` returns.
+WEIGHTED_SCHEMA = pa.schema([pa.field("src", pa.int64(), nullable=False),
+                             pa.field("dst", pa.int64(), nullable=False),
+                             pa.field("weight", pa.float64(), nullable=False)])
+
+_SPLIT = re.compile(r"[\s,;]+")
+_INT = re.compile(r"[+-]?[0-9]+\Z")
+
+
+def _check_weights(w: np.ndarray, where: str, rows) -> np.ndarray:
+    """``w`` as float64, refusing NaN, infinite and negative weights (``rows[k]``: the line
+    or row of ``w[k]`` for the message)."""
+    w = np.asarray(w, np.float64)
+    bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
+    if bad.size:
+        k = int(bad[0])
+        raise EdgeInputError(f"{where}:{rows[k]}: weight {float(w[k])!r} is not a finite number >= 0",
+                             where, int(rows[k]))
+    return w
+
+
+def weighted_table(table: pa.Table, what: str = "edge table") -> pa.Table:
+    """An Arrow table of weighted edges (integer ``src``, ``dst``, numeric ``weight``; other
+    columns ignored) as :data:`WEIGHTED_SCHEMA`, validated (rows named 1-based)."""
+    if not isinstance(table, pa.Table):
+        raise EdgeInputError(f"{what}: expected a pyarrow.Table, got {type(table).__name__}", what)
+    for name in ("src", "dst", "weight"):
+        if name not in table.column_names:
+            raise EdgeInputError(f"{what}: no column {name!r} (columns: "
+                                 f"{', '.join(table.column_names) or '(none)'}); a weighted "
+                                 f"input needs src, dst and weight", what)
+    ids = _check_parquet(table.select(["src", "dst"]), what, 0)
+    col = table.column("weight")
+    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        raise EdgeInputError(f"{what}: column 'weight' has type {col.type}, expected a number",
+                             what)
+    if col.null_count:
+        row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0]) + 1
+        raise EdgeInputError(f"{what}: row {row}: column 'weight' is null", what, row)
+    w = _check_weights(col.to_numpy(zero_copy_only=False), what,
+                       np.arange(1, table.num_rows + 1))
+    return pa.Table.from_arrays([ids.column("src"), ids.column("dst"), pa.array(w)],
+                                schema=WEIGHTED_SCHEMA)
+
+
+def read_weighted_edges(path) -> pa.Table:
+    """Read one weighted edge file as :data:`WEIGHTED_SCHEMA` (rows in file order).
+
+    Raises
+    ------
+    EdgeInputError
+        A line without exactly three fields, a vertex id that is not a non-negative int64, a
+        weight that is not a finite number ``>= 0``; the message reads ``FILE:LINE: ...``.
+    FileNotFoundError
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"edge file {str(path)!r} does not exist")
+    if _kind(path) == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            t = pq.read_table(path)
+        except (pa.ArrowInvalid, OSError) as e:
+            raise EdgeInputError(f"{path}: not a readable Parquet file ({e})", str(path)) from None
+        return weighted_table(t, str(path))
+    rows, numbers = [], []
+    for no, raw in enumerate(_open_text(path).splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = [f.strip('"') for f in _SPLIT.split(line) if f]
+        if not rows and len(fields) == 3 and not (_INT.match(fields[0]) and _INT.match(fields[1])):
+            continue   # a header line
+        if len(fields) != 3:
+            raise EdgeInputError(f"{path}:{no}: malformed line {raw!r}: expected 'src dst weight'",
+                                 str(path), no)
+        rows.append(fields)
+        numbers.append(no)
+    ids = np.zeros((len(rows), 2), np.int64)
+    w = np.zeros(len(rows), np.float64)
+    for k, (s, d, x) in enumerate(rows):
+        for j, v in enumerate((s, d)):
+            if not _INT.match(v):
+                raise EdgeInputError(f"{path}:{numbers[k]}: vertex id {v!r} is not an integer",
+                                     str(path), numbers[k])
+            n = int(v)
+            if not 0 <= n < (1 << 63):
+                raise EdgeInputError(f"{path}:{numbers[k]}: vertex id {v} is negative or does "
+                                     f"not fit int64", str(path), numbers[k])
+            ids[k, j] = n
+        try:
+            w[k] = float(x)
+        except ValueError:
+            raise EdgeInputError(f"{path}:{numbers[k]}: weight {x!r} is not a number",
+                                 str(path), numbers[k]) from None
+    _check_weights(w, str(path), numbers)
+    return pa.Table.from_arrays([pa.array(ids[:, 0]), pa.array(ids[:, 1]), pa.array(w)],
+                                schema=WEIGHTED_SCHEMA)
+
+
+def weighted_epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
+                           **options):
+    """``(number of epochs, iterator of EpochSource)`` of a weighted input: the WCC job's
+    :func:`~spark_plugin.jobs.edges.epoch_sources` with :func:`read_weighted_edges` as its
+    reader -- a file read (and validated) up front and cut into ``epochs`` equal slices, a
+    directory with one epoch per file (``epochs`` must be 1), each file read when its epoch
+    starts and refused if it changed since the job started
+    (:class:`~spark_plugin.jobs.edges.FileStamp`), or with ``follow`` a directory consumed as a
+    stream -- or a table, validated here (:func:`weighted_table`) and cut the same way.
+    ``options``: ``epoch_sources``'s ``poll`` and ``sleep``."""
+    if isinstance(edges, pa.Table):
+        _check_epochs(epochs, "edge table")
+        return _table_sources(weighted_table(edges), epochs, "edge table")
+    return epoch_sources(edges, epochs, follow=follow, reader=read_weighted_edges, **options)

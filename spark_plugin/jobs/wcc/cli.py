@@ -1,0 +1,162 @@
+"""The ``tfront`` commands of the Spark integration: ``tfront wcc`` (:mod:`spark_plugin.jobs.wcc.job`).
+
+:mod:`engine.cli.main` does not import this package: it finds these commands through the entry
+point group ``tfront.commands`` (``pyproject.toml``), one entry point per command, named
+after it, whose object ``add(subparsers)`` adds the command's parser and sets its
+``run(args, parser) -> int`` default (:func:`engine.cli.main.plugin_commands`). Importing this
+module loads pyarrow (the package's schemas) but not PySpark: a command imports PySpark only
+when it runs, after its input has been checked.
+
+The option types here (:func:`master_url`, :func:`memory_size`, :func:`conf_pair`) are shared
+by every Spark command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+
+from engine import Backend
+from engine.cli.main import positive_int, positive_seconds
+
+__all__ = ["add_wcc", "run_wcc_command", "master_url", "memory_size", "conf_pair",
+           "loop_checkpoint", "MASTER_FORMS", "WCC_INPUT"]
+
+#: Spark master URLs ``--master`` accepts (their form only; Spark checks the rest).
+MASTER = re.compile(
+    r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?"
+    r"|local-cluster\[[1-9][0-9]*, *[1-9][0-9]*, *[1-9][0-9]*\]"
+    r"|yarn|spark://[^\s/]+(,[^\s/]+)*|(k8s|mesos)://\S+")
+MASTER_FORMS = ("local, local[N], local[*], local[N,F], local-cluster[N,C,M], "
+                 "spark://HOST:PORT, yarn, k8s://URL or mesos://URL")
+
+WCC_INPUT = """\
+input formats (EDGES):
+  text (any other name; .gz decompressed): one edge 'src dst' per line, separated by white
+    space or a comma; '#' starts a comment; blank lines are skipped.
+  CSV (*.csv, *.csv.gz): fields separated by ',', ';' or a tab, optionally double-quoted;
+    the first row is a header unless its first two fields are integers (then columns
+    src,dst are used, else the first two); otherwise it is the first edge.
+  Parquet (*.parquet, *.pq): integer columns src and dst.
+  a directory: one epoch per file, in natural order of the names (e2 before e10; hidden
+    and '_' files skipped); each epoch's line names its file.
+  Vertex ids are non-negative int64. Bad input stops with the file and line named (exit
+  2) before Spark starts where the first rows show it; an input without edges is refused.
+
+Without --out the labels are computed but not saved (the total line says so).
+exit status: 0 done, 2 bad option or input, 130 interrupted (Ctrl-C), 141 stdout closed.
+"""
+
+
+def master_url(text: str) -> str:
+    if not MASTER.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Spark master URL; expected "
+                                         f"{MASTER_FORMS}")
+    return text.strip()
+
+
+def memory_size(text: str) -> str:
+    """``--driver-memory``: a JVM memory size such as ``512m`` or ``8g``."""
+    t = text.strip().lower()
+    if len(t) < 2 or t[-1] not in "kmgt" or not t[:-1].isdigit() or int(t[:-1]) == 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a memory size: a whole number with a unit k, m, g or t (e.g. 8g)")
+    return t
+
+
+def conf_pair(text: str) -> tuple[str, str]:
+    """``--conf KEY=VALUE``: a Spark setting (the key must start with ``spark.``)."""
+    key, eq, value = text.partition("=")
+    key = key.strip()
+    if not eq or not key.startswith("spark.") or len(key) <= len("spark."):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not KEY=VALUE with a Spark key (e.g. spark.executor.memory=4g)")
+    return key, value.strip()
+
+
+def loop_checkpoint(text: str) -> "float | None":
+    """``--loop-checkpoint``: seconds ``>= 0``, or ``off`` (``None``)."""
+    t = text.strip().lower()
+    if t == "off":
+        return None
+    try:
+        seconds = float(t)
+    except ValueError:
+        seconds = -1.0
+    if not (0 <= seconds < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0 or 'off'")
+    return seconds
+
+
+def add_wcc(sub) -> argparse.ArgumentParser:
+    """Add ``tfront wcc`` to ``sub`` (the ``tfront`` parser's subparsers; the entry point
+    ``wcc`` of the group ``tfront.commands``)."""
+    w = sub.add_parser("wcc", help="incremental weakly connected components on Spark (needs pyspark)",
+                       epilog=WCC_INPUT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    w.add_argument("edges", help="edge file (text, CSV, Parquet; see below) or directory of epoch files")
+    w.add_argument("--epochs", type=positive_int, default=None, metavar="K",
+                   help="split a single edge file into K epochs (default 1; not for a directory)")
+    w.add_argument("--out", default=None,
+                   help="Parquet dataset to append epoch,vertex,component to (without it the "
+                        "labels are not saved). A run on an existing OUT of the same job "
+                        "resumes it: epochs already final there are skipped (docs/wcc.md)")
+    w.add_argument("--overwrite", action="store_true",
+                   help="remove the content of an existing --out and start from epoch 0")
+    w.add_argument("--master", type=master_url, default=None, metavar="URL",
+                   help=f"Spark master URL (default local[*]): {MASTER_FORMS}")
+    w.add_argument("--partitions", type=positive_int, default=None, metavar="P",
+                   help="Spark partitions per round (default: cores)")
+    w.add_argument("--backend", choices=[b.value for b in (Backend.AUTO, Backend.CPU, Backend.CUDA)],
+                   default=None,
+                   help="where the WCC kernels run, decided per task: cuda = each task's GPU where "
+                        "usable, else the CPU (reason logged and printed); auto = the same for large "
+                        "inputs; cpu = Numba kernels only. Also the driver's frontier-service backend "
+                        "(cpu when the driver has no GPU). Default: $TFRONT_BACKEND or auto")
+    w.add_argument("--loop-checkpoint", type=loop_checkpoint, default=60.0, metavar="SECONDS",
+                   help="with --out: write the Spark loop's state into OUT after a round when "
+                        "SECONDS have passed since the epoch's last such checkpoint, so that a "
+                        "killed epoch resumes from there (default 60; 0 = every round; off = never)")
+    w.add_argument("--checkpoint-dir", default=None,
+                   help="checkpoint the Spark loop's stages reliably here (e.g. an HDFS path on a "
+                        "cluster) instead of localCheckpoint")
+    talk = w.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_true",
+                      help="print only warnings and errors (no progress bar, epoch lines or totals)")
+    talk.add_argument("-v", "--verbose", action="count", default=0,
+                      help="-v: also a line per round, which task ran which kernels, and Spark's "
+                           "warnings; -vv: also debug output and Spark's INFO log")
+    w.add_argument("--follow", type=positive_seconds, nargs="?", const=float("inf"), default=None,
+                   metavar="IDLE",
+                   help="consume the directory EDGES as a stream: new files become epochs as they "
+                        "appear, until a _DONE file exists (or IDLE seconds pass without a new file). "
+                        "A file is taken once its size is unchanged over one 0.5 s poll (Parquet: "
+                        "once it has its footer); a taken file that changes stops the job. Write "
+                        "each file under a hidden or _ name and rename it when complete. Ctrl-C "
+                        "stops (exit 130)")
+    w.add_argument("--progress-log", default=None, metavar="FILE",
+                   help="record every frontier change at every operator input (time, epoch, "
+                        "iteration, Spark job) and the messages in flight in FILE, one JSON "
+                        "object per line, flushed as the job runs; draw it with tfront progress")
+    w.add_argument("--driver-memory", type=memory_size, default=None, metavar="SIZE",
+                   help="heap of the Spark driver JVM, e.g. 8g (default: 35%% of this machine's "
+                        "memory, at least 1g; embedded Spark runs its tasks there too). Under "
+                        "spark-submit, pass spark-submit --driver-memory instead")
+    w.add_argument("--conf", type=conf_pair, action="append", default=None, metavar="KEY=VALUE",
+                   help="a Spark setting (repeatable), e.g. --conf spark.executor.memory=4g; wins "
+                        "over the defaults and over spark-submit's settings")
+
+    w.set_defaults(run=run_wcc_command)
+    return w
+
+
+def run_wcc_command(args, parser: argparse.ArgumentParser) -> int:
+    """Run ``tfront wcc`` with the parsed ``args``; ``parser`` is ``tfront``'s (for option
+    errors, exit status 2). A missing input is refused before PySpark is imported."""
+    if args.overwrite and args.out is None:
+        parser.error("wcc --overwrite needs --out")
+    if not os.path.exists(args.edges):   # a typo: before importing the Spark side
+        raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
+    from spark_plugin.jobs.wcc.job import main_wcc  # imports pyspark only on this path
+
+    return main_wcc(args)

@@ -1,0 +1,1014 @@
+"""The flagship job: incremental weakly connected components on Spark, driven by frontiers.
+
+:func:`run_wcc` reads edges in epochs (:mod:`spark_plugin.jobs.edges`), and per epoch computes the
+components of all edges seen so far (insertions only), in a number of Spark rounds that grows
+with ``log n``, not with the graph's diameter:
+
+1. **contract** -- the epoch's new edges plus the previous epoch's stars ``(component,
+   vertex)`` are hash-partitioned; each task runs union-find (Numba) over its rows and emits
+   one star edge per vertex (:func:`gpu_kernels.unionfind.uf_stars`);
+2. **small-star / large-star** (Kiveris et al. 2014) alternate, one shuffle each, until an
+   iteration changes no edge. The result is a star per component centred on its smallest id.
+
+Where the kernels run (``backend``): every stage's tasks, and the driver when it finishes an
+epoch, pick their kernels with :func:`wcc_kernels` -- the CuPy twins on the task's GPU where
+one is usable (``cuda``, or ``auto`` on large enough inputs), the Numba CPU kernels otherwise,
+with the reason logged once per Python worker. Every task reports the backend it used with
+its delta rows; the driver counts them per stage and per epoch (:class:`EpochSummary`
+``kernels``, :class:`WccResult` ``kernels`` and ``kernel_fallbacks``).
+
+The loop is a real timely dataflow graph (:func:`wcc_graph`), tracked by a
+:class:`~spark_plugin.service.frontier_service.FrontierService` on the driver. Every Spark task reports the
+messages it consumed and produced as pointstamp count deltas (producer ``wcc-<partition>``,
+``seq`` = global stage number; retried tasks are de-duplicated by the service); the driver
+only ever decides from frontiers (docs/wcc.md):
+
+* iteration ``i`` of epoch ``e`` is complete when the frontiers at ``star.in0`` and
+  ``label.in0`` have no element ``<= (e, i)``;
+* the loop has converged when the frontier at ``label.in0`` has no element of epoch ``e``
+  (no new edge is in flight and nobody holds a capability that could send one);
+* epoch ``e`` is final when the frontier at ``output.in0`` has no element ``(e', _)`` with
+  ``e' <= e``; only then are its labels appended to ``out``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine import Backend, Summary
+from engine.jit import CompileWatch
+from engine.operate.dataflow import Dataflow, Operate, Report, Scope
+from gpu_kernels.unionfind import compact_ids
+
+from spark_plugin.service.device import KernelPlacement, place_kernels
+from spark_plugin.jobs.framework import (EpochJob, EpochOutcome, JobProtocolError, JobResult, StageTask, arrow_bool,
+                  arrow_fixed, arrow_numpy, fmt_frontier, from_ipc, to_ipc, write_line)
+from spark_plugin.jobs.command import driver_heap_bytes, run_job_command, verbosity  # noqa: F401
+from spark_plugin.jobs.edges import EdgeInputError, check_input, edge_files, edge_format, even_cuts, read_edges
+from spark_plugin.jobs.recovery import LOOP_DIR
+
+__all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
+           "EdgeInputError", "WccProtocolError", "WccKernels", "wcc_kernels", "WCC_BACKENDS",
+           "WccJob", "DEFAULT_LOOP_CHECKPOINT", "loop_checkpoint_seconds"]
+
+log = logging.getLogger(__name__)
+
+#: The backends ``run_wcc`` and ``tfront wcc --backend`` accept.
+WCC_BACKENDS = (Backend.AUTO, Backend.CPU, Backend.CUDA)
+PRODUCER = "wcc"
+DRIVER = "wcc-driver"
+OUTPUT = "wcc-output"
+#: An epoch whose loop input (new edges plus the previous stars) has at most
+#: :func:`driver_finish_rows` rows is *finished on the driver*: the contract stage's output
+#: (data and deltas) is collected in the same Spark job that computes it, and the driver runs
+#: the small-star stage of iteration 0 as one global union-find (its deltas reported like a
+#: stage's). The limit follows the driver's memory: per loop-input row, the driver JVM holds
+#: about :data:`DRIVER_JVM_BYTES_PER_ROW` (the shipped input and the collected results as
+#: serialized blobs, with the copies made while they move), of which the collected results
+#: are about :data:`DRIVER_RESULT_BYTES_PER_ROW` (bounded by ``spark.driver.maxResultSize``),
+#: and the Python driver about :data:`DRIVER_PYTHON_BYTES_PER_ROW` (the rows, the union-find,
+#: the labels). ``$TFRONT_WCC_DRIVER_ROWS`` overrides it (``0``: every round on Spark).
+DRIVER_JVM_BYTES_PER_ROW = 128
+DRIVER_RESULT_BYTES_PER_ROW = 40
+DRIVER_PYTHON_BYTES_PER_ROW = 256
+#: The limit for a driver with Spark's default 1g heap (about 8.4M rows).
+DRIVER_FINISH_ROWS = (1 << 30) // DRIVER_JVM_BYTES_PER_ROW
+
+
+#: Seconds between two loop checkpoints of an epoch (:func:`run_wcc` ``loop_checkpoint``).
+DEFAULT_LOOP_CHECKPOINT = 60.0
+
+
+def loop_checkpoint_seconds(value) -> float | None:
+    """``run_wcc``'s ``loop_checkpoint`` as seconds (``None``: never): a number ``>= 0`` (``0``:
+    after every round) or ``None`` / ``"off"``.
+
+    Raises
+    ------
+    ConfigError
+        Anything else (a negative or non-finite number, another word).
+
+    >>> loop_checkpoint_seconds("off"), loop_checkpoint_seconds(0), loop_checkpoint_seconds("90")
+    (None, 0.0, 90.0)
+    """
+    from spark_plugin.errors import ConfigError
+
+    if value is None or isinstance(value, str) and value.strip().lower() == "off":
+        return None
+    try:
+        seconds = float(value) if not isinstance(value, bool) else -1.0
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if not (0 <= seconds < float("inf")):
+        raise ConfigError(f"loop_checkpoint must be a number of seconds >= 0 or 'off', got "
+                          f"{value!r}")
+    return seconds
+
+
+#: The loop's data rows: an edge ``(a, b)`` and whether it is new (``f``).
+EDGE_DDL = "a bigint, b bigint, f boolean"
+_EDGE_SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.int64())])
+#: Stage kinds as their steps are called in job descriptions and the progress log.
+_STEP_NAMES = {"small": "small-star", "large": "large-star"}
+#: The inputs a round's completion is read at (:meth:`~spark_plugin.jobs.framework.JobDriver.round_passed`):
+#: the label operator's feedback input (also the loop's convergence) and the star operator's.
+LABEL_IN0, STAR_IN0 = ("label", 0), ("star", 0)
+
+
+class WccProtocolError(JobProtocolError):
+    """A frontier did not advance as the protocol requires (a lost or duplicated delta batch)."""
+
+
+@dataclass(frozen=True)
+class WccGraph:
+    """The job's dataflow (:func:`wcc_graph`), its flat graph and the locations the driver
+    reads.
+
+    Operators (all at loop depth 1, timestamps ``(epoch, iteration)``): ``edges`` (a), ``label``
+    (b: union-find / large-star; in0 labels from the feedback, in1 edges), ``star`` (s:
+    small-star; out0 to the feedback, out1 results), ``feedback`` (c: ``+(0, 1)``),
+    ``output`` (d).
+    """
+
+    graph: object
+    a_out: int
+    b_in0: int
+    b_in1: int
+    s_in0: int
+    s_out1: int
+    d_in0: int
+    dataflow: Dataflow | None = None
+
+
+def wcc_graph() -> WccGraph:
+    """Build the WCC dataflow (Figure 2 of the verified-progress-tracking paper, with the
+    label operator split into its two exchange stages) as operators in a loop scope.
+
+    The scope is the root and runs at loop depth 1, so that every operator -- the edge input
+    and the output too -- speaks of ``(epoch, iteration)``, as the progress log always did.
+    Initial capabilities, all at ``(0, 0)``: the edge input's (for the next epoch), the
+    label operator's on its output (it re-sends its state, the previous epoch's stars, in
+    the contract stage) and the star operator's on its results output (held until the
+    epoch's labels are delivered).
+
+    >>> wg = wcc_graph()
+    >>> wg.dataflow.external_summary("star")
+    {(0, 0): (Summary(1->1, keep=1, d_out=(0,), d_cnt=(1,), reset=()),)}
+    >>> wg.graph.describe(wg.b_in0)
+    'target label[2].in0 (depth 1)'
+    """
+    loop = Scope("wcc", depth=1, m=1)
+    step = Summary.identity(1)
+    d = loop.add(Operate("output", 1, 0))
+    a = loop.add(Operate("edges", 0, 1, capabilities={0: [(0, 0)]}))
+    b = loop.add(Operate("label", 2, 1, summary={(0, 0): step, (1, 0): step},
+                         capabilities={0: [(0, 0)]}))
+    s = loop.add(Operate("star", 1, 2, summary={(0, 0): step, (0, 1): step},
+                         capabilities={1: [(0, 0)]}))
+    c = loop.add(Operate("feedback", 1, 1, summary={(0, 0): Summary.feedback(1)}))
+    loop.connect(a, 0, b, 1)
+    loop.connect(b, 0, s, 0)
+    loop.connect(s, 0, c, 0)
+    loop.connect(c, 0, b, 0)
+    loop.connect(s, 1, d, 0)
+    df = loop.build()
+    return WccGraph(df.graph, df.source("edges", 0), df.target("label", 0),
+                    df.target("label", 1), df.target("star", 0), df.source("star", 1),
+                    df.target("output", 0), df)
+
+
+@dataclass(frozen=True)
+class EpochSummary:
+    """One final epoch: sizes, Spark iterations (``rounds``) and wall seconds.
+
+    ``output_frontier`` is the frontier at ``output.in0`` when the epoch was declared final
+    (every element has an epoch greater than ``epoch``). ``kernels`` counts the epoch's
+    tasks per backend their kernels ran on, as ``(backend, tasks)`` pairs sorted by backend
+    (``"cpu"``, ``"cuda"``); the driver's finishing union-find counts as one task.
+    ``source`` names what became the epoch (a file of a directory, or rows of a file);
+    ``new_edges`` is the epoch's own input rows (``edges`` counts all epochs so far).
+    """
+
+    epoch: int
+    vertices: int
+    edges: int
+    components: int
+    rounds: int
+    seconds: float
+    output_frontier: tuple = ()
+    kernels: tuple = ()
+    source: str = ""
+    new_edges: int = 0
+
+    def line(self) -> str:
+        """``epoch E: vertices V, edges M, components C, rounds R, S.SS s, kernels cpu N``."""
+        text = (f"epoch {self.epoch}: vertices {self.vertices}, edges {self.edges}, components "
+                f"{self.components}, rounds {self.rounds}, {self.seconds:.2f} s")
+        if self.kernels:
+            text += ", kernels " + " ".join(f"{b} {n}" for b, n in self.kernels)
+        return text
+
+
+@dataclass
+class WccResult(JobResult):
+    """What :func:`run_wcc` did (:class:`~spark_plugin.jobs.framework.JobResult`, which documents the
+    fields): ``labels`` (``vertex, component``, sorted by vertex) is the last epoch's labels
+    when no ``out`` was given; ``stages`` counts two Spark stages per iteration; the driver's
+    finishing union-find counts as one task in ``kernels``; ``checkpoints`` are the stars
+    and the labels of the newest final epoch run on Spark.
+
+    >>> WccResult(seconds=4.0, tracking_seconds=0.05, kernel_seconds=0.2).total_line("o")
+    'total: 0 epochs, 4.00 s (kernels loaded 0.20 s, progress tracking 0.05 s); nothing written to o'
+    """
+
+    what = "labels"
+
+    @property
+    def labels(self) -> pa.Table | None:
+        return self.table
+
+
+@dataclass(frozen=True)
+class WccKernels:
+    """The three WCC kernels one task runs, bound to where they run.
+
+    ``contract(a, b) -> (root, leaf)``, ``large(u, v) -> (a, b, new)`` and ``small(lo, hi,
+    new) -> (a, b, new)`` take and return NumPy arrays (:mod:`gpu_kernels.unionfind`), on the
+    CPU or, through the CuPy twins, on ``placement.device``.
+    """
+
+    placement: KernelPlacement
+    contract: Callable
+    large: Callable
+    small: Callable
+
+
+def wcc_kernels(requested: "Backend | str", rows: int | None = None) -> WccKernels:
+    """The kernels a WCC task -- or the driver finishing an epoch -- runs, chosen here.
+
+    Parameters
+    ----------
+    requested : Backend or str
+        The job's backend (``auto``, ``cpu`` or ``cuda``; see
+        :func:`~spark_plugin.service.device.place_kernels`, which decides per task and logs a CPU
+        fallback's reason once per Python worker).
+    rows : int, optional
+        The task's input rows (``auto`` uses the GPU only from
+        :data:`~spark_plugin.service.device.AUTO_GPU_MIN_ROWS` rows).
+
+    Returns
+    -------
+    WccKernels
+        On a usable GPU, the CuPy twins (``uf_stars_xp``, ``large_star_xp``,
+        ``small_star_xp`` with ``xp = cupy``): each call copies its NumPy inputs to the
+        device once and its outputs back once (a task calls one kernel). Otherwise the Numba
+        kernels (``uf_stars``, ``large_star``, ``small_star``); ``cpu`` never imports CuPy.
+        Both give the same edges (the tests check it), so the labels do not depend on where a
+        task ran.
+    """
+    placement = place_kernels(requested, rows)
+    if placement.backend is Backend.CUDA:
+        from gpu_kernels.unionfind import large_star_xp, small_star_xp, uf_stars_xp
+
+        return WccKernels(placement, *(_on_device(fn, placement.device)
+                                       for fn in (uf_stars_xp, large_star_xp, small_star_xp)))
+    from gpu_kernels.unionfind import large_star, small_star, uf_stars
+
+    return WccKernels(placement, uf_stars, large_star, small_star)
+
+
+def _on_device(fn, device: int) -> Callable:
+    """``fn(xp, *arrays)`` run with CuPy on ``device``: NumPy arrays in, NumPy arrays out."""
+    def run(*arrays):
+        import cupy
+
+        with cupy.cuda.Device(device):
+            out = fn(cupy, *(cupy.asarray(x) for x in arrays))
+            return tuple(cupy.asnumpy(x) for x in out)
+    run.__name__ = run.__qualname__ = f"{fn.__name__}_on_cuda{device}"
+    return run
+
+
+class _Stage(StageTask):
+    """The ``mapInArrow`` function of one stage: the round's work plus its progress report.
+
+    kind ``contract`` consumes edge messages (``f``) at ``label.in1 (e, 0)``; ``large``
+    consumes new edges (``f``, counted once per undirected edge) at ``label.in0 (e, i)``; both
+    produce every output edge on ``label.out0`` (to ``star.in0``) at ``(e, i)``, flagged new
+    unless it is unchanged (a star of the previous epoch, or a large-star edge whose centre
+    did not move). In the contract stage the label operator also re-sends its state, the
+    previous epoch's stars, under its capability ``(e, 0)``, which task 0 moves on to
+    ``(e + 1, 0)`` (or drops, when no epoch follows: ``more``). ``small`` consumes every row
+    at ``star.in0 (e, i)`` and produces its new edges on ``star.out0``, which the feedback
+    operator consumes at ``(e, i)`` and produces at ``(e, i + 1)`` (to ``label.in0``). The
+    kernels are :func:`wcc_kernels`' for ``backend``; the progress rows name where they ran.
+    """
+
+    data_schema = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("f", pa.bool_())])
+
+    def __init__(self, kind: str, epoch: int, it: int, seq: int, large: bool,
+                 wrap: Callable | None, backend: Backend = Backend.CPU, more: bool = True):
+        super().__init__(seq, PRODUCER, large, wrap)
+        self.kind, self.epoch, self.it, self.backend, self.more = kind, epoch, it, backend, more
+
+    def work(self, cols, part):
+        a, b, f = cols["a"], cols["b"], cols["f"]
+        t = (self.epoch, self.it)
+        kernels = wcc_kernels(self.backend, len(a))
+        report = Report()
+        if self.kind == "contract":
+            report.consumed("label", 1, t, int(f.sum()))
+            oa, ob = kernels.contract(a, b)
+            of = _changed_stars(a, b, f, oa, ob)
+            report.produced("label", 0, t, len(oa))
+            if part == 0:   # the label operator's capability for its state moves on
+                report.capabilities("label", 0, t, -1)
+                if self.more:
+                    report.capabilities("label", 0, (self.epoch + 1, 0), 1)
+        elif self.kind == "large":
+            report.consumed("label", 0, t, int((f & (a < b)).sum()))
+            oa, ob, of = kernels.large(a, b)
+            report.produced("label", 0, t, len(oa))
+        else:
+            report.consumed("star", 0, t, len(a))
+            oa, ob, of = kernels.small(a, b, f)
+            new = int(of.sum())
+            report.produced("star", 0, t, new)
+            report.consumed("feedback", 0, t, new)   # around the loop: (e, i) -> (e, i + 1)
+            report.produced("feedback", 0, (self.epoch, self.it + 1), new)
+        return {"a": oa, "b": ob, "f": of}, report, kernels.placement
+
+
+class _IpcTask:
+    """``RDD.mapPartitions`` function around a stage function, for epochs finished on the
+    driver. Each element of the partition is ``(state, new)``: ``state`` an Arrow IPC blob of
+    rows ``a, b, f`` (or ``None``), ``new`` the epoch's new edges as such a blob or as a
+    :class:`~spark_plugin.jobs.edges.ParquetSlice` the task reads and validates itself. ``fn``
+    gets them as record batches (the same contract as ``mapInArrow``); the task yields one
+    ``(blobs, loops, error)``: ``fn``'s output as two Arrow IPC blobs -- its data rows
+    (columns ``a, b`` only: the driver needs no flag) and its delta rows --, the distinct
+    self-loop vertices of the new edges (int64), and ``None`` -- or ``(None, None, (message,
+    path, row))`` when the input is malformed (the driver raises ``EdgeInputError``, Spark
+    does not retry a deterministic error).
+
+    The rows never become Spark SQL rows (no ``createDataFrame``, no SQL plan, no shuffle):
+    the contract stage is correct on any split of its rows, because the driver's global
+    union-find completes it."""
+
+    def __init__(self, fn, schema: pa.Schema):
+        self.fn, self.schema = fn, schema
+
+    def __call__(self, elements):
+        batches, loops = [], []
+        try:
+            for state, new in elements:
+                if state is not None:
+                    batches += from_ipc(state).to_batches()
+                if isinstance(new, (bytes, bytearray)):
+                    t = from_ipc(new)
+                    a, b = (arrow_numpy(t.column(c)) for c in ("a", "b"))
+                    batches += t.to_batches()
+                else:
+                    t = new.read()
+                    a, b = (arrow_numpy(t.column(c)) for c in ("src", "dst"))
+                    batches.append(pa.RecordBatch.from_arrays(
+                        [arrow_fixed(pa.int64(), a), arrow_fixed(pa.int64(), b),
+                         arrow_bool(np.ones(len(a), np.bool_))], names=["a", "b", "f"]))
+                loops.append(np.unique(a[a == b]).astype(np.int64))
+        except EdgeInputError as err:
+            yield None, None, (str(err), err.path, err.line)
+            return
+        loops = np.concatenate(loops) if loops else np.zeros(0, np.int64)
+        data, deltas = [], []
+        for batch in self.fn(iter(batches)):
+            isd = batch.column("a").is_null()
+            if isd.true_count:
+                deltas.append(batch.filter(isd))
+            if isd.true_count < batch.num_rows:
+                data.append(batch.filter(pc.invert(isd)).select(["a", "b"]))
+        yield (to_ipc(data, _EDGE_SCHEMA), to_ipc(deltas, self.schema)), loops, None
+
+
+class _WarmKernels:
+    """Load the compiled WCC kernels (Numba's on-disk cache) into this process -- and, where
+    :func:`wcc_kernels` places ``backend``'s kernels on a GPU, run the CuPy twins once (their
+    first call compiles CuPy's kernels: 102 ms against 37 ms warm for 8M edges on an H100);
+    as a ``mapPartitions`` function it starts and warms the Python workers (yields
+    nothing)."""
+
+    def __init__(self, backend: Backend = Backend.CPU):
+        self.backend = backend
+
+    def __call__(self, parts=()):
+        import pyarrow.parquet  # noqa: F401  (the contract tasks may read Parquet)
+
+        x = np.array([1, 0], np.int64)
+        y = np.array([0, 2], np.int64)
+        new = np.ones(2, np.bool_)
+        kernels = [wcc_kernels(Backend.CPU)]   # also the fallback of small tasks under auto
+        on_gpu = wcc_kernels(self.backend)
+        if on_gpu.placement.backend is Backend.CUDA:
+            kernels.append(on_gpu)
+        for k in kernels:
+            k.contract(x, y)
+            k.large(x, y)
+            k.small(x, y, new)
+        return iter(())
+
+
+def _tasks_read(edges) -> bool:
+    """Whether the first epoch's contract tasks read their rows themselves (Parquet input)."""
+    if isinstance(edges, pa.Table):
+        return False
+    p = Path(edges)
+    if p.is_dir():
+        files = edge_files(p)
+        p = files[0] if files else p
+    return p.is_file() and edge_format(p) == "parquet"
+
+
+def _changed_stars(a, b, f, oa, ob) -> np.ndarray:
+    """``new[j]``: the contracted edge ``(oa[j], ob[j])`` is not one of the previous epoch's
+    stars among the input (state rows ``f == False``, ``a`` the centre of leaf ``b``)."""
+    old = ~f & (a < b)
+    if not old.any() or len(oa) == 0:
+        return np.ones(len(oa), np.bool_)
+    leaf, root = b[old], a[old]
+    order = np.argsort(leaf, kind="stable")
+    leaf, root = leaf[order], root[order]
+    pos = np.minimum(np.searchsorted(leaf, ob), len(leaf) - 1)
+    return ~((leaf[pos] == ob) & (root[pos] == oa))
+
+
+def _pointstamps(counts: pa.Table) -> list:
+    """A tracker's pointstamp counts (``loc, ts, cnt``) as sorted ``[loc, [ts...], cnt]``
+    rows (what a loop checkpoint records, JSON)."""
+    rows = zip(counts.column("loc").to_pylist(), counts.column("ts").to_pylist(),
+               counts.column("cnt").to_pylist())
+    return sorted([int(l), [int(x) for x in t], int(c)] for l, t, c in rows if c)
+
+
+def _up_to_epoch(pointstamps: list, e: int) -> list:
+    """The rows of :func:`_pointstamps` at times of epoch ``e`` or earlier."""
+    return [p for p in pointstamps if p[1][0] <= e]
+
+
+def _stars_table(a, b) -> pa.Table:
+    """Stars ``(component, vertex)`` held on the driver as loop-input rows (``f`` false)."""
+    return pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b, pa.int64()),
+                     "f": pa.array(np.zeros(len(a), np.bool_))})
+
+
+class WccJob(EpochJob):
+    """Incremental WCC as an :class:`~spark_plugin.jobs.framework.EpochJob` (:func:`run_wcc` runs it).
+
+    Per epoch: the new edges and the previous epoch's stars are *contracted* (a union-find per
+    task), then *small-star* and *large-star* alternate until the frontier at ``label.in0``
+    shows that no edge of the epoch is in flight. An epoch whose loop input is small enough
+    (:func:`driver_finish_rows`) is finished on the driver instead: one Spark job contracts,
+    and one global union-find on the driver is the fixed point.
+    """
+
+    name = PRODUCER
+    input = ("edges", 0)
+    output = ("output", 0)
+    result_columns = ("vertex", "component")
+    backends = WCC_BACKENDS
+    protocol_error = WccProtocolError
+    result_type = WccResult
+
+    def __init__(self, *args, loop_checkpoint: "float | str | None" = DEFAULT_LOOP_CHECKPOINT,
+                 **kwargs):
+        super().__init__(*args, **kwargs)
+        self.loop_checkpoint = loop_checkpoint_seconds(loop_checkpoint)
+
+    state = None        # converged stars (a = component, b = vertex): a DataFrame or arrays
+    labels = None       # vertex, component of all vertices seen so far
+    state_ids: set = frozenset()
+    labels_ids: set = frozenset()
+
+    # -- the dataflow ----------------------------------------------------------------------
+    def dataflow(self):
+        self.wg = wcc_graph()
+        return self.wg.dataflow
+
+    def output_report(self, e, outcome, more):
+        # the star operator sends the epoch's labels to the output under its capability
+        # (e, 0), which moves on to the next epoch (or is dropped)
+        t = (e, outcome.iteration)
+        report = Report().produced("star", 1, t, 1).capabilities("star", 1, (e, 0), -1)
+        return report.capabilities("star", 1, (e + 1, 0), 1) if more else report
+
+    def end_report(self, e):
+        # the input ended: label and star drop the capabilities they held for epoch e
+        return Report().capabilities("label", 0, (e, 0), -1).capabilities("star", 1, (e, 0), -1)
+
+    # -- start, resume, end ----------------------------------------------------------------
+    def start(self):
+        # The driver loads its kernels while it reads the input and Spark runs the first
+        # stage. When the driver reads the input itself (text, CSV, or Parquet it ships), a
+        # small job starts the Python workers and loads their kernels meanwhile, so the first
+        # stage does not wait for both; when the tasks read Parquet themselves the first stage
+        # is submitted at once and starts the workers itself.
+        d = self.driver
+        self.driver_rows = driver_finish_rows(self.spark)[0]
+        self.requested = d.requested
+        warm = ThreadPoolExecutor(1, thread_name_prefix="wcc-warm")
+        self.warming = []
+        if not (self.executor_input and _tasks_read(self.edges)):
+            spark, P = self.spark, self.P
+            self.warming.append(warm.submit(lambda: spark.sparkContext.parallelize(range(P), P)
+                                            .mapPartitions(_WarmKernels(d.requested)).collect()))
+        warm.shutdown(wait=False)
+
+    def prepare(self):
+        # The driver's kernels (the WCC kernels for the epochs it finishes, and the frontier
+        # service's) are loaded first on the tracking thread; a first run compiles them into
+        # Numba's cache, which is not progress tracking (and says so once).
+        d, bar, wg = self.driver, self.bar, self.wg
+
+        def load_kernels():
+            with CompileWatch(lambda: bar.note("compiling the Numba kernels (once: cached for "
+                                               "later runs) ...")) as watch:
+                _WarmKernels(d.requested)()
+                tracker = getattr(d.service, "_tracker", None)
+                if getattr(tracker, "kernels", None) is not None:
+                    from engine.batched.tracker import warm_up
+                    warm_up(wg.graph.m, wg.graph.max_depth, tracker.kernels,
+                            strategies=(tracker.strategy.value,))
+            return watch
+
+        d.load_kernels(load_kernels)
+
+    def resume(self, table):
+        self.labels = table
+        vert = table.column("vertex").to_numpy()
+        comp = table.column("component").to_numpy()
+        leaf = vert != comp
+        self.state = (comp[leaf], vert[leaf])
+
+    def holding(self):
+        return set(self.state_ids) | set(self.labels_ids)
+
+    def finish(self):
+        for w in getattr(self, "warming", ()):   # a warm-up failure is not the job's
+            if w.exception() is not None:
+                log.warning("warming the WCC kernels failed: %s", w.exception())
+
+    def summary(self, e, outcome, *, seconds, frontier, kernels, source, new_rows,
+                rows_so_far):
+        return EpochSummary(e, outcome.rows, rows_so_far, outcome.stats["components"],
+                            outcome.rounds, seconds, frontier, kernels, source, new_rows)
+
+    # -- the algorithm ---------------------------------------------------------------------
+    def epoch(self, e, inp):
+        spark = self.spark
+        held = isinstance(self.state, tuple)   # the previous stars are on the driver
+        n_state = len(self.state[0]) if held else 0
+        on_driver = (self.state is None or held) and inp.rows + n_state <= self.driver_rows
+        if not inp.read and not on_driver:
+            inp.table()
+        new_tbl = None
+        if inp.read:
+            t = inp.table()
+            src = t.column("src").combine_chunks() if inp.rows else pa.array([], pa.int64())
+            dst = t.column("dst").combine_chunks() if inp.rows else pa.array([], pa.int64())
+            new_tbl = pa.table({"a": src, "b": dst, "f": pa.array(np.ones(inp.rows, np.bool_))})
+        if held and not on_driver:        # back to Spark: the stars become a DataFrame
+            self.state = spark.createDataFrame(_stars_table(*self.state), schema=EDGE_DDL)
+        if isinstance(self.labels, pa.Table) and not on_driver:
+            self.labels = spark.createDataFrame(self.labels,
+                                                schema="vertex bigint, component bigint")
+        self.more = inp.more
+        if on_driver and self.loop_resume is not None:   # e.g. TFRONT_WCC_DRIVER_ROWS raised
+            self.notice(f"epoch {e} is finished on the driver this time: its loop checkpoint "
+                        f"of iteration {self.loop_resume['iteration']} is not used")
+            self.loop_resume = None
+            self.out_log.drop_loop()
+        if on_driver:
+            return self._finish_on_driver(e, inp.scan if new_tbl is None else new_tbl)
+        return self._spark_loop(e, new_tbl)
+
+    def _stage(self, kind, df, e, it, key):
+        """One Spark stage of ``kind`` on ``df``, partitioned by ``key``."""
+        d = self.driver
+        return d.run_stage(lambda s: _Stage(kind, e, it, s, d.large, d.task_wrapper,
+                                            d.requested, self.more),
+                           df, key, _STEP_NAMES.get(kind, kind), e, it)
+
+    def _spark_loop(self, e, new_tbl) -> EpochOutcome:
+        """Contract, then small-star / large-star until the frontier at ``label.in0`` has no
+        element of epoch ``e``; the labels of every vertex seen so far, checkpointed. After
+        a small-star stage that leaves the loop running, the state is written to ``out`` as a
+        loop checkpoint when :attr:`loop_checkpoint` seconds have passed since the epoch's
+        last one; an epoch the rollback kept a checkpoint of resumes from it."""
+        from pyspark.sql import functions as F
+
+        d, ck = self.driver, self.driver.checkpoints
+        new = self.spark.createDataFrame(new_tbl, schema=EDGE_DDL)
+        rec, self.loop_resume = self.loop_resume, None
+        df = None
+        if rec is not None and rec["epoch"] == e:
+            df = self._resume_loop(e, rec, new_tbl.num_rows)
+            ids, it = set(), rec["iteration"] + 1
+        if df is None:
+            rec = None
+            inp = new if self.state is None else self.state.unionByName(new)
+            df, ids = self._stage("contract", inp, e, 0, F.least("a", "b"))
+            it, rec = 0, None
+        last = time.monotonic()
+        while True:
+            if rec is None:   # resumed: the checkpoint is the small-star stage's output
+                df, ids2 = self._stage("small", df, e, it, F.col("b"))
+                ck.release(ids)
+                ids = ids2
+                fb, _ = d.round_passed(e, it, LABEL_IN0, STAR_IN0)
+                self.bar.round(e, it + 1, fb)   # rounds so far: the epoch line's count
+                if d.converged(e, fb):
+                    break  # no new edge of epoch e can reach the label operator
+                if (self.out_log is not None and self.loop_checkpoint is not None
+                        and time.monotonic() - last >= self.loop_checkpoint):
+                    self._write_loop(e, it, df)
+                    last = time.monotonic()
+                it += 1
+            rec = None
+            both = df.unionByName(df.select(F.col("b").alias("a"), F.col("a").alias("b"), "f"))
+            df, ids2 = self._stage("large", both, e, it, F.col("a"))
+            ck.release(ids)
+            ids = ids2
+        d.steps.step("labels", e, it)
+        self.state, self.state_ids = df, ids   # the previous stars stay until e is final
+        # labels of every vertex seen so far: the star's centre, or the vertex itself
+        verts = new.select(F.col("a").alias("vertex")).unionByName(
+            new.select(F.col("b").alias("vertex")))
+        if self.labels is not None:
+            verts = verts.unionByName(self.labels.select("vertex"))
+        lab = verts.distinct().join(
+            self.state.select(F.col("b").alias("vertex"), F.col("a").alias("component")),
+            "vertex", "left").select(
+            "vertex", F.coalesce(F.col("component"), F.col("vertex")).alias("component"))
+        self.labels, self.labels_ids = ck.checkpoint(lab)
+        stats = self.labels.agg(F.count(F.lit(1)).alias("v"),
+                                F.sum((F.col("vertex") == F.col("component")).cast("long"))
+                                .alias("c")).collect()[0]
+        return EpochOutcome(self.labels, int(stats["v"] or 0), it, it + 1,
+                            stats={"components": int(stats["c"] or 0)})
+
+    def _write_loop(self, e, it, df) -> None:
+        """Write the loop checkpoint after the small-star stage of iteration ``it``: the rows
+        ``df`` (a, b, f) at ``label.in0 (e, it + 1)`` -- those flagged ``f`` are the messages
+        in flight there, whose count the tracker holds -- with the tracker's pointstamps at
+        this cut. One Spark job (the write)."""
+        d = self.driver
+        d.steps.step("loop checkpoint", e, it)
+        d.sync()
+        stamps = _pointstamps(d.service.counts())
+        at, t = self.wg.b_in0, [e, it + 1]
+        new = sum(c for l, ts, c in stamps if l == at and ts == t)
+        self.out_log.record_loop(e, it, df, new=new, pointstamps=stamps)
+
+    def _resume_loop(self, e, rec, rows):
+        """Resume epoch ``e`` after iteration ``I = rec["iteration"]`` from its loop
+        checkpoint: read the state back (checked against the record), and report what the
+        skipped stages did in one driver batch -- the label operator consumed the epoch's
+        ``rows`` input edges and moved its capability on, and the ``rec["new"]`` new edges
+        of the checkpoint went round the loop to ``label.in0 (e, I + 1)`` -- after which the
+        tracker's pointstamps must be the ones recorded at the checkpoint. Returns the
+        state (a DataFrame a, b, f)."""
+        from pyspark.sql import functions as F
+
+
+        d, I = self.driver, rec["iteration"]
+        where = f"{self.out_log.out}/{LOOP_DIR}/{rec['dir']}"
+        d.steps.step("loop checkpoint", e, I)
+        try:
+            df = self.spark.read.schema(EDGE_DDL).parquet(*self.out_log.loop_paths(rec))
+            stats = df.agg(F.count(F.lit(1)).alias("rows"),
+                           F.sum(F.col("f").cast("long")).alias("new")).collect()[0]
+            got = (int(stats["rows"] or 0), int(stats["new"] or 0))
+            fault = (None if got == (rec["rows"], rec["new"]) else
+                     f"it holds {got[0]} rows ({got[1]} new), its record says {rec['rows']} "
+                     f"({rec['new']})")
+        except Exception as err:   # unreadable (a lost or damaged part file): Spark's error
+            fault = f"it cannot be read ({type(err).__name__}: {str(err).splitlines()[0]})"
+        if fault is not None:
+            # dropping the checkpoint is always consistent (the loop's frontier shrinks to
+            # the last final epoch); nothing has been reported yet, so the epoch restarts
+            self.notice(f"epoch {e}: the loop checkpoint of iteration {I} ({where}) is not "
+                        f"used: {fault}; the epoch restarts from its first iteration")
+            self.out_log.drop_loop()
+            return None
+        self.notice(f"resuming epoch {e} at iteration {I + 1} from the loop checkpoint of "
+                    f"iteration {I} ({where}, {rec['rows']:,} edges)")
+        c, t0, t1 = rec["new"], (e, 0), (e, I + 1)
+        report = Report().consumed("label", 1, t0, rows).capabilities("label", 0, t0, -1)
+        if self.more:
+            report.capabilities("label", 0, (e + 1, 0), 1)
+        report.produced("label", 0, t0, c).consumed("star", 0, t0, c) \
+            .produced("star", 0, t0, c).consumed("feedback", 0, t0, c) \
+            .produced("feedback", 0, t1, c)
+        d.report(report)
+        d.sync()
+        # only the epochs up to e: what stands beyond them (the capabilities for epoch e + 1)
+        # depends on whether another epoch can follow, which may differ between the killed run
+        # and this one (a file added to the input directory since, --follow or not)
+        now, then = (_up_to_epoch(p, e) for p in (_pointstamps(d.service.counts()),
+                                                    rec["pointstamps"]))
+        if now != then:
+            raise self.protocol_error(
+                f"epoch {e}: resumed after iteration {I}, the tracker holds the pointstamps "
+                f"{now}, not the {then} recorded at the loop checkpoint")
+        return df
+
+    def _finish_on_driver(self, e, new) -> EpochOutcome:
+        """One Spark job contracts (its output collected); the driver's global union-find is
+        the fixed point of the loop (nothing goes around the feedback)."""
+        d = self.driver
+        ca, cb, loops = self._stage_collect(None if self.state is None
+                                            else _stars_table(*self.state), new, e, 0)
+        it = 0
+        sa, sb = self._union_find_on_driver(ca, cb, e, it)
+        fb, _ = d.round_passed(e, it, LABEL_IN0, STAR_IN0, what="the driver finished the loop")
+        if not d.converged(e, fb):
+            raise WccProtocolError(f"epoch {e}: the driver finished the loop, but the frontier "
+                                   f"at label.in0 {fmt_frontier(fb)} has not passed epoch {e}")
+        self.bar.round(e, it + 1, fb)
+        self.state = (sa, sb)
+        # labels of every vertex seen so far: the star's centre, or the vertex itself. A
+        # vertex of a new edge is a star's centre or leaf unless its component is itself
+        # alone, which only a self-loop gives (the tasks return those).
+        parts = [sa, sb, loops]
+        if self.labels is not None:
+            parts.append(self.labels.column("vertex").to_numpy(zero_copy_only=False))
+        vert = compact_ids(*parts)[0]   # sorted distinct vertices
+        comp = vert.copy()
+        if len(sb):
+            comp[np.searchsorted(vert, sb)] = sa
+        self.labels = pa.table({"vertex": pa.array(vert, pa.int64()),
+                                "component": pa.array(comp, pa.int64())})
+        return EpochOutcome(self.labels, len(vert), it, it + 1,
+                            stats={"components": int(np.count_nonzero(vert == comp))})
+
+    def _stage_collect(self, state_tbl, new, e, it):
+        """Run the contract stage over the driver-held rows ``state_tbl`` (a, b, f; or
+        ``None``) and the epoch's new edges ``new`` (a table a, b, f held by the driver, or a
+        :class:`~spark_plugin.jobs.edges.ParquetSlice` the tasks read) as one Spark job of ``P``
+        tasks, each given a contiguous ``1/P`` of both (:class:`_IpcTask`); apply the
+        progress; return the data rows ``a, b`` and the self-loop vertices of the new edges
+        (numpy)."""
+        d, P = self.driver, self.P
+        s = d.new_stage("contract", e, it)
+        fn = _Stage("contract", e, it, s, d.large, d.task_wrapper, d.requested, self.more)
+        t0 = time.perf_counter()
+
+        def part(t, p):
+            cuts = even_cuts(t.num_rows, P)
+            return to_ipc(t.slice(cuts[p], cuts[p + 1] - cuts[p]).to_batches(), t.schema)
+
+        elements = [(None if state_tbl is None else part(state_tbl, p),
+                     part(new, p) if isinstance(new, pa.Table) else new.part(p, P))
+                    for p in range(P)]
+        out = self.spark.sparkContext.parallelize(elements, P).mapPartitions(
+            _IpcTask(fn, fn.schema())).collect()
+        for _, _, err in out:
+            if err is not None:   # a task found bad input: the epoch stops, nothing written
+                raise EdgeInputError(*err)
+        data = pa.concat_tables([from_ipc(x[0]) for x, _, _ in out])
+        deltas = pa.concat_tables([from_ipc(x[1]) for x, _, _ in out])
+        loops = np.concatenate([x for _, x, _ in out])
+        d.collecting += time.perf_counter() - t0
+        d.apply_progress(deltas, s, f"contract, epoch {e} iteration {it}")
+        return (data.column("a").to_numpy(zero_copy_only=False).astype(np.int64),
+                data.column("b").to_numpy(zero_copy_only=False).astype(np.int64), loops)
+
+    def _union_find_on_driver(self, a, b, e, it):
+        """The small-star stage of iteration ``it`` run on the driver over every row at
+        ``star.in0 (e, it)``: one global union-find gives the fixed point (one star per
+        component centred on its smallest id). No task runs it, so it is no stage (no task
+        ``seq``): the driver reports it as its own batch (producer ``wcc-driver``), the star
+        operator consuming the rows. Returns the stars ``(component, vertex)``."""
+        d = self.driver
+        what = f"driver union-find, epoch {e} iteration {it}"
+        d.steps.step("driver union-find", e, it)
+        kernels = wcc_kernels(d.requested, len(a))
+        oa, ob = kernels.contract(a, b)
+        d.count_kernels(None, what, [(kernels.placement.backend.value,
+                                      kernels.placement.reason)])
+        # the star operator consumed every row at star.in0 (e, it) and sends nothing around
+        # the loop; the next frontier query waits for this batch (JobDriver.sync)
+        d.report(Report().consumed("star", 0, (e, it), len(a)))
+        return oa, ob
+
+
+def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
+            partitions: int | None = None, backend: str | None = None,
+            progress: bool | None = None, on_epoch=None, task_wrapper=None,
+            executor_input: bool | None = None, follow: float | None = None,
+            checkpoint_dir: str | None = None, progress_log=None,
+            overwrite: bool = False,
+            loop_checkpoint: "float | str | None" = DEFAULT_LOOP_CHECKPOINT) -> WccResult:
+    """Run the incremental WCC job.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+    edges : str, Path, pyarrow.Table or pyspark.sql.DataFrame
+        An edge file (SNAP text, CSV, Parquet; :mod:`~spark_plugin.jobs.edges`) split into
+        ``epochs`` slices, or a directory of epoch files (one epoch per file, in natural
+        order of the names: ``e2`` before ``e10``), or a table / DataFrame with integer
+        columns ``src`` and ``dst`` (other columns ignored), split like a file. A DataFrame
+        is collected to the driver once, at the start (the driver holds each epoch's new
+        edges, as it does for a text file). Every input file's size, modification time and
+        inode are recorded when the job starts; a file that changes before its epoch is
+        written stops the job with ``EdgeInputError`` naming it. An input without edges, or
+        a directory without epoch files (not followed), raises ``EdgeInputError``.
+    epochs : int
+        Number of slices of a single file or table (a directory: must be 1).
+    out : str, optional
+        Parquet dataset to append ``epoch, vertex, component`` (int64) to, one append per
+        final epoch. Without it the last epoch's labels are in ``result.labels``. A local
+        ``out`` is resumable (:mod:`spark_plugin.jobs.recovery`, docs/wcc.md "Crash
+        recovery"): its manifest records each final epoch after its data; a run on an
+        existing ``out`` of the same job skips the epochs already final there (not re-read,
+        not written again) and resumes from the last one's labels.
+    overwrite : bool
+        Remove the content of an existing ``out`` first and start from epoch 0.
+    loop_checkpoint : float or "off", optional
+        With a local ``out``: write the Spark loop's state (its edges after a small-star
+        stage) into ``out`` as a *loop checkpoint* when at least this many seconds have
+        passed since the epoch's last one (default 60; ``0``: after every round; ``None`` or
+        ``"off"``: never), so that a killed epoch resumes after its last checkpointed
+        iteration instead of from its first (docs/wcc.md "Crash recovery"). An epoch
+        finished on the driver has no iterations to checkpoint.
+    partitions : int, optional
+        Spark partitions per stage (fixed: one producer per partition); default the
+        session's default parallelism.
+    backend : {"auto", "cpu", "cuda"}, optional
+        Where the WCC kernels run, decided per task by :func:`wcc_kernels` (default
+        ``$TFRONT_BACKEND``, else ``auto``). ``cuda``: every task (and the driver's finishing
+        union-find) with a usable GPU -- its Spark ``gpu`` resource or ``CUDA_VISIBLE_DEVICES``
+        (:mod:`spark_plugin.service.device`), else the process's device 0 -- runs the CuPy twins
+        there; the others run the Numba CPU kernels and log why, once per Python worker.
+        ``auto``: the same, quietly, for inputs of at least
+        :data:`~spark_plugin.service.device.AUTO_GPU_MIN_ROWS` rows. ``cpu``: the Numba kernels
+        everywhere, CuPy never imported. The backend is also the engine backend of the
+        driver's frontier service, except that ``cuda`` on a driver without a usable GPU
+        gives the service the ``cpu`` backend (logged) instead of failing: the tasks still
+        use their own GPUs. Which backend the tasks actually used is in
+        ``result.kernels``, ``result.kernel_fallbacks`` and each epoch's ``kernels``.
+    progress : bool or int, optional
+        Progress on stderr (:class:`_Progress`): ``1`` (default, or ``True``) a tqdm bar of
+        epochs, with the round and the frontier at ``label.in0``, when stderr is a terminal;
+        ``2`` also one line per round (through the bar); ``0`` or ``False`` nothing. Write
+        other lines with :func:`write_line` (as ``tfront wcc`` does) so that none is drawn
+        over the bar. The job first loads the driver's kernels; when that compiles them (a first run, an empty Numba cache) it says so once on stderr, and the
+        time is ``result.kernel_seconds``, not tracking time.
+    on_epoch : callable, optional
+        Called with each :class:`EpochSummary` right after the epoch is written.
+    task_wrapper : callable, optional
+        Testing hook: ``task_wrapper(fn)`` wraps every stage's task function.
+    follow : float, optional
+        Consume the directory ``edges`` as a stream: after the files present, each new file
+        is the next epoch, until the marker file ``_DONE`` appears (every file before it
+        consumed) or no file has arrived for ``follow`` seconds (``math.inf``: only the
+        marker ends it). The edge input keeps its capability for the next epoch until then.
+    checkpoint_dir : str, optional
+        Checkpoint every Spark-loop stage reliably to this directory (``SparkContext.
+        setCheckpointDir``; on a cluster a shared file system such as HDFS) instead of
+        ``localCheckpoint``, which loses its blocks with their executor.
+    executor_input : bool, optional
+        Let the contract tasks of epochs finished on the driver read their share of a Parquet
+        input themselves (row groups of their rows only, validated there) instead of the
+        driver reading it and shipping the rows. The path must then be readable by every
+        executor; default: on for a ``local[...]`` master, off otherwise (``local-cluster`` too).
+    progress_log : str or Path, optional
+        Write the progress log here (JSON Lines, flushed per event; ``docs/progress.md``):
+        every frontier change at every operator input with the wall-clock time, epoch,
+        iteration and step (Spark job description), the messages in flight, and each final
+        epoch. ``tfront progress`` draws it. Every Spark job gets a description (``wcc epoch
+        E round I: step``) with or without it.
+
+    Raises
+    ------
+    EdgeInputError
+        Malformed input (file and line named); nothing is written for that epoch.
+    OutputStateError
+        ``out`` exists but cannot be resumed (another job's, not resumable, damaged).
+    WccProtocolError
+        A frontier did not advance as required (lost delta batch).
+    engine.errors.BackendError
+        ``backend`` is not one of auto, cpu, cuda (``$TFRONT_BACKEND`` may also name a
+        tracker-only backend, ``reference`` or ``timely``: the service uses it, the kernels
+        run on the CPU).
+    """
+    return WccJob(spark, edges, epochs=epochs, out=out, partitions=partitions, backend=backend,
+                  progress=progress, on_epoch=on_epoch, task_wrapper=task_wrapper,
+                  executor_input=executor_input, follow=follow, checkpoint_dir=checkpoint_dir,
+                  progress_log=progress_log, overwrite=overwrite,
+                  loop_checkpoint=loop_checkpoint).run()
+
+
+def driver_finish_rows(spark) -> tuple[int, str]:
+    """The largest loop input (rows) of an epoch finished on the driver, and how it was chosen:
+    ``$TFRONT_WCC_DRIVER_ROWS`` when set, else the smallest of the driver JVM's heap over
+    :data:`DRIVER_JVM_BYTES_PER_ROW`, ``spark.driver.maxResultSize`` over
+    :data:`DRIVER_RESULT_BYTES_PER_ROW`, and the memory outside the JVM
+    (:func:`~spark_plugin.session.config.machine_memory` less the heap) over
+    :data:`DRIVER_PYTHON_BYTES_PER_ROW`.
+
+    Raises
+    ------
+    ConfigError
+        ``$TFRONT_WCC_DRIVER_ROWS`` is not a non-negative integer.
+    """
+    from spark_plugin.session.config import format_memory, machine_memory, parse_memory
+    from spark_plugin.errors import ConfigError
+
+    env = os.environ.get("TFRONT_WCC_DRIVER_ROWS")
+    if env is not None and env.strip() != "":
+        try:
+            rows = int(env)
+        except ValueError:
+            rows = -1
+        if rows < 0:
+            raise ConfigError(f"$TFRONT_WCC_DRIVER_ROWS must be a non-negative integer, "
+                              f"got {env!r}")
+        return rows, "$TFRONT_WCC_DRIVER_ROWS"
+    heap = driver_heap_bytes(spark)
+    limits = {f"driver heap {format_memory(heap)}": heap // DRIVER_JVM_BYTES_PER_ROW}
+    result_size = spark.sparkContext.getConf().get("spark.driver.maxResultSize", "1g")
+    try:
+        cap = parse_memory(result_size if result_size[-1:].isalpha() else result_size + "b")
+    except Exception:   # an unusual value: Spark checks it; leave this bound out
+        cap = 0
+    if cap > 0:
+        limits[f"spark.driver.maxResultSize {result_size}"] = cap // DRIVER_RESULT_BYTES_PER_ROW
+    outside = machine_memory() - heap
+    if outside > 0:
+        limits[f"{format_memory(outside)} outside the JVM"] = outside // DRIVER_PYTHON_BYTES_PER_ROW
+    why, rows = min(limits.items(), key=lambda kv: kv[1])
+    return int(rows), why
+
+
+def main_wcc(args) -> int:
+    """The ``tfront wcc`` command (called by :mod:`engine.cli.main`, which has checked the options'
+    forms). The input is validated -- existence, readability, ``--epochs`` / ``--follow``
+    against it, the first rows of every file -- before a Spark session starts. Each epoch's
+    line names the input that became the epoch; an epoch without edges is said on stderr,
+    a run without ``--out`` in the total line (labels not saved). Ctrl-C stops the job
+    cleanly (exit 130; the epochs already printed are written). An existing local ``--out``
+    of the same job is resumed (docs/wcc.md, "Crash recovery"); when every epoch is already
+    final there, this says so and returns 0 without starting Spark; ``--overwrite`` starts
+    over.
+
+    The rest is every job command's (:func:`~spark_plugin.jobs.command.run_job_command`):
+    verbosity (``-q``; ``-v`` a line per round, which task ran which kernels and Spark's
+    warnings; ``-vv`` debug output and Spark's INFO log), the Spark settings and the line on
+    stderr that says them (here with how many rows an epoch may have to finish on the
+    driver), a JVM out of memory as :class:`~spark_plugin.errors.SparkMemoryError`, Ctrl-C,
+    stopping the session it started. WCC adds the kernels line after the totals and a
+    warning for an epoch without edges.
+    """
+    follow = getattr(args, "follow", None)
+    for note in check_input(args.edges, args.epochs, follow=follow):
+        print(f"tfront wcc: warning: {note}", file=sys.stderr, flush=True)
+
+    def banner(spark) -> str:
+        rows, why = driver_finish_rows(spark)
+        return f"epochs of up to {rows:,} rows finish on the driver ({why})"
+
+    def empty_epoch(s: EpochSummary, warn) -> None:
+        if s.new_edges == 0:
+            warn(f"epoch {s.epoch}: {s.source} has no edges; its labels are those of "
+                 f"epoch {s.epoch - 1}" if s.epoch else f"epoch 0: {s.source} has no edges")
+
+    def after(res: WccResult, level: int, warn) -> None:
+        if level >= 1:
+            write_line(res.kernels_line())
+        if not res.epochs and not res.resumed_at:
+            warn(f"no epoch file arrived in {args.edges}")
+
+    def run(spark, level, on_epoch) -> WccResult:
+        return run_wcc(spark, args.edges, epochs=args.epochs or 1, out=args.out,
+                       partitions=args.partitions, backend=args.backend, progress=level,
+                       on_epoch=on_epoch, follow=follow,
+                       checkpoint_dir=getattr(args, "checkpoint_dir", None),
+                       progress_log=getattr(args, "progress_log", None),
+                       overwrite=bool(getattr(args, "overwrite", False)),
+                       loop_checkpoint=getattr(args, "loop_checkpoint", DEFAULT_LOOP_CHECKPOINT))
+
+    return run_job_command(args, name="wcc", what="labels", run=run, banner=banner,
+                           on_summary=empty_epoch, after=after,
+                           memory_hint="lower TFRONT_WCC_DRIVER_ROWS so that fewer rows are "
+                                       "collected on the driver")

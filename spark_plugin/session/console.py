@@ -1,0 +1,115 @@
+"""Spark's console output for a command-line job: its log level from the first line on.
+
+A JVM started the usual way prints, before any ``setLogLevel`` can run, the JVM's notice
+``WARNING: Using incubator modules: jdk.incubator.vector`` (Spark's launcher always adds that
+module), ``Using Spark's default log4j profile``, ``Setting default log level to "WARN"``
+and warnings such as ``NativeCodeLoader: Unable to load native-hadoop library``.
+:func:`start_jvm` starts the driver JVM instead with a log4j2 configuration of the requested
+root level (``-Dlog4j2.configurationFile``, in ``spark.driver.extraJavaOptions``) and its
+standard error read through a pipe: every line is passed on (written through the progress
+bar, :func:`spark_plugin.jobs.wcc.job.write_line`) except, below level ``warn``, the JVM notices of
+:data:`JVM_NOTICES`.
+
+When a JVM is already running -- a session of this process, or ``spark-submit``, which
+starts the JVM first -- nothing is started: the level is then only set by
+``SparkContext.setLogLevel`` (:func:`spark_plugin.session.config.build_session`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Mapping
+
+from spark_plugin.errors import ConfigError
+
+__all__ = ["LOG_LEVELS", "JVM_NOTICES", "log4j2_properties", "start_jvm"]
+
+#: The log4j levels ``build_session(log_level=...)`` accepts, quietest first.
+LOG_LEVELS = ("off", "fatal", "error", "warn", "info", "debug", "trace", "all")
+#: Lines the JVM itself writes at start-up, dropped below level ``warn``.
+JVM_NOTICES = ("WARNING: Using incubator modules:",)
+
+_EXTRA_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
+
+def _check_level(level: str) -> str:
+    lv = str(level).lower()
+    if lv not in LOG_LEVELS:
+        raise ConfigError(f"log level must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+    return lv
+
+
+def log4j2_properties(level: str) -> Path:
+    """A log4j2 properties file (in the temporary directory, removed at exit): root logger at
+    ``level``, one console appender on standard error."""
+    lv = _check_level(level)
+    text = "\n".join([
+        "status = error",
+        f"rootLogger.level = {lv}",
+        "rootLogger.appenderRef.stderr.ref = console",
+        # the logger Spark takes a shell's level from (PySpark's driver counts as a shell):
+        # configured, it is not reset to WARN with a "Setting default log level" notice
+        "logger.repl.name = org.apache.spark.api.python.PythonGatewayServer",
+        f"logger.repl.level = {lv}",
+        "appender.console.type = Console",
+        "appender.console.name = console",
+        "appender.console.target = SYSTEM_ERR",
+        "appender.console.layout.type = PatternLayout",
+        "appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex",
+        ""])
+    fd, name = tempfile.mkstemp(prefix=f"tfront-log4j2-{lv}-", suffix=".properties")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    atexit.register(lambda: Path(name).unlink(missing_ok=True))
+    return Path(name)
+
+
+def _forward(stream, show_notices: bool) -> None:
+    """Pass the JVM's standard error on, line by line, through the progress bar. Never stops
+    reading before the pipe closes (a full pipe would block the JVM)."""
+    from spark_plugin.jobs.wcc.job import write_line
+
+    for raw in iter(stream.readline, b""):
+        try:
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if show_notices or not line.startswith(JVM_NOTICES):
+                write_line(line, sys.stderr)
+        except Exception:  # noqa: BLE001 -- keep draining whatever a write did
+            pass
+
+
+def start_jvm(settings: Mapping[str, str], level: str) -> bool:
+    """Start this process's Spark driver JVM with the settings ``settings`` (what the session
+    will be built with), log4j's root logger at ``level`` from its first line, and its
+    standard error filtered (module docstring). Returns False, starting nothing, when a JVM
+    is already there (a running session, or ``spark-submit``'s ``PYSPARK_GATEWAY_PORT``).
+
+    The log4j option is appended to ``spark.driver.extraJavaOptions`` (any given there is
+    kept); a ``-Dlog4j2.configurationFile`` already there wins.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    lv = _check_level(level)
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return False
+    conf = dict(settings)
+    extra = conf.get(_EXTRA_JAVA_OPTIONS, "")
+    if "log4j2.configurationFile" not in extra:
+        option = "-Dlog4j2.configurationFile=" + shlex.quote(log4j2_properties(lv).as_uri())
+        conf[_EXTRA_JAVA_OPTIONS] = (extra + " " + option).strip()
+    gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(conf.items())),
+                             popen_kwargs={"stderr": subprocess.PIPE})
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.stderr is not None:
+        threading.Thread(target=_forward, args=(proc.stderr, LOG_LEVELS.index(lv) >= 3),
+                         name="spark-stderr", daemon=True).start()
+    SparkContext._ensure_initialized(gateway=gateway)
+    return True

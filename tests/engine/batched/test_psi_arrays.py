@@ -1,0 +1,213 @@
+"""The array closure ``engine.batched.psi`` (kernel ``gpu_kernels.closure``) against the reference
+closure ``engine.core.closure`` (docs/semantics.md 2.4 and docs/batched-engine.md, "Psi")."""
+
+import io
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from engine import AntichainOverflowError, GraphBuilder, Summary, UnknownLocationError, closure
+from engine.batched.graph_arrays import GraphArrays
+from engine.batched.psi import PsiArrays, PsiLayout, compute_psi, estimate_bytes
+from engine.core.workload import EXAMPLE_PATH, example_graph, parse_workload, write_psi_report
+from gpu_kernels.summary_rows import smallest_dtype
+
+from strategies import examples, random_graphs, structured_graphs
+
+LAYOUTS = [PsiLayout.DENSE, PsiLayout.RAGGED]
+
+graphs = st.one_of(random_graphs(max_ops=4, max_depth=2, max_antichain=2),
+                   structured_graphs(max_ops=14, m=1), structured_graphs(max_ops=14, m=2))
+
+
+def diamond_chain(d, delay=1):
+    """``d`` diamonds in series (a delay in parallel with a loop step): ``d + 1`` minimal
+    summaries from the first to the last location."""
+    b = GraphBuilder(m=1)
+    prev, port = b.add_operator(0, 1, depth=1, name="input"), 0
+    for _ in range(d):
+        split = b.add_operator(1, 2, depth=1, name="split")
+        b.add_summary(split, 0, 0, Summary.identity(1))
+        b.add_summary(split, 0, 1, Summary.identity(1))
+        slow = b.add_operator(1, 1, depth=1, name="delay")
+        b.add_summary(slow, 0, 0, Summary.delay(1, by=delay))
+        side = b.add_operator(1, 1, depth=1, name="step")
+        b.add_summary(side, 0, 0, Summary.feedback(1))
+        merge = b.add_operator(2, 1, depth=1, name="merge")
+        b.add_summary(merge, 0, 0, Summary.identity(1))
+        b.add_summary(merge, 1, 0, Summary.identity(1))
+        b.connect(prev, port, split, 0)
+        b.connect(split, 0, slow, 0)
+        b.connect(split, 1, side, 0)
+        b.connect(slow, 0, merge, 0)
+        b.connect(side, 0, merge, 1)
+        prev, port = merge, 0
+    return b.build(), prev
+
+
+def largest_entry(psi_ref):
+    return max((max((s.keep,) + s.d_out + s.d_cnt + s.reset)
+                for row in psi_ref.values() for chain in row.values() for s in chain), default=0)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=str)
+@examples(60)
+@given(graphs)
+def test_rows_equal_the_reference(layout, graph):
+    psi = compute_psi(graph, layout=layout, threads=2)
+    ref = closure(graph)
+    assert psi.layout is layout
+    for l in range(graph.num_locations):
+        assert psi.row(l) == ref[l], l
+    assert psi.num_pairs == sum(len(r) for r in ref.values())
+    assert psi.num_summaries == sum(len(c) for r in ref.values() for c in r.values())
+    assert psi.max_antichain == max((len(c) for r in ref.values() for c in r.values()), default=0)
+    assert psi.dtype == smallest_dtype(largest_entry(ref))  # the narrowest packing
+
+
+@examples(40)
+@given(graphs)
+def test_dense_and_ragged_agree(graph):
+    dense = compute_psi(graph, layout="dense")
+    ragged = compute_psi(graph, layout="ragged")
+    assert dense.sums.shape[:3] == (graph.num_locations, graph.num_locations, dense.max_antichain)
+    for l1 in range(graph.num_locations):
+        np.testing.assert_array_equal(dense.targets(l1), ragged.targets(l1))
+        np.testing.assert_array_equal(dense.sources(l1), ragged.sources(l1))
+        for l2 in range(graph.num_locations):
+            a, b = dense.summaries(l1, l2), ragged.summaries(l1, l2)
+            assert a.dtype == b.dtype == np.int64
+            np.testing.assert_array_equal(a, b)
+            assert [tuple(r) for r in a] == sorted(tuple(r) for r in a)  # lexicographic
+
+
+@examples(40)
+@given(graphs)
+def test_ragged_transpose_lists_every_pair_by_target(graph):
+    psi = compute_psi(graph, layout="ragged")
+    pairs = {(s, int(d)) for s in range(graph.num_locations) for d in psi.targets(s)}
+    by_target = {(int(s), t) for t in range(graph.num_locations) for s in psi.sources(t)}
+    assert pairs == by_target
+    for t in range(graph.num_locations):
+        lo, hi = psi.t_ptr[t], psi.t_ptr[t + 1]
+        assert (psi.pair_dst[psi.t_pair[lo:hi]] == t).all()
+        for s, i in zip(psi.t_src[lo:hi], psi.t_pair[lo:hi]):
+            assert psi.pair_ptr[s] <= i < psi.pair_ptr[s + 1]
+
+
+@examples(40)
+@given(graphs, st.sampled_from(["dense", "ragged"]))
+def test_overflow_names_the_first_pair_and_changes_nothing(graph, layout):
+    full = compute_psi(graph, layout=layout)
+    big = full.max_antichain
+    if big < 2:
+        return
+    with pytest.raises(AntichainOverflowError) as info:
+        compute_psi(graph, layout=layout, max_antichain=big - 1)
+    err = info.value
+    first = min((s, int(t)) for s in range(graph.num_locations) for t in full.targets(s)
+                if len(full.summaries(s, t)) > big - 1)
+    assert (err.source, err.target) == first
+    assert err.size == len(full.summaries(*first)) and err.max_antichain == big - 1
+    for text in (f"max_antichain={big - 1}", graph.describe(err.source),
+                 graph.describe(err.target), f"Psi[{err.source}][{err.target}]"):
+        assert text in str(err)
+    again = compute_psi(graph, layout=layout, max_antichain=big)
+    for l in range(graph.num_locations):
+        assert again.row(l) == full.row(l)
+
+
+def test_diamonds_in_series_grow_the_antichain():
+    g, last = diamond_chain(6)
+    for layout in LAYOUTS:
+        psi = compute_psi(g, layout=layout)
+        row = psi.summaries(0, g.source(last, 0))
+        assert sorted(map(tuple, row[:, 1:])) == [(k, 6 - k) for k in range(7)]
+        assert psi.max_antichain == 7
+        assert psi.row(0) == closure(g)[0]
+
+
+def test_overflow_without_the_graph_names_location_ids():
+    g, last = diamond_chain(2)
+    compute_psi(GraphArrays.from_graph(g), max_antichain=3)
+    with pytest.raises(AntichainOverflowError, match=r"location 0 to location \d+.*"
+                                                     r"max_antichain=2"):
+        compute_psi(GraphArrays.from_graph(g), max_antichain=2)
+
+
+@pytest.mark.parametrize(("delay", "dtype"), [(1, np.int8), (127, np.int8), (128, np.int16),
+                                              (40_000, np.int32), (2 ** 40, np.int64)])
+def test_packing_takes_the_narrowest_dtype(delay, dtype):
+    g, _ = diamond_chain(1, delay=delay)  # the largest entry is the delay
+    # (each dtype compiles the fill kernels anew: dense only where it is compiled anyway)
+    for layout in LAYOUTS if dtype == np.int8 else [PsiLayout.RAGGED]:
+        psi = compute_psi(g, layout=layout)
+        assert psi.dtype == dtype and psi.sums.dtype == dtype
+        ref = closure(g)
+        assert all(psi.row(l) == ref[l] for l in range(g.num_locations))
+
+
+def test_layout_choice_and_sizes():
+    g = example_graph()
+    auto = compute_psi(g)
+    assert auto.layout is PsiLayout.DENSE  # tiny: dense is smaller than ragged
+    assert compute_psi(g, memory_budget=0).layout is PsiLayout.RAGGED
+    ragged = compute_psi(g, layout=PsiLayout.RAGGED)
+    L, W = g.num_locations, 1 + g.m + g.max_depth
+    assert auto.nbytes == L * L * auto.max_antichain * W + L * L
+    assert ragged.nbytes == sum(a.nbytes for a in (
+        ragged.pair_ptr, ragged.pair_dst, ragged.sum_ptr, ragged.sums, ragged.t_ptr,
+        ragged.t_src, ragged.t_pair))
+    for layout in ("ragged", "dense"):
+        assert estimate_bytes(g, layout=layout) >= compute_psi(g, layout=layout).nbytes
+    assert PsiArrays.estimate_bytes(g) == estimate_bytes(g)
+
+
+@examples(40)
+@given(structured_graphs(max_ops=14))
+def test_estimate_errs_high_on_timely_style_graphs(graph):
+    for layout in ("ragged", "dense"):
+        assert estimate_bytes(graph, layout=layout) >= compute_psi(graph, layout=layout).nbytes
+
+
+@examples(20)
+@given(graphs)
+def test_thread_count_does_not_change_the_result(graph):
+    one = compute_psi(graph, layout="ragged", threads=1)
+    three = compute_psi(graph, layout="ragged", threads=3)
+    for name in ("pair_ptr", "pair_dst", "sum_ptr", "sums", "t_ptr", "t_src", "t_pair"):
+        np.testing.assert_array_equal(getattr(one, name), getattr(three, name))
+
+
+def test_psi_report_matches_the_reference():
+    w = parse_workload(EXAMPLE_PATH.read_text())
+    ref = closure(w.graph)
+    expected, got = io.StringIO(), io.StringIO()
+    counts = write_psi_report(expected, w, lambda l: ref[l])
+    assert write_psi_report(got, w, compute_psi(w.graph, layout="ragged").row) == counts
+    assert got.getvalue() == expected.getvalue()
+
+
+def test_empty_graph():
+    g = GraphBuilder(m=1).build()
+    for layout in LAYOUTS:
+        psi = compute_psi(g, layout=layout)
+        assert (psi.num_pairs, psi.num_summaries, psi.max_antichain) == (0, 0, 0)
+    assert estimate_bytes(g) == 0
+
+
+def test_bad_arguments_are_rejected():
+    g = example_graph()
+    with pytest.raises(ValueError, match="unknown Psi layout 'sparse'"):
+        compute_psi(g, layout="sparse")
+    for kw in ({"max_antichain": 0}, {"max_antichain": True}, {"threads": 0},
+               {"memory_budget": -1}, {"max_antichain": 1.5}):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            compute_psi(g, **kw)
+    psi = compute_psi(g)
+    for l1, l2 in ((-1, 0), (0, g.num_locations), (True, 0)):
+        with pytest.raises(UnknownLocationError):
+            psi.summaries(l1, l2)
+    with pytest.raises(UnknownLocationError, match="location 99"):
+        psi.row(99)

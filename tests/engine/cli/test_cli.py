@@ -1,0 +1,200 @@
+"""The ``tfront`` command line as a user meets it (issue 11): option checks with argparse
+messages, ``--version``, ``info``'s versions, a closed stdout, CLI wording of engine errors,
+and input checks that happen before Spark starts."""
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from engine.cli.main import EXIT_BROKEN_PIPE, _parser, main
+from engine.core.workload import REPLAY_HEADER, parse_workload
+from engine.errors import WorkloadFormatError
+
+
+def parse_error(capsys, *argv):
+    """argparse's exit status and message for ``tfront *argv``."""
+    with pytest.raises(SystemExit) as ei:
+        _parser().parse_args([str(a) for a in argv])
+    return ei.value.code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "what"), [
+    (["--partitions", "-3"], "argument --partitions: must be a positive integer, got -3"),
+    (["--partitions", "0"], "argument --partitions: must be a positive integer, got 0"),
+    (["--partitions", "two"], "argument --partitions: expected a positive integer, got 'two'"),
+    (["--epochs", "0"], "argument --epochs: must be a positive integer, got 0"),
+    (["--follow", "-1"], "argument --follow: must be a positive number of seconds"),
+    (["--master", "bogus://x"], "argument --master: 'bogus://x' is not a Spark master URL"),
+    (["--master", "local[0]"], "is not a Spark master URL"),
+    (["--master", "local[2"], "is not a Spark master URL"),
+    (["--loop-checkpoint", "-1"], "argument --loop-checkpoint: '-1' is not a number of seconds"),
+    (["--loop-checkpoint", "never"], "'never' is not a number of seconds >= 0 or 'off'"),
+])
+def test_wcc_options_are_checked_by_the_parser(capsys, argv, what):
+    code, err = parse_error(capsys, "wcc", "g.txt", *argv)
+    assert code == 2 and what in err, err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("url", ["local", "local[2]", "local[*]", "local[2,4]", "local[*,3]",
+                                 "local-cluster[2,1,1024]", "spark://h1:7077",
+                                 "spark://h1:7077,h2:7077", "yarn", "k8s://https://k:6443",
+                                 "mesos://m:5050"])
+def test_wcc_master_forms_accepted(url):
+    assert _parser().parse_args(["wcc", "g.txt", "--master", url]).master == url
+
+
+def test_wcc_loop_checkpoint_forms():
+    """``--loop-checkpoint``: seconds (default 60), ``0`` every round, ``off`` never -- and
+    the API's ``loop_checkpoint`` refuses what the option refuses, naming the value."""
+    from spark_plugin.errors import ConfigError
+    from spark_plugin.jobs.wcc.job import loop_checkpoint_seconds
+
+    parse = _parser().parse_args
+    assert parse(["wcc", "g.txt"]).loop_checkpoint == 60.0
+    assert parse(["wcc", "g.txt", "--loop-checkpoint", "0"]).loop_checkpoint == 0.0
+    assert parse(["wcc", "g.txt", "--loop-checkpoint", "OFF"]).loop_checkpoint is None
+    for bad in (-1, "nan", "inf", True, "soon"):
+        with pytest.raises(ConfigError, match="loop_checkpoint must be a number of seconds"):
+            loop_checkpoint_seconds(bad)
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as ei:
+        _parser().parse_args(["--version"])
+    assert ei.value.code == 0
+    assert capsys.readouterr().out.strip() == f"tfront (timely-frontier) {version('timely-frontier')}"
+
+
+def test_info_lists_pyspark_pyarrow_and_java(capsys):
+    status = main(["info", "--backend", "cpu"])
+    out = capsys.readouterr().out
+    assert status == 0
+    for name in ("pyspark", "pyarrow"):
+        assert re.search(rf"^  {name} \S+", out, re.M), out
+    assert re.search(r"^  java (\S+ \(/\S*java\)|not found .*)$", out, re.M), out
+
+
+def test_replay_into_a_closed_pipe_exits_quietly(tmp_path):
+    """``tfront replay FILE | head -1``: no ``Broken pipe`` message, the SIGPIPE status."""
+    lines = ["timely-reach v1", "node 0 1 0", "node 1 0 1", "edge 1 0 0 0"]
+    for k in range(4000):   # ~200 KB of frontiers: more than a pipe holds
+        lines += ["batch", f"s 1 0 {k} 0 1", f"s 1 0 {k} 0 -1" if k else "s 1 0 0 1 1", "end"]
+    wl = tmp_path / "big.txt"
+    wl.write_text("\n".join(lines) + "\n")
+    proc = subprocess.Popen([sys.executable, "-m", "engine.cli.main", "replay", str(wl),
+                             "--backend", "reference"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == EXIT_BROKEN_PIPE
+    assert first.decode() == REPLAY_HEADER + "\n"
+    assert err == "", err
+
+
+ZERO_CYCLE = textwrap.dedent("""\
+    timely-reach v1
+    node 0 0 0
+    node 1 1 1
+    summary 1 0 0 0 0
+    edge 1 0 1 0
+    """)
+
+
+def test_zero_cycle_error_names_the_cli_option(capsys, tmp_path):
+    p = tmp_path / "zc.txt"
+    p.write_text(ZERO_CYCLE)
+    for command in ("replay", "psi"):
+        assert main([command, str(p)]) == 2
+        err = capsys.readouterr().err
+        assert "--allow-zero-cycles" in err and "allow_zero_cycles=True" not in err, err
+    with pytest.raises(WorkloadFormatError, match="allow_zero_cycles=True"):   # the API's words
+        parse_workload(ZERO_CYCLE)
+
+
+@pytest.mark.parametrize("change", ["s 1 0 -1 0 1", f"s 1 0 0 {2**62} 1"])
+def test_a_timestamp_error_names_its_line_once(capsys, tmp_path, change):
+    p = tmp_path / "w.txt"
+    p.write_text("timely-reach v1\nnode 0 1 0\nnode 1 0 1\nedge 1 0 0 0\nbatch\n"
+                 f"{change}\nend\n")
+    assert main(["replay", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("line 6") == 1 and "outside [0, 2**62)" in err, err
+
+
+CHECKS = r"""
+import json, os, sys
+from engine.cli.main import main
+res = []
+for argv in json.loads(sys.argv[1]):
+    res.append(main(argv))
+print(json.dumps({"status": res, "pyspark": "pyspark" in sys.modules}))
+"""
+
+
+def test_wcc_input_is_checked_before_spark_starts(tmp_path):
+    """Bad input exits 2 with the file (and line) named, and PySpark was never imported."""
+    (tmp_path / "bad.csv").write_text("src,dst\n1,2\n3,x\n")
+    (tmp_path / "c.txt").write_text("# nothing\n\n")
+    (tmp_path / "pipe.csv").write_text("1|2\n")
+    (tmp_path / "t.txt.gz").write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 6)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "e1.txt").write_text("1 2\n")
+    (tmp_path / "empty").mkdir()
+    cases = [
+        (["wcc", str(tmp_path / "nope.txt")], "nope.txt' does not exist"),
+        (["wcc", str(tmp_path / "bad.csv")], "bad.csv:3: vertex id 'x' is not an integer"),
+        (["wcc", str(tmp_path / "c.txt")], "c.txt: no edges"),
+        (["wcc", str(tmp_path / "pipe.csv")], "separates its fields by ',', ';' or a tab"),
+        (["wcc", str(tmp_path / "t.txt.gz")], "t.txt.gz:1: the gzip data ends early"),
+        (["wcc", str(tmp_path / "d"), "--epochs", "3"], "a directory has one epoch per file"),
+        (["wcc", str(tmp_path / "empty")], "the directory has no epoch files"),
+        (["wcc", str(tmp_path / "d" / "e1.txt"), "--follow"], "--follow needs a directory"),
+    ]
+    proc = subprocess.run([sys.executable, "-c", CHECKS, json.dumps([c[0] for c in cases])],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got == {"status": [2] * len(cases), "pyspark": False}, (got, proc.stderr)
+    errs = proc.stderr.splitlines()
+    assert len(errs) == len(cases), proc.stderr
+    for line, (_, what) in zip(errs, cases):
+        assert line.startswith("tfront wcc: error: ") and what in line, line
+
+
+NO_SPARK_EXTRA = r"""
+import json, sys
+sys.modules["pyarrow"] = None   # as if the spark extra were not installed: import fails
+from engine.cli.main import main
+status = [main(["psi", sys.argv[1]])]
+light = "spark_plugin" not in sys.modules   # a built-in command loads no other package
+status.append(main(["wcc", "edges.txt", "--epochs", "2"]))
+print(json.dumps({"status": status, "light": light}))
+"""
+
+
+def test_spark_commands_register_by_entry_point_and_say_when_their_extra_is_missing(tmp_path):
+    """Issue 13: ``engine.cli.main`` does not import ``spark_plugin``; ``tfront wcc`` comes from
+    the ``tfront.commands`` entry point, and without pyarrow it exits 2 naming the extra."""
+    from importlib.metadata import entry_points
+
+    from engine.cli.main import COMMANDS_GROUP
+    assert "wcc" in {ep.name for ep in entry_points(group=COMMANDS_GROUP)}
+    wl = tmp_path / "w.txt"
+    wl.write_text("timely-reach v1\nnode 0 1 0\nnode 1 0 1\nedge 1 0 0 0\n")
+    proc = subprocess.run([sys.executable, "-c", NO_SPARK_EXTRA, str(wl)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.splitlines()[-1])
+    assert got == {"status": [0, 2], "light": True}, (got, proc.stderr)
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tfront wcc: error: the wcc command cannot run "
+                                               "here: "), proc.stderr
+    assert "pyarrow" in err[0] and "pip install 'timely-frontier[spark]'" in err[0], err

@@ -1,0 +1,92 @@
+"""gpu_kernels.shortest_paths: relaxation rounds over partitioned CSRs reach scipy's distances.
+
+Edges are split over a few partitions by source (as the Spark job splits them) and some of them
+arrive in a second batch (:func:`merge_csr`); Bellman-Ford rounds of :func:`relax` per partition
+and :func:`improve` on the driver, from a source, must end at
+``scipy.sparse.csgraph.shortest_path`` on every vertex (unreached ones included), and the
+previous distances must be a valid start after new edges (insertions only).
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from gpu_kernels.shortest_paths import (UNREACHED_INT, csr_by_source, improve, merge_csr, relax,
+                                        unreached)
+from strategies import examples, weighted_edge_lists
+from graph_cases import scipy_distances
+
+
+def run_rounds(parts, vertices, dist, active_v, active_d):
+    """Relax until no distance goes down; returns the number of rounds."""
+    rounds = 0
+    while len(active_v):
+        cand = [relax(csr, active_v[active_v % len(parts) == p],
+                      active_d[active_v % len(parts) == p]) for p, csr in enumerate(parts)]
+        active_v, active_d = improve(vertices, dist, np.concatenate([c[0] for c in cand]),
+                                     np.concatenate([c[1] for c in cand]))
+        rounds += 1
+    return rounds
+
+
+def as_float(dist):
+    out = dist.astype(np.float64)
+    if dist.dtype.kind == "i":
+        out[dist == UNREACHED_INT] = np.inf
+    return out
+
+
+@examples(60)
+@given(weighted_edge_lists(), st.integers(1, 3), st.data())
+def test_rounds_over_partitions_reach_scipys_distances_and_survive_insertions(g, P, data):
+    src, dst, w = g
+    cut = data.draw(st.integers(0, len(src)), label="edges of the first batch")
+    vertices = np.unique(np.concatenate([src, dst, [0]]))
+    source = int(data.draw(st.sampled_from(vertices.tolist()), label="source"))
+    dist = np.full(len(vertices), unreached(w.dtype), w.dtype)
+    dist[np.searchsorted(vertices, source)] = 0
+
+    def split(s, d, x):
+        return [(s[s % P == p], d[s % P == p], x[s % P == p]) for p in range(P)]
+    parts = [csr_by_source(*e) for e in split(src[:cut], dst[:cut], w[:cut])]
+    run_rounds(parts, vertices, dist, np.array([source], np.int64), np.zeros(1, w.dtype))
+    first_v = np.unique(np.concatenate([src[:cut], dst[:cut], [source]]))
+    expect = scipy_distances(src[:cut], dst[:cut], w[:cut], first_v, source)
+    np.testing.assert_allclose(as_float(dist[np.searchsorted(vertices, first_v)]), expect)
+    # the second batch: the sources of new edges that are reached start the next rounds
+    parts = [merge_csr(c, *e) for c, e in zip(parts, split(src[cut:], dst[cut:], w[cut:]))]
+    starts = np.unique(src[cut:])
+    starts = starts[dist[np.searchsorted(vertices, starts)] != unreached(w.dtype)]
+    run_rounds(parts, vertices, dist, starts, dist[np.searchsorted(vertices, starts)])
+    np.testing.assert_allclose(as_float(dist),
+                               scipy_distances(src, dst, w, vertices, source))
+
+
+def test_merge_csr_equals_the_csr_of_all_edges():
+    src = np.array([5, 1, 5, 3], np.int64)
+    dst = np.array([1, 2, 3, 4], np.int64)
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    whole = csr_by_source(src, dst, w)
+    merged = merge_csr(csr_by_source(src[:2], dst[:2], w[:2]), src[2:], dst[2:], w[2:])
+    assert whole[0].tolist() == merged[0].tolist() == [1, 3, 5]
+    for x, y in zip(whole, merged):
+        assert np.array_equal(x, y)
+
+
+def test_relax_keeps_the_smallest_candidate_per_target_and_skips_unknown_vertices():
+    csr = csr_by_source(np.array([1, 1, 2], np.int64), np.array([3, 4, 3], np.int64),
+                        np.array([5, 1, 1], np.int64))
+    v, d = relax(csr, np.array([1, 2, 9], np.int64), np.array([0, 2, 0], np.int64))
+    assert v.tolist() == [3, 4] and d.tolist() == [3, 1]
+    empty = relax(csr, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert len(empty[0]) == 0 and empty[1].dtype == np.int64
+
+
+def test_improve_rejects_an_unknown_vertex_and_lowers_only_where_smaller():
+    vertices = np.array([1, 3, 4], np.int64)
+    dist = np.array([0, 5, UNREACHED_INT], np.int64)
+    v, d = improve(vertices, dist, np.array([3, 4, 3], np.int64), np.array([6, 2, 7], np.int64))
+    assert v.tolist() == [4] and d.tolist() == [2] and dist.tolist() == [0, 5, 2]
+    with pytest.raises(ValueError, match="not among the vertices"):
+        improve(vertices, dist, np.array([2], np.int64), np.array([1], np.int64))
+    assert dist.tolist() == [0, 5, 2]

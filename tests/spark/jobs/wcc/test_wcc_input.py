@@ -1,0 +1,331 @@
+"""Edge input of the WCC job as users meet it: CSV headers detected, damaged ``.gz`` files and
+empty inputs named, directories in natural order, a followed file taken only once complete,
+input files that change under the job refused, Arrow tables and DataFrames as input, and the
+``tfront wcc`` command's messages (issue 11 items 1-5, 8, 13; issue 15 item 13)."""
+
+import gzip
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import zlib
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from spark_plugin.jobs.wcc.job import EdgeInputError, run_wcc
+from spark_plugin.jobs.edges import (CSV_RULE, DONE_MARKER, check_input, edge_files,
+                                 epoch_sources, read_edges)
+
+from wcc_cases import EDGES, expected, write_text, written
+
+WANT = [(1, 2), (2, 3), (3, 4)]
+
+
+def pairs(t):
+    return list(zip(t.column("src").to_pylist(), t.column("dst").to_pylist()))
+
+
+def labels(res):
+    return dict(zip(*(res.labels.column(c).to_pylist() for c in ("vertex", "component"))))
+
+
+@pytest.mark.parametrize("text", [
+    "1,2\n2,3\n3,4\n",                       # no header: the first row is an edge
+    "src,dst\n1,2\n2,3\n3,4\n",
+    '"1","2"\n"2","3"\n"3","4"\n',
+    "# comment\n\n1;2\n2;3\n3;4\n",
+    "1\t2\n2\t3\n3\t4\n",
+    '"dst";"src"\n2;1\n3;2\n4;3\n',          # named columns, in another order
+    "1,2,0.5\n2,3,1\n3,4,2\n",               # a weight column: the first two are integers
+    " 1 , 2\n2, 3\n3 ,4\n",
+], ids=["no-header", "header", "quoted", "semicolon", "tab", "named", "weight", "spaces"])
+def test_csv_first_row_is_a_header_only_unless_it_holds_two_integers(tmp_path, text):
+    # regression: issue 11 item 1
+    p = tmp_path / "n.csv"
+    p.write_text(text)
+    assert pairs(read_edges(p)) == WANT
+    with gzip.open(tmp_path / "n.csv.gz", "wt") as f:
+        f.write(text)
+    assert pairs(read_edges(tmp_path / "n.csv.gz")) == WANT
+
+
+@pytest.mark.parametrize(("text", "line", "what"), [
+    ("1|2\n2|3\n", 1, "separates its fields by ',', ';' or a tab"),
+    ('src,dst\n1,2\n"3,4\n', 3, "malformed CSV line"),
+    ("src,dst\n1,2\n3,4,5\n", 3, "3 fields, the first row has 2"),
+    ("src,dst\n1,2\n,3\n", 3, "vertex id '' is not an integer"),
+])
+def test_csv_that_cannot_be_read_says_what_is_accepted(tmp_path, text, line, what):
+    # regression: issue 11 item 1
+    p = tmp_path / "bad.csv"
+    p.write_text(text)
+    with pytest.raises(EdgeInputError, match=rf"bad\.csv:{line}: .*{what}") as ei:
+        read_edges(p)
+    assert ei.value.line == line
+    assert "','" in CSV_RULE and "header unless its first two fields are integers" in CSV_RULE
+
+
+def test_damaged_gzip_files_raise_edge_input_errors_naming_them(tmp_path):
+    # regression: issue 11 item 5
+    body = "".join(f"{i} {i + 1}\n" for i in range(20000)).encode()
+    whole = gzip.compress(body)
+    (tmp_path / "t.txt.gz").write_bytes(whole[:len(whole) // 2])
+    with pytest.raises(EdgeInputError, match=r"t\.txt\.gz:\d+: the gzip data ends early") as ei:
+        read_edges(tmp_path / "t.txt.gz")
+    assert ei.value.path == str(tmp_path / "t.txt.gz") and 1 < ei.value.line < 20000
+    # the line named is the first one that is not complete in what decompresses
+    readable = zlib.decompressobj(31).decompress(whole[:len(whole) // 2])
+    assert ei.value.line == readable.count(b"\n") + 1 and body.startswith(readable)
+    (tmp_path / "n.txt.gz").write_text("no such thing\n")
+    with pytest.raises(EdgeInputError, match=r"n\.txt\.gz: not a gzip file \(it starts with "
+                                             r"b'no'") as ei:
+        read_edges(tmp_path / "n.txt.gz")
+    assert ei.value.line is None
+    bad_crc = bytearray(whole)
+    bad_crc[-8] ^= 0xFF
+    (tmp_path / "c.csv.gz").write_bytes(bytes(bad_crc))
+    with pytest.raises(EdgeInputError, match=r"c\.csv\.gz:\d+: corrupt gzip data"):
+        read_edges(tmp_path / "c.csv.gz")
+
+
+def test_inputs_without_edges_are_refused_and_empty_epoch_files_noted(tmp_path):
+    # regression: issue 11 items 3 and 6
+    (tmp_path / "c.txt").write_text("# only a comment\n\n")
+    (tmp_path / "e.txt").write_text("")
+    (tmp_path / "h.csv").write_text("src,dst\n")
+    pq.write_table(pa.table({"src": pa.array([], pa.int64()), "dst": pa.array([], pa.int64())}),
+                   tmp_path / "z.parquet")
+    for name in ("c.txt", "e.txt", "h.csv", "z.parquet"):
+        with pytest.raises(EdgeInputError, match="no (edges|rows)") as ei:
+            epoch_sources(tmp_path / name, 2)
+        assert ei.value.path == str(tmp_path / name)
+        with pytest.raises(EdgeInputError, match="no (edges|rows)"):
+            check_input(tmp_path / name)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(EdgeInputError, match="the directory has no epoch files"):
+        epoch_sources(tmp_path / "empty")
+    with pytest.raises(EdgeInputError, match="the directory has no epoch files"):
+        check_input(tmp_path / "empty")
+    assert check_input(tmp_path / "empty", follow=1.0) == []   # a stream may start empty
+    d = tmp_path / "d"
+    d.mkdir()
+    write_text(d / "e0.txt", EDGES)
+    (d / "e1.txt").write_text("# nothing this time\n")
+    assert check_input(d) == [f"{d / 'e1.txt'}: no edges (empty, or only comments); its "
+                              f"epoch adds none"]
+    big = tmp_path / "big.txt"          # larger than the peek: the first rows are checked
+    big.write_text("1 2\n" * 100 + "3 x\n")
+    assert check_input(big, 1, peek=64) == []
+    with pytest.raises(EdgeInputError, match=r"big\.txt:101: vertex id 'x'"):
+        check_input(big, 1, peek=1 << 16)
+
+
+def test_directory_epochs_are_in_natural_order():
+    # regression: issue 11 item 8
+    from spark_plugin.jobs.edges import natural_key
+
+    names = ["e10.txt", "e2.txt", "e1.txt", "e02b.txt", "a.txt"]
+    assert sorted(names, key=natural_key) == ["a.txt", "e1.txt", "e2.txt", "e02b.txt",
+                                              "e10.txt"]
+
+
+def test_a_followed_file_is_taken_only_once_its_size_is_stable(tmp_path):
+    """Issue 11 item 2: the writer appends between two polls: the file is taken only when a poll saw it
+    unchanged, with all its edges."""
+    d = tmp_path / "s"
+    d.mkdir()
+    f = d / "e0.txt"
+    f.write_text("1 2\n")
+    more = ["2 3\n", "3 4\n"]
+    polls = []
+
+    def sleep(_):
+        polls.append(1)
+        if more:
+            with open(f, "a") as h:
+                h.write(more.pop(0))
+        else:
+            (d / DONE_MARKER).touch()
+    _, sources = epoch_sources(d, follow=30.0, poll=0.01, sleep=sleep)
+    first = next(sources)
+    assert pairs(first.read()) == WANT and first.what == str(f)
+    assert len(polls) >= 3
+    assert list(sources) == []
+
+
+def test_a_followed_parquet_file_waits_for_its_footer(tmp_path):
+    # regression: issue 11 item 2
+    d = tmp_path / "s"
+    d.mkdir()
+    full = tmp_path / "x.parquet"
+    pq.write_table(pa.table({"src": [1, 2, 3], "dst": [2, 3, 4]}), full)
+    data = full.read_bytes()
+    f = d / "e0.parquet"
+    f.write_bytes(data[:-8])     # a writer that has not written its footer yet
+
+    def sleep(_):
+        if f.stat().st_size < len(data) and len(calls) > 2:
+            f.write_bytes(data)
+        calls.append(1)
+        if len(calls) > 6:
+            (d / DONE_MARKER).touch()
+    calls = []
+    _, sources = epoch_sources(d, follow=30.0, poll=0.01, sleep=sleep)
+    assert pairs(next(sources).read()) == WANT
+
+
+def test_a_followed_file_that_changes_after_it_was_taken_is_refused(tmp_path):
+    # regression: issue 11 item 2
+    d = tmp_path / "s"
+    d.mkdir()
+    f = d / "e0.txt"
+    f.write_text("1 2\n")
+    _, sources = epoch_sources(d, follow=30.0, poll=0.01, sleep=lambda _: None)
+    src = next(sources)
+    assert pairs(src.read()) == [(1, 2)]
+    with open(f, "a") as h:      # the writer was not done after all
+        h.write("2 3\n")
+    with pytest.raises(EdgeInputError, match=r"e0\.txt: the edge file changed .*size 4 -> 8"):
+        src.check()
+    with pytest.raises(EdgeInputError, match=r"e0\.txt: the edge file changed after the job "
+                                             r"took it"):
+        next(sources)
+
+
+@pytest.mark.spark
+def test_directory_epochs_named_in_natural_order_empty_noted_bad_gzip_stops(spark, tmp_path):
+    """Issue 11 items 3, 5, 8: e1, e2, e3 (no edges), e10 become epochs 0-3 in that order, each summary naming its
+    file; a truncated e11.txt.gz then stops the job naming it, with epochs 0-3 written."""
+    d = tmp_path / "d"
+    d.mkdir()
+    chunks = {"e1.txt": EDGES[:3], "e2.txt": EDGES[3:6], "e3.txt": [], "e10.txt": EDGES[6:]}
+    for name, edges in chunks.items():
+        write_text(d / name, edges)
+    whole = gzip.compress(b"".join(b"%d %d\n" % (i, i + 1) for i in range(5000)))
+    (d / "e11.txt.gz").write_bytes(whole[:len(whole) // 2])
+    out = str(tmp_path / "out")
+    seen = []
+    with pytest.raises(EdgeInputError, match=r"e11\.txt\.gz:\d+: the gzip data ends early"):
+        run_wcc(spark, d, out=out, partitions=2, progress=False, on_epoch=seen.append)
+    order = ["e1.txt", "e2.txt", "e3.txt", "e10.txt"]
+    assert [s.source for s in seen] == [str(d / n) for n in order]
+    assert [s.new_edges for s in seen] == [len(chunks[n]) for n in order]
+    final = written(out)
+    assert sorted(final) == [0, 1, 2, 3]
+    for e in range(4):
+        assert dict(final[e]) == expected([x for n in order[:e + 1] for x in chunks[n]])
+
+
+def _replace_parquet(path, edges):
+    tmp = path.parent / f".{path.name}.tmp"
+    pq.write_table(pa.table({"src": [s for s, _ in edges], "dst": [t for _, t in edges]}), tmp)
+    os.replace(tmp, path)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("layout", ["dir-parquet", "file-parquet", "dir-text"])
+def test_an_input_file_changed_between_epochs_stops_the_job_naming_it(spark, tmp_path, layout):
+    """Issue 15 item 13: the inputs are stamped when the job starts; a file replaced (fewer
+    rows) or appended to after that stops the job with EdgeInputError naming it, before
+    anything of its epoch is written."""
+    out = str(tmp_path / "out")
+    if layout == "file-parquet":
+        victim = tmp_path / "g.parquet"
+        _replace_parquet(victim, EDGES)
+        edges, epochs = victim, 2
+    else:
+        edges, epochs = tmp_path / "d", 1
+        edges.mkdir()
+        ext = "parquet" if layout == "dir-parquet" else "txt"
+        for k, part in enumerate((EDGES[:5], EDGES[5:])):
+            if ext == "parquet":
+                _replace_parquet(edges / f"e{k}.parquet", part)
+            else:
+                write_text(edges / f"e{k}.txt", part)
+        victim = edges / f"e1.{ext}"
+
+    def change(s):
+        if s.epoch == 0:
+            if victim.suffix == ".txt":
+                with open(victim, "a") as h:
+                    h.write("40 41\n")
+            else:
+                _replace_parquet(victim, EDGES[:2])
+    with pytest.raises(EdgeInputError, match=rf"{victim.name}: the edge file changed"):
+        run_wcc(spark, edges, epochs=epochs, out=out, partitions=2, progress=False,
+                on_epoch=change)
+    assert sorted(written(out)) == [0]
+
+
+@pytest.mark.spark
+def test_run_wcc_takes_an_arrow_table_or_a_spark_dataframe(spark):
+    # regression: issue 11 item 13
+    table = pa.table({"w": [0] * len(EDGES), "src": [s for s, _ in EDGES],
+                      "dst": [d for _, d in EDGES]})
+    res = run_wcc(spark, table, epochs=2, partitions=2, progress=False)
+    assert labels(res) == expected(EDGES) and len(res.epochs) == 2
+    assert res.epochs[0].source == "edge table rows 1-5"
+    df = spark.createDataFrame(table.select(["src", "dst"]))
+    res = run_wcc(spark, df, partitions=2, progress=False)
+    assert labels(res) == expected(EDGES) and res.epochs[0].edges == len(EDGES)
+    with pytest.raises(EdgeInputError, match="edge DataFrame: no column 'dst'"):
+        run_wcc(spark, df.select("src"), partitions=2, progress=False)
+    with pytest.raises(EdgeInputError, match=r"edge table: row 2: vertex id -4"):
+        run_wcc(spark, pa.table({"src": [1, -4], "dst": [2, 3]}), partitions=2, progress=False)
+
+
+TWO_RUNS = r"""
+import sys
+from engine.cli.main import main
+opts = ["--master", "local[1]", "--partitions", "1", "--backend", "cpu"]
+print("rc", main(["wcc", sys.argv[1], *opts]), flush=True)
+sys.exit(main(["wcc", sys.argv[2], "--follow", "--out", sys.argv[3], *opts]))
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_cli_messages_no_out_natural_order_empty_epoch_and_ctrl_c(tmp_path):
+    """Issue 11 items 1, 3, 4, 8: ``tfront wcc`` twice in one process (one JVM start): the issue's headerless CSV
+    without --out (edge 1-2 kept, labels said not saved); then a followed directory whose
+    epoch lines name e2, e3 (no edges: a warning), e10 in that order, stopped by Ctrl-C while
+    it waits for the next file: exit 130, a message, no traceback, epochs 0-2 written."""
+    (tmp_path / "n.csv").write_text("1,2\n2,3\n3,4\n")
+    d = tmp_path / "d"
+    d.mkdir()
+    write_text(d / "e10.txt", EDGES[5:])
+    write_text(d / "e2.txt", EDGES[:5])
+    write_text(d / "e3.txt", [])
+    out_dir = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", TWO_RUNS, str(tmp_path / "n.csv"), str(d),
+                             str(out_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    lines, deadline = [], time.monotonic() + 400
+    while sum(x.startswith("epoch") for x in lines) < 4 and time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 5)
+        if ready:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+    assert sum(x.startswith("epoch") for x in lines) == 4, (lines, proc.poll())
+    proc.send_signal(signal.SIGINT)     # the job now waits for the next file
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    first = lines[:lines.index("rc 0\n")]
+    assert first[0].startswith("epoch 0: vertices 4, edges 3, components 1,"), first
+    assert first[0].rstrip().endswith(f"; input {tmp_path / 'n.csv'} rows 1-3"), first
+    assert first[1].startswith("total: 1 epochs") and first[1].rstrip().endswith(
+        "labels not saved (no --out given)"), first
+    follow = lines[lines.index("rc 0\n") + 1:]
+    for k, name in enumerate(["e2.txt", "e3.txt", "e10.txt"]):
+        assert follow[k].startswith(f"epoch {k}: ") and follow[k].rstrip().endswith(
+            f"; input {d / name}"), follow
+    assert f"warning: epoch 1: {d / 'e3.txt'} has no edges" in err, err
+    assert f"interrupted after 3 epochs; epochs 0-2 are written to {out_dir}" in err, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert sorted(written(str(out_dir))) == [0, 1, 2]

@@ -70,7 +70,7 @@ progress: venv java-check $(SAMPLE)
 	$(VENV)/bin/tfront wcc $(SAMPLE) --epochs 4 --out $(WCC_OUT) --progress-log $(PROGRESS).jsonl
 	$(VENV)/bin/tfront progress $(PROGRESS).jsonl --png $(PROGRESS).png --html $(PROGRESS).html
 
-# The progress page is tested in a real headless browser (tests/engine/cli/test_progress_view.py), Debian's
+# The progress page is tested in a real headless browser (tests/engine/operate/test_progress_view.py), Debian's
 # `chromium`. Installed here with apt-get when missing and apt-get can be used (as root, or with
 # password-less sudo); otherwise this says why and the browser test is skipped. Never fails.
 CHROMIUM_PKG ?= chromium

@@ -18,6 +18,7 @@ __all__ = [
     "ZeroAdvanceCycleError",
     "AntichainOverflowError",
     "BatchError",
+    "SchemaError",
     "UnknownLocationError",
     "TimestampWidthError",
     "TimestampRangeError",
@@ -98,6 +99,13 @@ class AntichainOverflowError(TimelyFrontierError, ValueError):
 
 class BatchError(TimelyFrontierError, ValueError):
     """A batch of pointstamp count changes is malformed; nothing of it was applied."""
+
+
+class SchemaError(BatchError):
+    """A delta table lacks a column, or a column has the wrong Arrow type.
+
+    The message names the column and lists the columns present.
+    """
 
 
 class UnknownLocationError(BatchError):

@@ -18,7 +18,9 @@ CPU twins (NumPy + Numba). Inputs are the columnar batch ``loc: int32[n]``,
 Bytes moved per element: consolidation reads ``4 + 8 W + 8`` bytes per row and writes the
 same; the merge reads the table and the batch once and writes the new table once.
 
-CUDA kernels (:func:`consolidate_cuda`, :func:`merge_counts_cuda`, at the foot of the file):
+CUDA kernels (:func:`consolidate_sorting_cuda`, :func:`merge_counts_cuda`, at the foot of the file;
+the packed-key consolidation is :func:`gpu_kernels.intake.consolidate_cuda`, the intake without
+its validation):
 sort + segmented reduce, and a merge by binary search and scatter; same contracts, sharing
 the scalar core ``pack_key``/``unpack_key``/``row_cmp``.
 """
@@ -35,7 +37,7 @@ from . import _cuda
 from .summary_rows import ts_cmp
 
 __all__ = ["consolidate", "merge_counts", "overflow_row", "add_overflows", "pack_plan",
-           "pack_key", "unpack_key", "row_cmp", "consolidate_cuda", "consolidate_sorting_cuda",
+           "pack_key", "unpack_key", "row_cmp", "consolidate_sorting_cuda",
            "merge_counts_cuda"]
 
 RADIX_BITS = 11
@@ -491,40 +493,6 @@ def _kernels():
     return types.SimpleNamespace(pack_rows=pack_rows, key_heads=key_heads, row_heads=row_heads,
                                  run_sums=run_sums, emit_keys=emit_keys, emit_rows=emit_rows,
                                  merge_probe=merge_probe, merge_scatter=merge_scatter)
-
-
-def consolidate_cuda(loc, ts, diff, *, tpb=None):
-    """CUDA version of :func:`consolidate`: same inputs, same outputs, on the arrays' device.
-
-    Parameters
-    ----------
-    loc : int32[n], ts : int64[n, W] (non-negative), diff : int64[n]
-        CuPy arrays (NumPy under the simulator).
-    tpb : int, optional
-        Threads per block (default :data:`gpu_kernels._cuda.THREADS_PER_BLOCK`).
-
-    Returns
-    -------
-    (loc int32[k], ts int64[k, W], diff int64[k]) sorted by ``(loc, ts)``, zero sums dropped.
-
-    Notes
-    -----
-    The device intake's consolidation without its validation
-    (:func:`gpu_kernels.intake.intake_cuda` with ``validate=False``): a ``check_pack`` pass
-    takes the column maxima with per-block atomics (no reduction over the leading axis of
-    ``ts``) -- **sync** to choose the packing; ``check_pack`` packs ``(loc, ts, row index)``
-    into one key; a key-only sort; ``run_values``, a scan, ``run_tails``, a scan and
-    ``emit_runs`` sum and compact the runs -- **sync** for the output size. 5 launches, 3
-    CuPy primitives, 2 syncs. Rows whose key leaves no room for the row index take
-    :func:`consolidate_sorting_cuda`. Bytes per row: ``docs/performance-model.md``.
-    """
-    xp = _cuda.namespace(loc, ts, diff)
-    n, W = ts.shape
-    if n == 0:
-        return loc[:0].astype(xp.int32), ts[:0], diff[:0]
-    from .intake import intake_cuda
-    r = intake_cuda(loc, ts, diff, None, 1, 0, W, validate=False, tpb=tpb)
-    return r.loc, r.ts, r.diff
 
 
 def consolidate_sorting_cuda(loc, ts, diff, plan, *, tpb=None):

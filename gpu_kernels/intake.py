@@ -44,8 +44,8 @@ from .consolidate import consolidate, consolidate_sorting_cuda, pack_plan, unpac
 
 __all__ = ["LOC", "WIDTH", "RANGE", "PADDING", "KINDS", "MAX_COORD", "MAX_WIDTH",
            "SHARED_SLOTS", "stats_size", "Intake", "row_error", "row_key", "run_start",
-           "check_pack", "runs_from_sorted", "intake", "intake_cuda", "speculative_widths",
-           "deferred_verdict"]
+           "check_pack", "runs_from_sorted", "intake", "intake_cuda", "consolidate_cuda",
+           "speculative_widths", "deferred_verdict"]
 
 #: Error kinds, in the order ``engine.batched.batch_arrays`` checks them over the whole batch.
 LOC, WIDTH, RANGE, PADDING = 0, 1, 2, 3
@@ -546,3 +546,36 @@ def _canonical_fallback(xp, loc, ts, diff, W, plan, tpb):
     if diff.dtype != np.int64:
         diff = _cuda.op(diff.astype(xp.int64))
     return consolidate_sorting_cuda(loc, ts, diff, plan, tpb=tpb)
+
+
+def consolidate_cuda(loc, ts, diff, *, tpb=None):
+    """CUDA version of :func:`consolidate`: same inputs, same outputs, on the arrays' device.
+
+    Parameters
+    ----------
+    loc : int32[n], ts : int64[n, W] (non-negative), diff : int64[n]
+        CuPy arrays (NumPy under the simulator).
+    tpb : int, optional
+        Threads per block (default :data:`gpu_kernels._cuda.THREADS_PER_BLOCK`).
+
+    Returns
+    -------
+    (loc int32[k], ts int64[k, W], diff int64[k]) sorted by ``(loc, ts)``, zero sums dropped.
+
+    Notes
+    -----
+    The device intake's consolidation without its validation
+    (:func:`intake_cuda` with ``validate=False``): a ``check_pack`` pass
+    takes the column maxima with per-block atomics (no reduction over the leading axis of
+    ``ts``) -- **sync** to choose the packing; ``check_pack`` packs ``(loc, ts, row index)``
+    into one key; a key-only sort; ``run_values``, a scan, ``run_tails``, a scan and
+    ``emit_runs`` sum and compact the runs -- **sync** for the output size. 5 launches, 3
+    CuPy primitives, 2 syncs. Rows whose key leaves no room for the row index take
+    :func:`gpu_kernels.consolidate.consolidate_sorting_cuda`. Bytes per row: ``docs/performance-model.md``.
+    """
+    xp = _cuda.namespace(loc, ts, diff)
+    n, W = ts.shape
+    if n == 0:
+        return loc[:0].astype(xp.int32), ts[:0], diff[:0]
+    r = intake_cuda(loc, ts, diff, None, 1, 0, W, validate=False, tpb=tpb)
+    return r.loc, r.ts, r.diff

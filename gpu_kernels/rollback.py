@@ -3,9 +3,9 @@ greatest fixed point and the C4 precomputation, with the masks resident on the d
 
 Every array is flat ``uint8`` (a mask) or ``int64`` (an index). A mask over processors is
 ``[n * NT]`` with time ``(e, i)`` of processor ``p`` at ``p * NT + e * NI + i`` (``NT = NE *
-NI``), the layout of ``engine.rollback.batched.RollbackArrays`` flattened; a C4 block is
+NI``), the layout of ``engine.rollback.masks.RollbackArrays`` flattened; a C4 block is
 ``[E * B * NT]`` (edge, notification, time). The NumPy twins are the array operations of
-:class:`engine.rollback.batched.RollbackArrays` (``upclose``/``downclose``, ``_Rows.violated``,
+:class:`engine.rollback.masks.RollbackArrays` (``upclose``/``downclose``, ``_Rows.violated``,
 ``fc_step``, ``largest_available``, ``need_image``/``_steps_image``, the gathers by sender and
 receiver) -- ``tests/cuda_sim/test_sim_rollback.py`` checks each kernel against its twin.
 

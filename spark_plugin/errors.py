@@ -8,7 +8,9 @@ the :class:`~spark_plugin.service.frontier_service.FrontierService`: neither cou
 
 from __future__ import annotations
 
-from engine.errors import BatchError, NegativeCountError, TimelyFrontierError
+from engine.errors import BatchError, NegativeCountError, SchemaError, TimelyFrontierError
+# the process exchange's errors, kept importable from here
+from engine.exchange.processes import WorkerProcessError, WorkerTimeoutError
 
 __all__ = [
     "OutputStateError",
@@ -27,13 +29,6 @@ __all__ = [
     "WorkerProcessError",
     "WorkerTimeoutError",
 ]
-
-
-class SchemaError(BatchError):
-    """A delta table lacks a column, or a column has the wrong Arrow type.
-
-    The message names the column and lists the columns present.
-    """
 
 
 class MissingBatchError(BatchError):
@@ -140,28 +135,3 @@ class SparkMemoryError(SparkJobError):
     The message says which heap size was in force and how to raise it (``--driver-memory``,
     ``--conf spark.executor.memory=...``) or lower what the driver collects.
     """
-
-
-class WorkerProcessError(TimelyFrontierError, RuntimeError):
-    """A worker process of a :class:`~engine.exchange.processes.ProcessExchange` died, broke
-    its protocol with the coordinator, or failed with an error that is not one of the
-    project's. The exchange has stopped every worker.
-
-    Attributes
-    ----------
-    worker : int
-        The worker's index.
-    exit_status : int or None
-        Its exit status (negative: killed by that signal), None while it was still running.
-    """
-
-    def __init__(self, message: str, worker: int, exit_status: int | None = None):
-        super().__init__(message)
-        self.worker = worker
-        self.exit_status = exit_status
-
-
-class WorkerTimeoutError(WorkerProcessError):
-    """A worker process did not answer within the exchange's timeout (hung, stopped, or far
-    too slow). The exchange has stopped every worker."""
-

@@ -15,7 +15,7 @@ from engine import AntichainOverflowError, GraphBuilder, ImpliedFrontierTracker,
 from engine.batched.tracker import BatchedTracker
 from engine.batched.graph_arrays import GraphArrays
 from engine.batched.psi import compute_psi
-from gpu_kernels import _cuda, closure, consolidate, pareto, precursors, propagate
+from gpu_kernels import _cuda, closure, consolidate, intake, pareto, precursors, propagate
 from gpu_kernels.summary_rows import smallest_dtype, ts_le
 
 from tracker_cases import replay_changes
@@ -51,7 +51,7 @@ def check_consolidate(rng, dev, host, *, n=24, W=2, L=4, keys="uint32", tpb=None
         ts += np.int64(1) << 40
     diff = rng.integers(-2, 3, n).astype(np.int64)
     want = consolidate.consolidate(loc, ts, diff)
-    got = consolidate.consolidate_cuda(dev(loc), dev(ts), dev(diff), tpb=tpb)
+    got = intake.consolidate_cuda(dev(loc), dev(ts), dev(diff), tpb=tpb)
     for a, b in zip(want, got):
         _same(a, b, host)
 
@@ -701,13 +701,13 @@ def check_deferred_checks(kernels, strategy, rng):
 
 def _random_down(rng, m, ne, ni, p=0.5):
     """``bool[m, NE, NI]``: random downward-closed rows (the downward closure of random cells)."""
-    from engine.rollback.batched import downclose
+    from engine.rollback.masks import downclose
     return downclose(rng.random((m, ne, ni)) < p / max(1, ne * ni) * 3)
 
 
 def check_rollback_closures(rng, dev, host, *, tpb=None):
     """``close_cuda`` up and down against ``upclose``/``downclose`` on random masks."""
-    from engine.rollback.batched import downclose, upclose
+    from engine.rollback.masks import downclose, upclose
     from gpu_kernels import rollback as rk
     for m, ne, ni in ((1, 1, 1), (3, 2, 3), (2, 4, 1), (2, 3, 4)):
         x = rng.random((m, ne, ni)) < 0.2

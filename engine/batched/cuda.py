@@ -599,7 +599,7 @@ class CudaKernels(KernelSet):
     # -- the kernels ---------------------------------------------------------------------------
 
     def consolidate(self, loc, ts, diff):
-        from gpu_kernels.consolidate import consolidate_cuda
+        from gpu_kernels.intake import consolidate_cuda
         with self._scope():
             return consolidate_cuda(loc, ts, diff)
 

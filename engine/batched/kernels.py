@@ -235,8 +235,7 @@ class CpuKernels(KernelSet):
         """:func:`gpu_kernels.propagate.gather_closure` on ``Psi``'s own layout:
         ``(I_ptr, I_ts, touched)``."""
         from gpu_kernels.propagate import gather_closure
-        from engine.batched.psi import PsiLayout
-        dense = psi.layout is PsiLayout.DENSE
+        dense = psi.dense
         i64, i32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
         return gather_closure(
             ga.m, i64 if dense else psi.pair_ptr, i32 if dense else psi.pair_dst,

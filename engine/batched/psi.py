@@ -163,6 +163,11 @@ class PsiArrays:
                 f"dtype={self.dtype}, nbytes={self.nbytes})")
 
     @property
+    def dense(self) -> bool:
+        """Stored in the dense layout (``[L, L, A]`` plus counts), not as ragged rows."""
+        return self.layout is PsiLayout.DENSE
+
+    @property
     def nbytes(self) -> int:
         """Bytes held by the layout's arrays (not counting :attr:`arrays`)."""
         return sum(a.nbytes for a in (self.sums, self.pair_ptr, self.pair_dst, self.sum_ptr,
@@ -205,7 +210,7 @@ class PsiArrays:
         return self.t_src[self.t_ptr[l2]:self.t_ptr[l2 + 1]]
 
     def row(self, l1: int) -> dict[int, tuple[Summary, ...]]:
-        """``Psi[l1]`` as the reference gives it (``engine.core.closure(graph)[l1]``): reachable
+        """``Psi[l1]`` as the reference gives it (``engine.closure(graph)[l1]``): reachable
         location -> summaries sorted by :meth:`Summary.sort_key`. Cost O(row size) objects."""
         l1 = self._check(l1)
         ga, m = self.arrays, self.m

@@ -1,6 +1,6 @@
 """The ``tfront`` command line: ``tfront replay FILE``, ``tfront psi FILE``, ``tfront info``,
 ``tfront progress LOG`` (draws a progress log of ``tfront wcc --progress-log``,
-:mod:`engine.cli.progress_view`), and the commands other packages add (``tfront wcc EDGES``, the
+:mod:`engine.operate.progress_view`), and the commands other packages add (``tfront wcc EDGES``, the
 Spark WCC job: :mod:`spark_plugin.jobs.wcc.cli`).
 
 The engine does not import those packages: a command of another package is an entry point of
@@ -222,7 +222,7 @@ def _parser(plugins: bool = True) -> argparse.ArgumentParser:
 def _progress(args) -> int:
     """``tfront progress LOG``: summarise the log; draw it (``--png``, ``--html``), once or,
     with ``--watch``, every time it grows until the job ends."""
-    from engine.cli.progress_view import read_progress, render_html, render_png, summary_lines, watch
+    from engine.operate.progress_view import read_progress, render_html, render_png, summary_lines, watch
 
     if args.watch:
         def show(run):

@@ -18,7 +18,7 @@ checks. A worker's update to itself (the model broadcasts to every worker, itsel
 is delivered in-process, in order with its sends.
 
 The wire format of an update is the delta batch of the Spark side
-(:func:`spark_plugin.schema.delta_schema`): ``loc int32, ts fixed_size_list<int64>[m+K],
+(:func:`engine.batched.arrow.delta_schema`): ``loc int32, ts fixed_size_list<int64>[m+K],
 diff int64, producer string, seq int64`` with ``producer = "worker-<i>"``; each connection
 carries one Arrow IPC stream -- the schema once, then one record batch per update -- so a
 :class:`~spark_plugin.service.frontier_service.FrontierService` could read it as it is.
@@ -28,7 +28,7 @@ At the end of each batch the system is run to quiescence: every worker *settles*
 stay, no frontier sees it), reports how many messages it has sent to each worker, and then
 waits until it has received that many from every worker; its frontiers are then final and are
 compared with a single tracker's. A worker process that dies or stops answering is named in a
-:class:`~spark_plugin.errors.WorkerProcessError` (or :class:`~spark_plugin.errors.WorkerTimeoutError`)
+:class:`WorkerProcessError` (or :class:`WorkerTimeoutError`)
 within the exchange's ``timeout``; the exchange then stops every worker and refuses further
 calls.
 
@@ -62,17 +62,39 @@ import pyarrow as pa
 import engine.errors as _engine_errors
 from engine.batched.backend import make_tracker
 from engine.errors import ExchangeStateError, SafetyError, TimelyFrontierError, UpdateOrderError
-
-from spark_plugin import errors as _plugin_errors
-from spark_plugin.errors import WorkerProcessError, WorkerTimeoutError
-from spark_plugin.schema import (DIFF, LOC, PRODUCER, SEQ, TS, check_delta_schema, delta_schema, int_column,
-                     text_column, ts_array, ts_matrix)
+from engine.batched.arrow import (DIFF, LOC, PRODUCER, SEQ, TS, check_delta_schema, delta_schema,
+                                  int_column, text_column, ts_array, ts_matrix)
 
 __all__ = ["ProcessExchange", "BatchReport", "replay_processes", "replay_command", "update_batch", "data_batch",
-           "read_batch", "producer_name", "operation_parts", "settle", "HOST"]
+           "read_batch", "producer_name", "operation_parts", "settle", "HOST", "WorkerProcessError",
+           "WorkerTimeoutError"]
 
 #: Every socket of the exchange is on the loopback interface, on a port the OS assigns.
 HOST = "127.0.0.1"
+
+
+class WorkerProcessError(TimelyFrontierError, RuntimeError):
+    """A worker process of a :class:`~engine.exchange.processes.ProcessExchange` died, broke
+    its protocol with the coordinator, or failed with an error that is not one of the
+    project's. The exchange has stopped every worker.
+
+    Attributes
+    ----------
+    worker : int
+        The worker's index.
+    exit_status : int or None
+        Its exit status (negative: killed by that signal), None while it was still running.
+    """
+
+    def __init__(self, message: str, worker: int, exit_status: int | None = None):
+        super().__init__(message)
+        self.worker = worker
+        self.exit_status = exit_status
+
+
+class WorkerTimeoutError(WorkerProcessError):
+    """A worker process did not answer within the exchange's timeout (hung, stopped, or far
+    too slow). The exchange has stopped every worker."""
 #: The first bytes on a worker-to-worker connection: a magic word and the sender's index.
 _HELLO = struct.Struct("<4sI")
 _MAGIC = b"TFX1"
@@ -99,7 +121,7 @@ def _delta_batch(loc, ts, diff, producer: str, seq: int, width: int) -> pa.Recor
 
 def update_batch(update, width: int) -> pa.RecordBatch:
     """An :class:`~engine.exchange.protocol.Update` as one record batch of :func:`delta_schema(width)
-    <spark_plugin.schema.delta_schema>`: its rows, ``producer = "worker-<sender>"`` and
+    <engine.batched.arrow.delta_schema>`: its rows, ``producer = "worker-<sender>"`` and
     ``seq`` on every row.
 
     >>> import numpy as np
@@ -580,7 +602,7 @@ class ProcessExchange:
         """A worker's report of an exception: the same named class where it is one of the
         project's (raised again with the worker's index), else a WorkerProcessError."""
         _, name, text, tb, peer = msg
-        cls = getattr(_engine_errors, name, None) or getattr(_plugin_errors, name, None)
+        cls = getattr(_engine_errors, name, None) or globals().get(name)
         ours = isinstance(cls, type) and issubclass(cls, TimelyFrontierError)
         if peer is not None or not ours:
             # A worker that lost a peer, or failed writing to one: name the peer if it is the

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 from numbers import Integral
-from typing import TYPE_CHECKING, Iterable, NamedTuple
+from typing import Iterable, NamedTuple
 
 import numpy as np
 
@@ -29,9 +29,6 @@ from engine.errors import (CapabilityRegressionError, NoCapabilityError, NotInFl
 from engine.core.graph import PortKind
 from engine.core.summary import Summary
 from engine.core.timestamp import MAX_COORD, Timestamp
-
-if TYPE_CHECKING:
-    from engine.operate.dataflow import _Flat
 
 __all__ = ["Report", "ReportKind", "Ports"]
 
@@ -292,7 +289,7 @@ class Ports:
         timestamp columns (egress on the way zeroes the rest).
     """
 
-    def __init__(self, flat: _Flat):
+    def __init__(self, flat):  # a flattened dataflow: engine.operate.dataflow._Flat
         g = flat.graph
         self.m, self.K, self.L = g.m, g.max_depth, g.num_locations
         self.W = self.m + self.K
@@ -327,7 +324,7 @@ class Ports:
         self._routes(flat)
         self._initial(flat)
 
-    def _routes(self, flat: _Flat) -> None:
+    def _routes(self, flat) -> None:
         """For each leaf output: the leaf inputs its messages reach, through channels and
         scope boundaries, and how many timestamp columns survive the way (egress drops the
         innermost counter; ingress appends a 0, which the zero padding already holds)."""
@@ -358,7 +355,7 @@ class Ports:
         self.route_dst = np.array(dst, np.int64)
         self.route_keep = np.array(keep, np.int64)
 
-    def _initial(self, flat: _Flat) -> None:
+    def _initial(self, flat) -> None:
         loc, ts = [], []
         for _, d, op in flat.leaves:
             for o, times in d.capabilities.items():

@@ -2,7 +2,7 @@
 :mod:`engine.rollback.batched` with every mask resident on the device, driven by the kernels of
 :mod:`gpu_kernels.rollback`.
 
-The problem's arrays (:class:`~engine.rollback.batched.RollbackArrays`: edges, shifts, ``need``
+The problem's arrays (:class:`~engine.rollback.masks.RollbackArrays`: edges, shifts, ``need``
 overrides, ``step`` pairs, C3 rows, in-flight and notified cells) go to the device once; the
 frontiers ``f`` (and the simple guard's ``f_c``) stay there for the whole fixed point, and only
 the round's "changed" flag comes back each round. The answer is still assembled by
@@ -47,7 +47,7 @@ import numpy as np
 
 from engine.errors import BackendError
 from engine.rollback.problem import Guard, RollbackProblem
-from engine.rollback.batched import RollbackArrays, maximal_rows
+from engine.rollback.masks import RollbackArrays, maximal_rows
 
 __all__ = ["DeviceRollback", "RollbackStats", "RollbackCostModel", "choose_rollback_backend",
            "DEVICE_CHUNK_BYTES"]

@@ -10,8 +10,8 @@ with a log path, a ``step`` event. Subscribed to the service, the recorder write
 sequence number and the step that sent it -- and a ``messages`` event whenever the
 messages in flight (pointstamp counts at operator inputs) per timestamp changed. Every
 event carries the wall-clock time and is flushed as it is written, so a reader
-(:func:`engine.cli.progress_view.watch`, ``tfront progress --watch``) follows the job live.
-The format is ``docs/progress.md``; :mod:`engine.cli.progress_view` reads and draws it.
+(:func:`engine.operate.progress_view.watch`, ``tfront progress --watch``) follows the job live.
+The format is ``docs/progress.md``; :mod:`engine.operate.progress_view` reads and draws it.
 
 >>> from engine.core.workload import example_graph
 >>> from spark_plugin.schema import delta_table
@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.core.graph import Graph, PortKind
-from engine.cli.progress_view import PROGRESS_FORMAT
+from engine.operate.progress_view import PROGRESS_FORMAT
 
 __all__ = ["ProgressRecorder", "job_description", "input_names"]
 

@@ -8,7 +8,7 @@ record batches with exactly the Arrow types Spark expects for :data:`~spark_plug
 
 * **Where it runs.** Per task, :func:`~spark_plugin.service.device.task_device` picks a GPU
   (``CUDA_VISIBLE_DEVICES``, else the task's ``gpu`` resource); when CuPy runs there the
-  consolidation is ``gpu_kernels.consolidate.consolidate_cuda`` (sort + segmented reduce on
+  consolidation is ``gpu_kernels.intake.consolidate_cuda`` (sort + segmented reduce on
   the device), otherwise the CPU twin ``gpu_kernels.consolidate.consolidate`` (NumPy + Numba
   radix sort). A GPU that is assigned but unusable is logged and the CPU is used. Compiled
   kernels (Numba's, on disk and in memory) are cached per Python worker, which Spark reuses
@@ -310,7 +310,7 @@ def _consolidate_gpu(loc, ts, diff, slices, device: int):
     the sorted columns, one device-to-host copy per group's result."""
     import cupy
 
-    from gpu_kernels.consolidate import consolidate_cuda
+    from gpu_kernels.intake import consolidate_cuda
 
     _gpu_allocator()
     with cupy.cuda.Device(device):

@@ -37,7 +37,7 @@ def test_consolidate_empty_and_cancelling():
     cc.check_consolidate(rng, same, np.asarray, n=0)
     loc = np.array([1, 1, 0], np.int32)
     ts = np.array([[2, 0], [2, 0], [0, 0]], np.int64)
-    from gpu_kernels.consolidate import consolidate_cuda
+    from gpu_kernels.intake import consolidate_cuda
     out = consolidate_cuda(loc, ts, np.array([3, -3, 0], np.int64))
     assert [len(a) for a in out] == [0, 0, 0]
 

@@ -523,7 +523,7 @@ def test_naiad_query_accepts_numpy_location():
 
 
 def test_could_result_in_unknown_location():
-    psi = engine.core.closure(G)
+    psi = engine.closure(G)
     with pytest.raises(UnknownLocationError, match=str(L)):
         engine.could_result_in(psi, G, L, (0, 0), SCOPE_IN, (0,))
 
@@ -615,11 +615,11 @@ def test_closure_antichain_overflow():
     g, ops = _diamond_graph()
     src, join_out = g.source(ops["A"], 0), g.source(ops["D"], 0)
     # Psi[A.out][D.out] = {(0,1), (1,0)}: the first pair where the two paths meet.
-    psi = engine.core.closure(g, max_antichain=2)
+    psi = engine.closure(g, max_antichain=2)
     assert sorted((s.d_out, s.d_cnt) for s in psi[src][join_out]) == [((0,), (1,)), ((1,), (0,))]
     assert len(psi[src][g.target(ops["E"], 0)]) == 2
     with pytest.raises(AntichainOverflowError) as info:
-        engine.core.closure(g, max_antichain=1)
+        engine.closure(g, max_antichain=1)
     msg = str(info.value)
     assert g.describe(src) in msg and g.describe(join_out) in msg, msg
     assert f"Psi[{src}][{join_out}]" in msg and "max_antichain=1" in msg

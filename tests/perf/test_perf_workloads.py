@@ -143,7 +143,7 @@ def test_loop_and_diamond_counts():
 
 def test_trackers_agree_on_a_replay():
     w = parse_workload(workload_text(*make(100, 200, seed=2)))
-    psi = engine.core.closure(w.graph)
+    psi = engine.closure(w.graph)
     ref = engine.ImpliedFrontierTracker(w.graph, psi=psi)
     prop = engine.PropagationTracker(w.graph)
     nonempty = 0
@@ -164,8 +164,8 @@ def test_psi_antichains_grow_with_diamonds():
     spec = generate_graph(300, seed=1)
     assert len(spec.diamonds) == 3
     g = parse_workload(workload_text(spec, [])).graph
-    assert max_antichain(engine.core.closure(g)) > 1
+    assert max_antichain(engine.closure(g)) > 1
     # without diamonds (n < 50 has none) every antichain is a single summary
     small = generate_graph(40, seed=1)
     assert small.diamonds == []
-    assert max_antichain(engine.core.closure(parse_workload(workload_text(small, [])).graph)) == 1
+    assert max_antichain(engine.closure(parse_workload(workload_text(small, [])).graph)) == 1

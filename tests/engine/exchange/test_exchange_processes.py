@@ -21,10 +21,11 @@ from engine import Exchange, ImpliedFrontierTracker, read_workload  # noqa: E402
 from engine.errors import BatchError, ExchangeStateError  # noqa: E402
 from engine.exchange.protocol import DataMessage, Update  # noqa: E402
 from engine.core.workload import EXAMPLE_PATH  # noqa: E402
-from spark_plugin.errors import SchemaError, WorkerProcessError, WorkerTimeoutError  # noqa: E402
+from engine.errors import SchemaError  # noqa: E402
+from engine.exchange.processes import WorkerProcessError, WorkerTimeoutError  # noqa: E402
 from engine.exchange.processes import (ProcessExchange, data_batch, read_batch,  # noqa: E402
                                          update_batch)
-from spark_plugin.schema import delta_schema  # noqa: E402
+from engine.batched.arrow import delta_schema  # noqa: E402
 
 
 def _through_ipc(batches, width):

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("pyarrow", reason="the recorder reads the service's Arrow tables")
 
 from engine.core.graph import PortKind  # noqa: E402
-from engine.cli.progress_view import PROGRESS_FORMAT, read_progress  # noqa: E402
+from engine.operate.progress_view import PROGRESS_FORMAT, read_progress  # noqa: E402
 from progress_cases import WccProtocol  # noqa: E402
 from spark_plugin.jobs.progress_log import ProgressRecorder, input_names, job_description  # noqa: E402
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from engine.cli.main import main
-from engine.cli.progress_view import read_progress
+from engine.operate.progress_view import read_progress
 from spark_plugin.jobs.wcc.job import EdgeInputError, run_wcc
 
 pytestmark = pytest.mark.spark

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.cli.main import _parser
-from engine.cli.progress_view import read_progress
+from engine.operate.progress_view import read_progress
 from spark_plugin.errors import MissingBatchError
 from spark_plugin.jobs.wcc.job import EdgeInputError, WccProtocolError, read_edges, run_wcc
 from wcc_cases import EDGES, expected, write_text, written

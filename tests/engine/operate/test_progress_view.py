@@ -14,7 +14,7 @@ pytest.importorskip("pyarrow", reason="the logs are written by the real recorder
 
 from engine.cli.main import main  # noqa: E402
 from engine.errors import DependencyError, ProgressLogError  # noqa: E402
-from engine.cli.progress_view import (parse_progress, read_progress, render_html,  # noqa: E402
+from engine.operate.progress_view import (parse_progress, read_progress, render_html,  # noqa: E402
                                   render_png, timeline, watch)
 from progress_cases import simulated_log  # noqa: E402
 

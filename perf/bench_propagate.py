@@ -28,7 +28,7 @@ Before any timing every variant replays a tiny workload once, so Numba JIT compi
 loading the on-disk cache) is excluded. Variants run interleaved in one process: for each
 ``(N, B)``, for each repeat, every variant replays the five batches on a fresh tracker (the
 order of variants rotates by one per repeat so that none always runs first). A variant that
-cannot run -- ``ImportError``/``AttributeError`` while ``engine/batched/tracker/psi.py`` is unfinished,
+cannot run -- ``ImportError``/``AttributeError`` while ``engine/batched/psi.py`` is unfinished,
 ``MemoryError``, :class:`~engine.errors.AntichainOverflowError` or another
 :class:`~engine.errors.TimelyFrontierError` -- is recorded as skipped with the exception's
 message; any other exception is a bug and propagates.

@@ -1,0 +1,253 @@
+"""Draw docs/img/architecture.png: the packages as boxes in their layers, the imports between them.
+
+The arrows are computed from the source with :mod:`ast` (every ``import`` and ``from ...
+import`` of ``engine``, ``spark_plugin`` and ``gpu_kernels`` modules, relative ones resolved),
+so the picture stays true as the code changes: rerun it after moving modules::
+
+    .venv/bin/python docs/img/architecture.py            # writes docs/img/architecture.png
+    .venv/bin/python docs/img/architecture.py --check    # only lists imports that break the layers
+
+A solid arrow is an import at module level, a dashed one an import made only inside a function
+(loaded lazily). An arrow from a lower layer up to a higher one breaks the rule of
+docs/architecture.md (a module imports only from its own layer or lower): it is drawn red and
+listed on stdout, and ``--check`` exits with status 1 when there is one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OURS = ("gpu_kernels", "engine", "spark_plugin")
+
+#: The layers, lowest first (docs/architecture.md), and the boxes in each, row by row. A
+#: layer may take several rows (spark_plugin: its base, service and session, the job
+#: framework, the jobs); a box is a package or a named group of modules (see ``box_of``).
+LAYERS = [
+    ("kernels", [["gpu_kernels"]]),
+    ("errors", [["engine.errors"]]),
+    ("semantics", [["engine.core"]]),
+    ("trackers", [["engine.trackers"]]),
+    ("batched engine", [["engine.batched"]]),
+    ("operate, rollback, exchange", [["engine.operate", "engine.rollback", "engine.exchange"]]),
+    ("jit, public API", [["engine.jit", "engine (API)"]]),
+    ("integration", [["spark_plugin (errors, schema)"],
+                     ["spark_plugin.service", "spark_plugin.session", "spark_plugin (API)"],
+                     ["spark_plugin.jobs"],
+                     ["spark_plugin.jobs.wcc", "spark_plugin.jobs.sssp"]]),
+    ("command line", [["engine.cli", "commands"]]),
+]
+
+#: Where a box sits across the page (0 left .. 1 right) when not spread evenly over its row.
+X = {"gpu_kernels": 0.72, "engine.errors": 0.28, "engine.trackers": 0.4, "engine.core": 0.55}
+
+#: Boxes whose incoming arrows are not drawn (nearly every package imports them).
+NOT_DRAWN_INTO = ("engine.errors",)
+
+#: What each box holds, printed under its name.
+NOTES = {
+    "gpu_kernels": "CPU twins + CUDA kernels",
+    "engine.errors": "one exception hierarchy",
+    "engine.core": "timestamps, summaries, graph, Psi",
+    "engine.trackers": "reference, timely-style, Naiad",
+    "engine.batched": "BatchedTracker, backends, cost, make_tracker",
+    "engine.operate": "Operate, Scope, Report",
+    "engine.rollback": "problem, solvers, state",
+    "engine.exchange": "protocol, processes",
+    "engine.jit": "compile kernels into the cache",
+    "engine (API)": "engine/__init__.py",
+    "spark_plugin (errors, schema)": "errors.py, schema.py",
+    "spark_plugin.service": "FrontierService, executor side",
+    "spark_plugin.session": "presets, console",
+    "spark_plugin (API)": "spark_plugin/__init__.py",
+    "spark_plugin.jobs": "framework, edges, recovery",
+    "spark_plugin.jobs.wcc": "job, sample",
+    "spark_plugin.jobs.sssp": "job, io",
+    "engine.cli": "tfront, progress pictures",
+    "commands": "jobs.*.cli, jobs.command, tfront_submit",
+}
+
+
+def modules() -> dict[str, tuple[Path, bool]]:
+    """Every module of ours: dotted name -> (path, is a package's ``__init__``)."""
+    out = {}
+    for top in OURS:
+        for p in sorted((ROOT / top).rglob("*.py")):
+            parts = list(p.relative_to(ROOT).with_suffix("").parts)
+            is_pkg = parts[-1] == "__init__"
+            out[".".join(parts[:-1] if is_pkg else parts)] = (p, is_pkg)
+    return out
+
+
+def box_of(mod: str) -> str:
+    """The box a module is drawn in: its package, with the groups the layers name."""
+    if mod == "engine":
+        return "engine (API)"
+    if mod in ("engine.errors", "engine.jit"):
+        return mod
+    if mod == "spark_plugin":
+        return "spark_plugin (API)"
+    if mod in ("spark_plugin.errors", "spark_plugin.schema"):
+        return "spark_plugin (errors, schema)"
+    if (mod in ("spark_plugin.jobs.command", "spark_plugin.tfront_submit")
+            or (mod.startswith("spark_plugin.jobs.") and mod.endswith(".cli"))):
+        return "commands"
+    parts = mod.split(".")
+    if parts[0] == "gpu_kernels":
+        return "gpu_kernels"
+    if parts[0] == "engine":
+        return ".".join(parts[:2])
+    # spark_plugin: the deepest listed package holding the module
+    boxes = {b for _, rows in LAYERS for row in rows for b in row}
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in boxes:
+            return ".".join(parts[:n])
+    raise ValueError(f"module {mod} is in no box of LAYERS: add its package there")
+
+
+def imports(mods) -> dict[tuple[str, str], bool]:
+    """(importer, imported) module pairs -> whether some import of the pair is at module level."""
+    pairs: dict[tuple[str, str], bool] = {}
+    for name, (path, is_pkg) in mods.items():
+        pkg = name if is_pkg else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(), str(path))
+        lazy_nodes = {id(n) for f in ast.walk(tree)
+                      if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                      for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = pkg.split(".")[:len(pkg.split(".")) - (node.level - 1)]
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    mod = node.module or ""
+                targets = [mod] + [f"{mod}.{a.name}" for a in node.names
+                                   if f"{mod}.{a.name}" in mods]
+            for t in targets:
+                while t and t not in mods:          # `import engine.core.graph as g` etc.
+                    t = t.rpartition(".")[0]
+                if t and t.split(".")[0] in OURS and t != name:
+                    key = (name, t)
+                    pairs[key] = pairs.get(key, False) or id(node) not in lazy_nodes
+    return pairs
+
+
+def graph():
+    """Boxes' layer and row, and the box-to-box imports: {(a, b): (top_level, [module pairs])}."""
+    layer_of, row_of = {}, {}
+    row = 0
+    for li, (_, rows) in enumerate(LAYERS):
+        for boxes in rows:
+            for b in boxes:
+                layer_of[b], row_of[b] = li, row
+            row += 1
+    mods = modules()
+    edges: dict[tuple[str, str], list] = defaultdict(lambda: [False, []])
+    for (a, b), top in imports(mods).items():
+        ba, bb = box_of(a), box_of(b)
+        if ba != bb:
+            e = edges[(ba, bb)]
+            e[0] = e[0] or top
+            e[1].append((a, b, top))
+    return layer_of, row_of, dict(edges)
+
+
+def upward(layer_of, edges):
+    """The imports from a lower layer into a higher one, as 'importer -> imported' lines."""
+    return [f"{a} -> {b}" + ("" if top else " (inside a function)")
+            for (ba, bb), (_, pairs) in sorted(edges.items())
+            if layer_of[bb] > layer_of[ba]
+            for a, b, top in sorted(pairs)]
+
+
+def draw(out: Path) -> list[str]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
+
+    layer_of, row_of, edges = graph()
+    nrows = max(row_of.values()) + 1
+    W, LEFT, BW, BH, DY = 13.0, 2.6, 3.0, 0.62, 1.15
+    pos = {}
+    for _, rows in LAYERS:
+        for boxes in rows:
+            n = len(boxes)
+            for i, b in enumerate(boxes):
+                x = LEFT + (W - LEFT) * X.get(b, (i + 0.5) / n)
+                pos[b] = (x, row_of[b] * DY)
+    fig, ax = plt.subplots(figsize=(13, 0.9 * nrows + 1.2))
+    ax.set_xlim(-0.2, W + 0.2)
+    ax.set_ylim(-0.8, (nrows - 1) * DY + 0.9)
+    ax.axis("off")
+
+    # layer bands, lowest first, named on the left
+    row = 0
+    for li, (name, rows) in enumerate(LAYERS):
+        y0, y1 = row * DY - DY / 2, (row + len(rows) - 1) * DY + DY / 2
+        ax.add_patch(Rectangle((-0.1, y0 + 0.04), W + 0.2, y1 - y0 - 0.08,
+                               color="#f2f2f2" if li % 2 else "#e6eef7", zorder=0))
+        ax.text(0.0, (y0 + y1) / 2, f"{li}  {name}", va="center", ha="left", fontsize=9,
+                color="#444444")
+        row += len(rows)
+
+    bad = upward(layer_of, edges)
+    for (ba, bb), (top, pairs) in sorted(edges.items()):
+        if bb in NOT_DRAWN_INTO:
+            continue
+        (xa, ya), (xb, yb) = pos[ba], pos[bb]
+        up = layer_of[bb] > layer_of[ba]
+        same_row = ya == yb
+        start = (xa, ya + (0 if same_row else (-BH / 2 if yb < ya else BH / 2)))
+        end = (xb, yb + (0 if same_row else (BH / 2 if yb < ya else -BH / 2)))
+        if same_row:
+            start = (xa + (BW / 2 if xb > xa else -BW / 2), ya)
+            end = (xb + (-BW / 2 if xb > xa else BW / 2), yb)
+        ax.add_patch(FancyArrowPatch(
+            start, end, arrowstyle="-|>", mutation_scale=9,
+            connectionstyle="arc3,rad=0.12", linewidth=1.6 if up else 0.7,
+            linestyle="-" if top else (0, (3, 2)),
+            color="#d62728" if up else "#5a6b85", alpha=0.95 if up else 0.4, zorder=1))
+
+    for b, (x, y) in pos.items():
+        ax.add_patch(FancyBboxPatch((x - BW / 2, y - BH / 2), BW, BH,
+                                    boxstyle="round,pad=0.02,rounding_size=0.08",
+                                    facecolor="white", edgecolor="#2b4a7a", linewidth=1.2,
+                                    zorder=2))
+        ax.text(x, y + 0.1, b, ha="center", va="center", fontsize=9.5, weight="bold", zorder=3)
+        ax.text(x, y - 0.15, NOTES.get(b, ""), ha="center", va="center", fontsize=7.5,
+                color="#444444", zorder=3)
+    ax.set_title("timely-frontier: packages by layer, lowest first. An arrow is an import (dashed:"
+                 " only inside a function; red: upward, breaks the layers).\nImports of"
+                 " engine.errors, which nearly every package makes, are not drawn.", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return bad
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=Path(__file__).with_name("architecture.png"))
+    p.add_argument("--check", action="store_true", help="only list imports that break the layers")
+    args = p.parse_args(argv)
+    if args.check:
+        layer_of, _, edges = graph()
+        bad = upward(layer_of, edges)
+    else:
+        bad = draw(args.out)
+        print(f"wrote {args.out}")
+    for line in bad:
+        print(f"upward import: {line}")
+    return 1 if (bad and args.check) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -64,27 +64,24 @@ time against locations (log-log, both variants, the targets as markers) and ``Ps
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
-import json
 import os
-import resource
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
 from engine import closure
 from engine.batched.psi import PsiLayout, compute_psi, estimate_bytes
-from perf.environment import commit_info, commit_label, int_list, machine
+from perf.common import (add_output_args, commit_info, commit_label, figure, int_list, machine,
+                         maxrss_kib, progress, require_backend, reset_peak_rss, save_results,
+                         utc_now)
 from perf.workloads import build_graph, generate_graph
 
 __all__ = ["main", "run_benchmark", "format_table", "plot", "TARGETS"]
 
-ROOT = Path(__file__).resolve().parents[1]
 #: Wall-time goals (seconds) by N, from the issues: ``compute_psi`` on the cpu backend
 #: (2-core machine), the device build on the cuda backend (an H100).
 TARGETS = {1000: 0.150, 2000: 2.0}
@@ -93,23 +90,6 @@ BACKENDS = ("cpu", "cuda")
 DEFAULT_SIZES = (100, 1000, 2000, 5000)
 #: Sources whose full rows are compared with the reference (evenly spaced).
 ROW_SAMPLE = 24
-
-
-# --- environment ---------------------------------------------------------------------------
-
-def _maxrss_kib() -> int:
-    scale = 1 if sys.platform.startswith("linux") else 1 / 1024  # macOS reports bytes
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
-
-
-def _reset_peak() -> bool:
-    """Reset the kernel's RSS high-water mark to the current RSS (Linux); False elsewhere."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
 
 
 # --- the benchmark -------------------------------------------------------------------------
@@ -240,7 +220,7 @@ def run_benchmark(sizes: Sequence[int], *, repeat: int = 3, seed: int = 1,
     ``warmup_size``, the N of the warm-up graph)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    started = utc_now()
     if backend == "cpu":
         kernels = None
     elif kernels is None:
@@ -248,7 +228,7 @@ def run_benchmark(sizes: Sequence[int], *, repeat: int = 3, seed: int = 1,
     warm = _warm_up(threads, kernels, warmup_size)
     log(f"warm-up {warm['seconds']:.1f}s (dtypes {', '.join(warm['dtypes'])})")
     warmed = set(warm["dtypes"])
-    can_reset = _reset_peak()
+    can_reset = reset_peak_rss()
     runs: list[dict] = []
     per_size: list[dict] = []
     for n in sizes:
@@ -258,8 +238,8 @@ def run_benchmark(sizes: Sequence[int], *, repeat: int = 3, seed: int = 1,
         arcs = sum(len(e.summaries) for e in graph.edges)
         gc.collect()
         if can_reset:
-            _reset_peak()
-        rss_before = _maxrss_kib()
+            reset_peak_rss()
+        rss_before = maxrss_kib()
         t0 = time.perf_counter()
         est = estimate_bytes(graph)
         est_s = time.perf_counter() - t0
@@ -309,7 +289,7 @@ def run_benchmark(sizes: Sequence[int], *, repeat: int = 3, seed: int = 1,
                 del ref
             else:
                 del psi
-        rss_peak = _maxrss_kib()
+        rss_peak = maxrss_kib()
         rec = {
             "n": n, "locations": L, "arcs": arcs, "loops": len(spec.loops),
             "diamonds": len(spec.diamonds), **info,
@@ -395,58 +375,49 @@ def format_table(results: dict) -> str:
 
 def plot(results: dict, path: str | os.PathLike) -> None:
     """Time against locations (log-log) and ``Psi`` bytes against locations."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     sizes = results["sizes"]
     L = [s["locations"] for s in sizes]
-    fig, (ax_t, ax_b) = plt.subplots(1, 2, figsize=(11, 4.4))
-    ax_t.plot(L, [s["compute_psi"]["median"] for s in sizes], marker="o",
-              label="compute_psi (median)")
-    ax_t.plot(L, [s["compute_psi"]["min"] for s in sizes], linestyle=":", marker=".",
-              label="compute_psi (min)")
-    refs = [(s["locations"], s["reference"]["median"]) for s in sizes if "reference" in s]
-    if refs:
-        ax_t.plot(*zip(*refs), marker="s", label="engine.core.closure reference (median)")
-    if all("device_build" in s for s in sizes):
-        ax_t.plot(L, [s["device_build"]["median"] for s in sizes], marker="^",
-                  label="device build, kernels only (median)")
-    goals = [(s["locations"], s["target_s"]) for s in sizes if "target_s" in s]
-    if goals:
-        ax_t.scatter(*zip(*goals), marker="_", s=400, color="red", zorder=3,
-                     label="target (N = 1000, 2000)")
-    ax_t.set_xscale("log")
-    ax_t.set_yscale("log")
-    ax_t.set_xlabel("locations L")
-    ax_t.set_ylabel("wall time (s)")
-    ax_t.set_title("computing Psi")
-    ax_t.grid(True, which="both", alpha=0.3)
-    ax_t.legend(fontsize=8)
-    ax_b.plot(L, [s["nbytes"] for s in sizes], marker="o", label="Psi nbytes (layout auto)")
-    ax_b.plot(L, [s["estimate_bytes"] for s in sizes], linestyle="--", marker=".",
-              label="estimate_bytes")
-    for s in sizes:
-        ax_b.annotate(f"{s['layout']}, A={s['max_antichain']}", (s["locations"], s["nbytes"]),
-                      textcoords="offset points", xytext=(4, -12), fontsize=7)
-    ax_b.set_xscale("log")
-    ax_b.set_yscale("log")
-    ax_b.set_xlabel("locations L")
-    ax_b.set_ylabel("bytes")
-    ax_b.set_title("Psi storage")
-    ax_b.grid(True, which="both", alpha=0.3)
-    ax_b.legend(fontsize=8)
-    commit = commit_label(results)
-    p = results["parameters"]
-    fig.suptitle(f"compute_psi ({p.get('backend', 'cpu')} backend) on the synthetic workload "
-                 f"(seed {p['seed']}, {p['repeat']} "
-                 f"repeats, {p['threads']} threads, commit {commit}, "
-                 f"{results['machine']['cpu_count']} CPUs)", fontsize=10)
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    with figure(path, dpi=110, ncols=2, figsize=(11, 4.4)) as (fig, (ax_t, ax_b)):
+        ax_t.plot(L, [s["compute_psi"]["median"] for s in sizes], marker="o",
+                  label="compute_psi (median)")
+        ax_t.plot(L, [s["compute_psi"]["min"] for s in sizes], linestyle=":", marker=".",
+                  label="compute_psi (min)")
+        refs = [(s["locations"], s["reference"]["median"]) for s in sizes if "reference" in s]
+        if refs:
+            ax_t.plot(*zip(*refs), marker="s", label="engine.core.closure reference (median)")
+        if all("device_build" in s for s in sizes):
+            ax_t.plot(L, [s["device_build"]["median"] for s in sizes], marker="^",
+                      label="device build, kernels only (median)")
+        goals = [(s["locations"], s["target_s"]) for s in sizes if "target_s" in s]
+        if goals:
+            ax_t.scatter(*zip(*goals), marker="_", s=400, color="red", zorder=3,
+                         label="target (N = 1000, 2000)")
+        ax_t.set_xscale("log")
+        ax_t.set_yscale("log")
+        ax_t.set_xlabel("locations L")
+        ax_t.set_ylabel("wall time (s)")
+        ax_t.set_title("computing Psi")
+        ax_t.grid(True, which="both", alpha=0.3)
+        ax_t.legend(fontsize=8)
+        ax_b.plot(L, [s["nbytes"] for s in sizes], marker="o", label="Psi nbytes (layout auto)")
+        ax_b.plot(L, [s["estimate_bytes"] for s in sizes], linestyle="--", marker=".",
+                  label="estimate_bytes")
+        for s in sizes:
+            ax_b.annotate(f"{s['layout']}, A={s['max_antichain']}", (s["locations"], s["nbytes"]),
+                          textcoords="offset points", xytext=(4, -12), fontsize=7)
+        ax_b.set_xscale("log")
+        ax_b.set_yscale("log")
+        ax_b.set_xlabel("locations L")
+        ax_b.set_ylabel("bytes")
+        ax_b.set_title("Psi storage")
+        ax_b.grid(True, which="both", alpha=0.3)
+        ax_b.legend(fontsize=8)
+        commit = commit_label(results)
+        p = results["parameters"]
+        fig.suptitle(f"compute_psi ({p.get('backend', 'cpu')} backend) on the synthetic workload "
+                     f"(seed {p['seed']}, {p['repeat']} "
+                     f"repeats, {p['threads']} threads, commit {commit}, "
+                     f"{results['machine']['cpu_count']} CPUs)", fontsize=10)
 
 
 # --- command line --------------------------------------------------------------------------
@@ -470,9 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="largest N for the reference (default 1000)")
     p.add_argument("--reference-repeat", type=int, default=1,
                    help="reference calls per size (default 1)")
-    p.add_argument("--out", default="perf/results/closure.json", help="JSON output file")
-    p.add_argument("--plot", metavar="FILE.png", help="also draw the results to this PNG")
-    p.add_argument("--quiet", action="store_true", help="no progress lines, only the table")
+    add_output_args(p, "perf/results/closure.json")
     args = p.parse_args(argv)
     for name in ("repeat", "reference_repeat"):
         if getattr(args, name) < 1:
@@ -480,26 +449,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threads is not None and args.threads < 1:
         p.error("--threads must be at least 1")
     if args.backend == "cuda":
-        from engine.batched.backend import resolve_backend
-        from engine.errors import TimelyFrontierError
-        try:
-            resolve_backend("cuda")
-        except TimelyFrontierError as e:
-            p.error(str(e))
-    log = (lambda *a, **k: None) if args.quiet else (lambda *a, **k: print(*a, **k, flush=True))
+        require_backend(p, "cuda")
+    log = progress(args.quiet)
     results = run_benchmark(sorted(args.sizes), repeat=args.repeat, seed=args.seed,
                             threads=args.threads, reference=args.reference,
                             backend=args.backend,
                             reference_limit=args.reference_limit,
                             reference_repeat=min(args.reference_repeat, args.repeat), log=log)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n")
-    print(format_table(results))
-    print(f"\nwrote {out}")
-    if args.plot:
-        plot(results, args.plot)
-        print(f"wrote {args.plot}")
+    save_results(results, args, plot, table=format_table(results) + "\n")
     return 0
 
 

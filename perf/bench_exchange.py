@@ -65,15 +65,14 @@ one line per mode and policy, timely's 32 workers marked) and the real processes
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Sequence
 
 
-from perf.environment import commit_info, commit_label, int_list, machine
+from perf.common import (add_output_args, commit_info, commit_label, figure, int_list, machine,
+                         progress, save_results)
 from perf.workloads import batch_columns, build_graph, generate_batches, generate_graph
 
 __all__ = ["main", "run_benchmark", "format_table", "plot", "POLICIES", "TIMELY_REFERENCE"]
@@ -295,61 +294,53 @@ def format_table(results: dict) -> str:
 
 
 def plot(results: dict, path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
-    styles = {"sim": "--", "real": "-"}
-    markers = {"all": "o", "batch": "s", "holdback": "^"}
-    colors = {"all": "C0", "batch": "C1", "holdback": "C2"}
-    for ax, key, label in ((axes[0], "delivered_pointstamps_per_change",
-                            "pointstamps delivered per data change"),
-                           (axes[1], "delivered_bytes_per_change",
-                            "progress bytes delivered per data change")):
-        for mode in ("sim", "real"):
-            for policy in results["parameters"]["policies"]:
-                cs = [c for c in results["cases"] if c["mode"] == mode and c["policy"] == policy]
-                if cs:
-                    ax.plot([c["workers"] for c in cs], [c[key] for c in cs],
-                            styles[mode] + (markers.get(policy, "x") if mode == "real" else ""),
-                            color=colors.get(policy), label=f"{mode} {policy}")
-        real = [c for c in results["cases"] if c["mode"] == "real" and c["policy"] == "all"]
-        if key == "delivered_bytes_per_change" and real:
-            ax.plot([c["workers"] for c in real], [c["wire_bytes_per_change"] for c in real],
-                    ":o", color="grey", label="real all: Arrow IPC bytes on the wire")
-        if key == "delivered_pointstamps_per_change":
-            ax.axhline(1.0, color="grey", lw=0.8, ls=":")
-            ax.text(2, 1.05, "each change sent once (one tracker)", color="grey", fontsize=7)
-        ax.axvline(TIMELY_REFERENCE["progress_exceeds_data_at_workers"], color="red", lw=0.8)
-        ax.text(TIMELY_REFERENCE["progress_exceeds_data_at_workers"] * 1.05, 0.02,
-                "timely #190: progress bytes\nexceed data bytes\nat 32 workers", color="red",
-                fontsize=7, va="bottom", transform=ax.get_xaxis_transform())
+    with figure(path, dpi=100, ncols=3, figsize=(15, 4.8)) as (fig, axes):
+        styles = {"sim": "--", "real": "-"}
+        markers = {"all": "o", "batch": "s", "holdback": "^"}
+        colors = {"all": "C0", "batch": "C1", "holdback": "C2"}
+        for ax, key, label in ((axes[0], "delivered_pointstamps_per_change",
+                                "pointstamps delivered per data change"),
+                               (axes[1], "delivered_bytes_per_change",
+                                "progress bytes delivered per data change")):
+            for mode in ("sim", "real"):
+                for policy in results["parameters"]["policies"]:
+                    cs = [c for c in results["cases"] if c["mode"] == mode and c["policy"] == policy]
+                    if cs:
+                        ax.plot([c["workers"] for c in cs], [c[key] for c in cs],
+                                styles[mode] + (markers.get(policy, "x") if mode == "real" else ""),
+                                color=colors.get(policy), label=f"{mode} {policy}")
+            real = [c for c in results["cases"] if c["mode"] == "real" and c["policy"] == "all"]
+            if key == "delivered_bytes_per_change" and real:
+                ax.plot([c["workers"] for c in real], [c["wire_bytes_per_change"] for c in real],
+                        ":o", color="grey", label="real all: Arrow IPC bytes on the wire")
+            if key == "delivered_pointstamps_per_change":
+                ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+                ax.text(2, 1.05, "each change sent once (one tracker)", color="grey", fontsize=7)
+            ax.axvline(TIMELY_REFERENCE["progress_exceeds_data_at_workers"], color="red", lw=0.8)
+            ax.text(TIMELY_REFERENCE["progress_exceeds_data_at_workers"] * 1.05, 0.02,
+                    "timely #190: progress bytes\nexceed data bytes\nat 32 workers", color="red",
+                    fontsize=7, va="bottom", transform=ax.get_xaxis_transform())
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("workers K")
+            ax.set_ylabel(label)
+            ax.legend(fontsize=7)
+        ax = axes[2]
+        for policy in results["parameters"]["policies"]:
+            cs = [c for c in results["cases"] if c["mode"] == "real" and c["policy"] == policy]
+            if cs:
+                ax.plot([c["workers"] for c in cs], [c["latency_s_median"] * 1e3 for c in cs],
+                        "-" + markers.get(policy, "x"), color=colors.get(policy),
+                        label=f"{policy} (median over batches)")
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("workers K")
-        ax.set_ylabel(label)
+        ax.set_xlabel("worker processes K")
+        ax.set_ylabel("frontier latency, ms")
         ax.legend(fontsize=7)
-    ax = axes[2]
-    for policy in results["parameters"]["policies"]:
-        cs = [c for c in results["cases"] if c["mode"] == "real" and c["policy"] == policy]
-        if cs:
-            ax.plot([c["workers"] for c in cs], [c["latency_s_median"] * 1e3 for c in cs],
-                    "-" + markers.get(policy, "x"), color=colors.get(policy),
-                    label=f"{policy} (median over batches)")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("worker processes K")
-    ax.set_ylabel("frontier latency, ms")
-    ax.legend(fontsize=7)
-    p = results["parameters"]
-    fig.suptitle(f"progress exchange: chain {p['nodes']}, {p['batch']} changes per batch, "
-                 f"{p['op_rows']} rows per operation; processes (solid) and simulator (dashed) "
-                 f"coincide where both ran; commit {commit_label(results)}, "
-                 f"{results['machine']['cpu_count']} CPUs", fontsize=9)
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+        p = results["parameters"]
+        fig.suptitle(f"progress exchange: chain {p['nodes']}, {p['batch']} changes per batch, "
+                     f"{p['op_rows']} rows per operation; processes (solid) and simulator (dashed) "
+                     f"coincide where both ran; commit {commit_label(results)}, "
+                     f"{results['machine']['cpu_count']} CPUs", fontsize=9)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -374,29 +365,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds a worker process may take to answer (default 120)")
     p.add_argument("--no-real", action="store_true", help="skip the real processes")
-    p.add_argument("--out", default="perf/results/exchange.json", help="JSON output file")
-    p.add_argument("--plot", metavar="FILE.png", help="also draw the results to this PNG")
-    p.add_argument("--quiet", action="store_true", help="no progress lines, only the table")
+    add_output_args(p, "perf/results/exchange.json")
     args = p.parse_args(argv)
     from engine.exchange.protocol import POLICIES as known
     policies = [x.strip() for x in args.policies.split(",") if x.strip()]
     for x in policies:
         if x not in known:
             p.error(f"unknown policy {x!r}: expected one of {', '.join(sorted(known))}")
-    log = (lambda *a, **k: None) if args.quiet else (lambda *a, **k: print(*a, **k, flush=True))
+    log = progress(args.quiet)
     results = run_benchmark(nodes=args.nodes, batch=args.batch, seed=args.seed,
                             procs=[] if args.no_real else sorted(args.procs),
                             sim=[] if args.no_sim else sorted(args.sim), policies=policies, backend=args.backend,
                             op_rows=args.op_rows, timeout=args.timeout, log=log)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n")
-    if args.quiet:
-        print(format_table(results))
-    print(f"wrote {out}")
-    if args.plot:
-        plot(results, args.plot)
-        print(f"wrote {args.plot}")
+    save_results(results, args, plot, table=format_table(results) if args.quiet else None)
     return 0
 
 

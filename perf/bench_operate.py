@@ -46,7 +46,6 @@ repeat, ``wall_s``), ``cases`` (per ``n`` and ``times``: the medians and the rat
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -56,7 +55,7 @@ from typing import Sequence
 import numpy as np
 
 from engine import BOUNDARY, Operate, Report, Scope, Summary
-from perf.environment import commit_info, commit_label, int_list, machine
+from perf.common import add_output_args, commit_info, commit_label, figure, int_list, machine, write_results
 
 VARIANTS = ("build", "translate", "check", "apply", "by_hand")
 
@@ -171,31 +170,23 @@ def run(rows: Sequence[int], times: Sequence[int] | int, repeat: int, backend: s
 
 
 def plot(results: dict, path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    times = sorted({c.get("times", 0) for c in results["cases"]})
-    styles = ["-", "--", ":", "-."]
-    for k, D in enumerate(times):
-        cases = [c for c in results["cases"] if c.get("times", 0) == D]
-        xs = [c["messages"] for c in cases]
-        for j, v in enumerate(VARIANTS):
-            ax.plot(xs, [c["median_s"][v] for c in cases], marker="o", color=f"C{j}",
-                    linestyle=styles[k % len(styles)],
-                    label=v if len(times) == 1 else f"{v}, {D:,} times")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("report rows (consumed + produced)")
-    ax.set_ylabel("median seconds")
-    ax.set_title(f"operator interface vs. hand-written deltas ({results['parameters']['backend']}, "
-                 f"{commit_label(results)})")
-    ax.legend()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    with figure(path, dpi=120, figsize=(7, 4.5)) as (fig, ax):
+        times = sorted({c.get("times", 0) for c in results["cases"]})
+        styles = ["-", "--", ":", "-."]
+        for k, D in enumerate(times):
+            cases = [c for c in results["cases"] if c.get("times", 0) == D]
+            xs = [c["messages"] for c in cases]
+            for j, v in enumerate(VARIANTS):
+                ax.plot(xs, [c["median_s"][v] for c in cases], marker="o", color=f"C{j}",
+                        linestyle=styles[k % len(styles)],
+                        label=v if len(times) == 1 else f"{v}, {D:,} times")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("report rows (consumed + produced)")
+        ax.set_ylabel("median seconds")
+        ax.set_title(f"operator interface vs. hand-written deltas "
+                     f"({results['parameters']['backend']}, {commit_label(results)})")
+        ax.legend()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -208,15 +199,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--backend", default="cpu")
     p.add_argument("--seed", type=int, default=13)
-    p.add_argument("--out", type=Path, default=Path("perf/results/operate.json"))
-    p.add_argument("--plot", type=Path)
-    p.add_argument("--quiet", action="store_true")
+    add_output_args(p, "perf/results/operate.json", quiet="no progress lines")
     args = p.parse_args(argv)
     if args.repeat < 1 or min(args.times) < 1:
         p.error("--repeat and --times must be >= 1")
     results = run(args.rows, args.times, args.repeat, args.backend, args.seed, args.quiet)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    write_results(results, args.out)
     if args.plot:
         plot(results, args.plot)
     if results["consistency"]:

@@ -92,16 +92,12 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import datetime
 import gc
 import hashlib
-import json
 import os
-import resource
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -110,12 +106,13 @@ from engine.batched.backend import make_tracker
 from engine.batched.tracker import Strategy
 from engine.errors import TimelyFrontierError
 from engine.trackers.propagation import PropagationTracker
-from perf.environment import commit_info, commit_label, int_list, machine
+from perf.common import (add_output_args, commit_info, commit_label, figure, int_list, machine,
+                         maxrss_kib, progress, require_backend, reset_peak_rss, save_results,
+                         utc_now)
 from perf.workloads import BATCH_KINDS, batch_columns, build_graph, generate_batches, generate_graph
 
 __all__ = ["main", "run_benchmark", "summarize", "plot", "TARGETS", "VARIANTS"]
 
-ROOT = Path(__file__).resolve().parents[1]
 
 #: Variants: the strategies of BatchedTracker, plus the pure-Python timely-style tracker.
 VARIANTS = tuple(s.value for s in Strategy) + ("timely",)
@@ -145,13 +142,13 @@ class RssMeter:
     """
 
     def __init__(self):
-        self._scale = 1 if sys.platform.startswith("linux") else 1 / 1024  # macOS: bytes
         self.lifetime_kib = self.maxrss_kib()
-        self.can_reset = self._write_clear_refs()
+        self.can_reset = reset_peak_rss()
         self.observe()
 
-    def maxrss_kib(self) -> int:
-        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * self._scale)
+    @staticmethod
+    def maxrss_kib() -> int:
+        return maxrss_kib()
 
     def observe(self) -> int:
         """``ru_maxrss`` now (KiB), folded into ``lifetime_kib``."""
@@ -163,16 +160,7 @@ class RssMeter:
         """Start a new high-water window (a no-op where the kernel does not allow it)."""
         self.observe()
         if self.can_reset:
-            self._write_clear_refs()
-
-    @staticmethod
-    def _write_clear_refs() -> bool:
-        try:
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")
-            return True
-        except OSError:
-            return False
+            reset_peak_rss()
 
     @staticmethod
     def current_kib() -> int | None:
@@ -350,7 +338,7 @@ def run_benchmark(sizes: Sequence[int], batches: Sequence[int], variants: Sequen
 
     ``backend`` (``cpu`` or ``cuda``) runs the batched variants on that backend."""
     meter = RssMeter()
-    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    started = utc_now()
     warmup = _warm_up(variants, seed, backend)
     for v, w in warmup.items():
         if w["status"] != "ok":
@@ -448,7 +436,7 @@ def run_benchmark(sizes: Sequence[int], batches: Sequence[int], variants: Sequen
     return {
         "benchmark": "propagate",
         "started": started,
-        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "finished": utc_now(),
         **commit_info(),
         "machine": _machine(backend),
         "parameters": {"sizes": list(sizes), "batches": list(batches), "backend": backend,
@@ -621,48 +609,39 @@ def format_table(results: dict) -> str:
 
 def plot(results: dict, path: str | os.PathLike) -> None:
     """Median churn updates/s against B (log-log), one panel per N, one line per variant."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     sizes = results["parameters"]["sizes"]
     variants = results["parameters"]["variants"]
-    fig, axes = plt.subplots(1, len(sizes), figsize=(5.2 * len(sizes), 4.4), sharey=True,
-                             squeeze=False)
-    markers = dict(zip(VARIANTS, "osD^v"))
-    for ax, n in zip(axes[0], sizes):
-        for v in variants:
-            pts = sorted((s["b"], s["churn"]["updates_per_s_median"], s["churn"]["updates_per_s_best"])
-                         for s in results["summary"]
-                         if s["n"] == n and s["variant"] == v and s["status"] == "ok")
-            if not pts:
-                continue
-            bs, med, best = zip(*pts)
-            line, = ax.plot(bs, med, marker=markers.get(v, "o"), label=f"{v} (median)")
-            ax.plot(bs, best, linestyle=":", color=line.get_color(), alpha=0.6,
-                    label=f"{v} (best)")
-        if n in TARGETS:
-            ax.axhline(TARGETS[n], color="red", linestyle="--", linewidth=1.2,
-                       label=f"target {TARGETS[n] / 1e6:g} M/s (N={n})")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_title(f"N = {n} operators")
-        ax.set_xlabel("batch size B (changes per batch)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8, loc="best")
-    axes[0][0].set_ylabel("churn throughput (updates / s)")
-    commit = commit_label(results)
-    ran = {s["variant"] for s in results["summary"] if s["status"] == "ok"}
-    never = [v for v in variants if v not in ran]
-    fig.suptitle(f"Churn batches through BatchedTracker (seed {results['parameters']['seed']}, "
-                 f"{results['parameters']['repeat']} repeats, commit {commit}, "
-                 f"{results['machine']['cpu_count']} CPUs)"
-                 + (f" -- not run: {', '.join(never)}" if never else ""), fontsize=10)
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    with figure(path, dpi=110, ncols=len(sizes), figsize=(5.2 * len(sizes), 4.4), sharey=True,
+                squeeze=False) as (fig, axes):
+        markers = dict(zip(VARIANTS, "osD^v"))
+        for ax, n in zip(axes[0], sizes):
+            for v in variants:
+                pts = sorted((s["b"], s["churn"]["updates_per_s_median"], s["churn"]["updates_per_s_best"])
+                             for s in results["summary"]
+                             if s["n"] == n and s["variant"] == v and s["status"] == "ok")
+                if not pts:
+                    continue
+                bs, med, best = zip(*pts)
+                line, = ax.plot(bs, med, marker=markers.get(v, "o"), label=f"{v} (median)")
+                ax.plot(bs, best, linestyle=":", color=line.get_color(), alpha=0.6,
+                        label=f"{v} (best)")
+            if n in TARGETS:
+                ax.axhline(TARGETS[n], color="red", linestyle="--", linewidth=1.2,
+                           label=f"target {TARGETS[n] / 1e6:g} M/s (N={n})")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"N = {n} operators")
+            ax.set_xlabel("batch size B (changes per batch)")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8, loc="best")
+        axes[0][0].set_ylabel("churn throughput (updates / s)")
+        commit = commit_label(results)
+        ran = {s["variant"] for s in results["summary"] if s["status"] == "ok"}
+        never = [v for v in variants if v not in ran]
+        fig.suptitle(f"Churn batches through BatchedTracker (seed {results['parameters']['seed']}, "
+                     f"{results['parameters']['repeat']} repeats, commit {commit}, "
+                     f"{results['machine']['cpu_count']} CPUs)"
+                     + (f" -- not run: {', '.join(never)}" if never else ""), fontsize=10)
 
 
 # --- command line --------------------------------------------------------------------------
@@ -692,38 +671,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1, help="workload seed (default 1)")
     p.add_argument("--timely-limit", type=float, default=1e7,
                    help="run the pure-Python timely variant only where N*B <= this (default 1e7)")
-    p.add_argument("--out", default="perf/results/propagate.json", help="JSON output file")
-    p.add_argument("--plot", metavar="FILE.png", help="also draw churn throughput to this PNG")
+    add_output_args(p, "perf/results/propagate.json", plot="also draw churn throughput to this PNG")
     p.add_argument("--quick", action="store_true",
                    help="smoke test: N=100,1000; B=1e3,1e5; repeat 1")
     p.add_argument("--no-memory-pass", dest="memory_pass", action="store_false",
                    help="skip the untimed extra replay per variant that measures batch memory")
-    p.add_argument("--quiet", action="store_true", help="no progress lines, only the table")
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.batches, args.repeat = list(QUICK_SIZES), list(QUICK_BATCHES), 1
     if args.repeat < 1:
         p.error(f"--repeat must be at least 1, got {args.repeat}")
     if args.backend == "cuda":
-        from engine.batched.backend import resolve_backend
-        try:
-            resolve_backend("cuda")
-        except TimelyFrontierError as e:
-            p.error(str(e))
+        require_backend(p, "cuda")
 
-    log = (lambda *a, **k: None) if args.quiet else (lambda *a, **k: print(*a, **k, flush=True))
+    log = progress(args.quiet)
     results = run_benchmark(args.sizes, sorted(args.batches), args.variants, repeat=args.repeat,
                             seed=args.seed, timely_limit=args.timely_limit,
                             memory_pass=args.memory_pass, backend=args.backend, log=log)
     summarize(results)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n")
-    print(format_table(results))
-    print(f"\nwrote {out}")
-    if args.plot:
-        plot(results, args.plot)
-        print(f"wrote {args.plot}")
+    save_results(results, args, plot, table=format_table(results) + "\n")
     return 0
 
 

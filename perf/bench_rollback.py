@@ -55,16 +55,15 @@ import argparse
 import json
 import statistics
 import sys
-import time
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from engine.rollback.problem import Avail, EdgeDecl, Guard, RollbackProblem, solve
+from engine.rollback.problem import Avail, EdgeDecl, RollbackProblem, solve
 from engine.rollback.batched import solve_batched
 from engine.rollback.cuda import RollbackStats
-from perf.environment import commit_info, commit_label, int_list, machine
+from perf.common import (add_output_args, commit_info, commit_label, figure, int_list, machine,
+                         progress, timed, save_results)
 
 __all__ = ["main", "generate_problem", "run_benchmark", "format_table", "plot"]
 
@@ -116,12 +115,6 @@ def generate_problem(n: int, nt: int, seed: int = 1) -> RollbackProblem:
     return problem
 
 
-def _timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
-
-
 def run_benchmark(procs, times, guards, repeat=3, seed=1, reference_limit=20_000,
                   reference_limit_full=2_000, max_cells=10**7, log=print,
                   backends=("cpu",), simulated=False) -> dict:
@@ -153,16 +146,16 @@ def run_benchmark(procs, times, guards, repeat=3, seed=1, reference_limit=20_000
                     variant = "batched" if backend == "cpu" else f"batched-{backend}"
                     first_s = None
                     if backend != "cpu":  # compiles the kernels (once per process): not timed
-                        first_s, _ = _timed(lambda: _batched(problem, guard, backend, simulated))
-                    walls, rounds, stats = [], None, None
+                        first_s, _ = timed(lambda: _batched(problem, guard, backend, simulated))
+                    walls, stats = [], None
                     for r in range(repeat):
-                        wall, (answer, stats) = _timed(
+                        wall, (answer, stats) = timed(
                             lambda: _batched(problem, guard, backend, simulated))
                         walls.append(wall)
                         results["runs"].append({"guard": guard, "n": n, "times": nt,
                                                 "variant": variant, "repeat": r, "wall_s": wall})
                         if n * nt <= limit and ref is None:
-                            ref_s, ref = _timed(lambda: solve(problem, guard))
+                            ref_s, ref = timed(lambda: solve(problem, guard))
                             results["runs"].append({"guard": guard, "n": n, "times": nt,
                                                     "variant": "reference", "repeat": 0,
                                                     "wall_s": ref_s})
@@ -215,38 +208,31 @@ def format_table(results) -> str:
 
 
 def plot(results, path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    with figure(path, dpi=110, figsize=(7, 5)) as (fig, ax):
+        backends = results["parameters"].get("backends", ["cpu"])
+        for guard in results["parameters"]["guards"]:
+            for nt in results["parameters"]["times"]:
+                for backend in backends:
+                    cs = [c for c in results["cases"] if c["guard"] == guard and c["times"] == nt
+                          and c.get("backend", "cpu") == backend]
+                    if not cs:
+                        continue
+                    x = [c["n"] * nt for c in cs]
+                    name = "batched" if backend == "cpu" else f"batched {backend}"
+                    line, = ax.plot(x, [c["batched_s_median"] for c in cs], "o-",
+                                    label=f"{name} {guard} |T|={nt}")
+                    rs = [(c["n"] * nt, c["reference_s"]) for c in cs if c["reference_s"] is not None]
+                    if rs and backend == backends[0]:
+                        ax.plot(*zip(*rs), "x--", color=line.get_color(),
+                                label=f"reference {guard} |T|={nt}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("processors x times")
+        ax.set_ylabel("seconds")
+        ax.legend(fontsize=7)
+        ax.set_title(f"rollback solvers (seed {results['parameters']['seed']}, commit "
+                     f"{commit_label(results)}, {results['machine']['cpu_count']} CPUs)", fontsize=9)
 
-    fig, ax = plt.subplots(figsize=(7, 5))
-    backends = results["parameters"].get("backends", ["cpu"])
-    for guard in results["parameters"]["guards"]:
-        for nt in results["parameters"]["times"]:
-            for backend in backends:
-                cs = [c for c in results["cases"] if c["guard"] == guard and c["times"] == nt
-                      and c.get("backend", "cpu") == backend]
-                if not cs:
-                    continue
-                x = [c["n"] * nt for c in cs]
-                name = "batched" if backend == "cpu" else f"batched {backend}"
-                line, = ax.plot(x, [c["batched_s_median"] for c in cs], "o-",
-                                label=f"{name} {guard} |T|={nt}")
-                rs = [(c["n"] * nt, c["reference_s"]) for c in cs if c["reference_s"] is not None]
-                if rs and backend == backends[0]:
-                    ax.plot(*zip(*rs), "x--", color=line.get_color(),
-                            label=f"reference {guard} |T|={nt}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("processors x times")
-    ax.set_ylabel("seconds")
-    ax.legend(fontsize=7)
-    ax.set_title(f"rollback solvers (seed {results['parameters']['seed']}, commit "
-                 f"{commit_label(results)}, {results['machine']['cpu_count']} CPUs)", fontsize=9)
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -267,12 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "could-result-in closure costs far more (default 2e3)")
     p.add_argument("--max-cells", type=int_list, default=[10**7],
                    help="skip cases with n * |T| above this (default 1e7)")
-    p.add_argument("--out", default="perf/results/rollback.json", help="JSON output file")
-    p.add_argument("--plot", metavar="FILE.png", help="also draw the results to this PNG")
+    add_output_args(p, "perf/results/rollback.json")
     p.add_argument("--backend", default="cpu",
                    help="backends of the batched solver, comma-separated: cpu, cuda (default "
                         "cpu); cuda needs a usable device and records it in the JSON")
-    p.add_argument("--quiet", action="store_true", help="no progress lines, only the table")
     args = p.parse_args(argv)
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     for b in backends:
@@ -289,20 +273,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.error(f"unknown guard {g!r}: expected full or simple")
     if args.repeat < 1:
         p.error("--repeat must be at least 1")
-    log = (lambda *a, **k: None) if args.quiet else (lambda *a, **k: print(*a, **k, flush=True))
+    log = progress(args.quiet)
     results = run_benchmark(sorted(args.procs), sorted(args.times), guards, repeat=args.repeat,
                             seed=args.seed, reference_limit=args.reference_limit[0],
                             reference_limit_full=args.reference_limit_full[0],
                             max_cells=args.max_cells[0], log=log, backends=backends)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n")
-    if args.quiet:
-        print(format_table(results))
-    print(f"wrote {out}")
-    if args.plot:
-        plot(results, args.plot)
-        print(f"wrote {args.plot}")
+    save_results(results, args, plot, table=format_table(results) if args.quiet else None)
     return 0 if not results["consistency"] else 1
 
 

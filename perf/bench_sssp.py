@@ -45,13 +45,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Sequence
@@ -63,11 +58,16 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 
 from perf import graphs as G  # noqa: E402
-from perf.bench_wcc import (_machine, _maxrss_kib, _spark_memory, _tail, master_cores,  # noqa: E402
-                            spark_settings, start_spark)
-from perf.environment import commit_info, commit_label  # noqa: E402
+from perf.bench_wcc import (SYSTEMS, _machine, add_system_args, local_record,  # noqa: E402
+                            parse_args, plot_systems, save_systems, spark_record, spark_settings,
+                            start_spark, system_args)
+from perf.common import (child_env, child_main, commit_info, commit_label,  # noqa: E402
+                         progress, run_child_process)
 
-SYSTEMS = ("ours", "graphx", "scipy")
+__all__ = ["main", "run_one", "run_child", "scipy_bfs", "graphx_shortest_paths", "fingerprint",
+           "pick_source", "speedups", "format_table", "plot", "SYSTEMS", "spark_settings",
+           "start_spark"]
+
 DEFAULT_GRAPHS = ("grid100", "rmat1m")
 RESULT_MARK = "BENCH_SSSP_RESULT "
 
@@ -149,99 +149,47 @@ def graphx_shortest_paths(sc, edge_list: str, source: int, partitions: int,
 def run_one(system: str, graph: str, source: int, *, master: str, partitions: int,
             driver_memory: str, checkpoint_interval: int, epochs: int = 1) -> dict:
     """Run ``system`` on the graph file ``graph`` in this process; return its record."""
-    t_start = time.perf_counter()
-    rec: dict = {"system": system}
     if system == "scipy":
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
-        rec.update(scipy_bfs(graph, source))
-        rec["driver_maxrss_kib"] = rec["peak_total_kib"] = _maxrss_kib()
-        rec["child_s"] = time.perf_counter() - t_start
-        return rec
+        return local_record(system, lambda: scipy_bfs(graph, source))
     if system not in ("ours", "graphx"):
         raise ValueError(f"unknown system {system!r}")
-    settings = spark_settings(master, partitions, driver_memory, checkpoint_interval)
-    scratch = tempfile.mkdtemp(prefix=f"sssp-{system}-")
-    try:
-        t0 = time.perf_counter()
-        spark = start_spark(settings, os.path.join(scratch, "ckpt"), f"bench-sssp-{system}")
-        rec["session_s"] = time.perf_counter() - t0
-        sc = spark.sparkContext
-        try:
-            if system == "graphx":
-                rec.update(graphx_shortest_paths(sc, graph, source, partitions, scratch))
-            else:
-                from spark_plugin.jobs.sssp.job import run_sssp
 
-                t1 = time.perf_counter()
-                result = run_sssp(spark, graph, source, epochs=epochs, partitions=partitions)
-                rec["job_s"] = time.perf_counter() - t1
-                rec["reported_s"] = float(result.seconds)
-                rec["tracking_s"] = float(result.tracking_seconds)
-                rec["tracking_share"] = rec["tracking_s"] / max(rec["reported_s"], 1e-9)
-                rec["rounds"] = sum(e.rounds for e in result.epochs)
-                rec["epochs"] = [{"epoch": e.epoch, "rounds": e.rounds, "reached": e.reached,
-                                  "seconds": e.seconds} for e in result.epochs]
-                d = result.distances
-                rec.update(fingerprint(d.column("vertex").to_numpy(),
-                                       d.column("distance").to_numpy()))
-            rec.update(_spark_memory(sc))
-        finally:
-            spark.stop()
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    rec["driver_maxrss_kib"] = _maxrss_kib()
-    rec["peak_total_kib"] = sum(v for v in (rec["driver_maxrss_kib"], rec.get("jvm_hwm_kib"),
-                                            rec.get("workers_hwm_kib")) if v)
-    rec["child_s"] = time.perf_counter() - t_start
-    return rec
+    def job(spark, scratch: str) -> dict:
+        if system == "graphx":
+            return graphx_shortest_paths(spark.sparkContext, graph, source, partitions, scratch)
+        from spark_plugin.jobs.sssp.job import run_sssp
+
+        rec = {}
+        t1 = time.perf_counter()
+        result = run_sssp(spark, graph, source, epochs=epochs, partitions=partitions)
+        rec["job_s"] = time.perf_counter() - t1
+        rec["reported_s"] = float(result.seconds)
+        rec["tracking_s"] = float(result.tracking_seconds)
+        rec["tracking_share"] = rec["tracking_s"] / max(rec["reported_s"], 1e-9)
+        rec["rounds"] = sum(e.rounds for e in result.epochs)
+        rec["epochs"] = [{"epoch": e.epoch, "rounds": e.rounds, "reached": e.reached,
+                          "seconds": e.seconds} for e in result.epochs]
+        d = result.distances
+        rec.update(fingerprint(d.column("vertex").to_numpy(), d.column("distance").to_numpy()))
+        return rec
+
+    return spark_record(system, spark_settings(master, partitions, driver_memory,
+                                               checkpoint_interval), f"bench-sssp-{system}", job)
 
 
 def run_child(system: str, meta: dict, args) -> dict:
     """Run one system on one graph in a fresh process; never raises for the system's failure."""
     graph_file = meta["txt"] if system == "graphx" else meta["parquet"]
     cmd = [sys.executable, "-m", "perf.bench_sssp", "--one", system, "--graph", graph_file,
-           "--source", str(meta["source"]), "--master", args.master,
-           "--partitions", str(args.partitions), "--driver-memory", args.driver_memory,
-           "--epochs", str(args.epochs), "--checkpoint-interval", str(args.checkpoint_interval)]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    rec = {"graph": meta["name"], "system": system, "input": graph_file, "cmd": cmd}
-    with tempfile.TemporaryDirectory(prefix="bench-sssp-") as tmp:
-        out_p, err_p = Path(tmp) / "stdout", Path(tmp) / "stderr"
-        with open(out_p, "wb") as fo, open(err_p, "wb") as fe:
-            t0 = time.perf_counter()
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fo, stderr=fe,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
-            timed_out = False
-            try:
-                proc.wait(timeout=args.timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            whole = time.perf_counter() - t0
-            try:   # the JVM lives in the child's session: nothing is left behind
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            proc.wait()
-        stdout, stderr = out_p.read_text(errors="replace"), _tail(err_p)
-    rec["whole_raw_s"] = whole
-    rec["returncode"] = proc.returncode
-    child = None
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(RESULT_MARK):
-            child = json.loads(line[len(RESULT_MARK):])
-            break
-    if timed_out:
-        rec.update(status="timeout", error=f"no result within --timeout {args.timeout:g} s")
-    elif child is None or "error" in child:
-        rec.update(status="failed", error=(child or {}).get("error")
-                   or f"exit code {proc.returncode}; stderr tail:\n{stderr}")
-    else:
-        rec.update(child)
-        rec["status"] = "ok"
-        rec["whole_s"] = whole - float(child.get("verify_s") or 0.0)
-        rec["equal_to_scipy"] = all(child.get(k) == meta["scipy"][k]
+           "--source", str(meta["source"]), *system_args(args)]
+    rec = {"graph": meta["name"], "system": system, "input": graph_file,
+           "cmd": ["python", *cmd[1:]]}   # as one would rerun it, not this interpreter's path
+    run = run_child_process(cmd, timeout=args.timeout, mark=RESULT_MARK,
+                            env=child_env(SPARK_LOCAL_IP="127.0.0.1"))
+    rec["whole_raw_s"] = run.whole_s
+    rec["returncode"] = run.returncode
+    if run.outcome(rec, args.timeout) is not None:
+        rec["equal_to_scipy"] = all(rec.get(k) == meta["scipy"][k]
                                     for k in ("reached", "dist_sum", "dist_max", "digest"))
     return rec
 
@@ -285,96 +233,30 @@ def format_table(results: dict) -> str:
 
 
 def plot(results: dict, path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    graphs, systems = results["parameters"]["graphs"], results["parameters"]["systems"]
-    colors = {"ours": "tab:blue", "graphx": "tab:red", "scipy": "tab:gray"}
-    fig, axes = plt.subplots(1, 2, figsize=(max(8, 4.4 * len(graphs)), 4.8), sharey=True)
-    width = 0.8 / max(1, len(systems))
-    for ax, key, title in ((axes[0], "whole_s", "whole process (incl. start-up)"),
-                           (axes[1], "job_s", "job only")):
-        for j, name in enumerate(systems):
-            xs, ys = [], []
-            for i, g in enumerate(graphs):
-                rec = [r for r in results["runs"] if r["graph"] == g and r["system"] == name]
-                x = i + (j - (len(systems) - 1) / 2) * width
-                if rec and rec[0]["status"] == "ok":
-                    xs.append(x)
-                    ys.append(rec[0][key])
-                elif rec:
-                    ax.text(x, 0.02, rec[0]["status"], rotation=90, ha="center", va="bottom",
-                            fontsize=7, transform=ax.get_xaxis_transform())
-            bars = ax.bar(xs, ys, width, label=name, color=colors.get(name))
-            for b, y in zip(bars, ys):
-                ax.text(b.get_x() + b.get_width() / 2, y, f"{y:.3g}", ha="center",
-                        va="bottom", fontsize=7)
-        ax.set_yscale("log")
-        ax.set_xticks(range(len(graphs)))
-        ax.set_xticklabels([f"{g}\n{results['graphs'][g]['edges']:,} edges" for g in graphs])
-        ax.set_title(title)
-        ax.grid(axis="y", which="both", alpha=0.3)
-    axes[0].set_ylabel("seconds (log scale)")
-    axes[0].legend()
-    p = results["parameters"]
-    fig.suptitle(f"BFS levels from one source: ours vs GraphX ShortestPaths vs scipy "
-                 f"({p['master']}, {p['partitions']} partitions, commit {commit_label(results)}, "
-                 f"{results['machine']['cpu_count']} CPUs)", fontsize=9)
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    graphs, p = results["parameters"]["graphs"], results["parameters"]
+    plot_systems(results, path, [f"{g}\n{results['graphs'][g]['edges']:,} edges" for g in graphs],
+                 dpi=110, fontsize=9,
+                 title=f"BFS levels from one source: ours vs GraphX ShortestPaths vs scipy "
+                       f"({p['master']}, {p['partitions']} partitions, commit "
+                       f"{commit_label(results)}, {results['machine']['cpu_count']} CPUs)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m perf.bench_sssp",
                                  description=__doc__.split("\n")[0])
-
-    def names(text, allowed, what):
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        bad = [t for t in items if t not in allowed]
-        if bad or not items:
-            raise argparse.ArgumentTypeError(f"unknown {what} {bad}; choose from {', '.join(allowed)}")
-        return items
-    ap.add_argument("--graphs", default=",".join(DEFAULT_GRAPHS),
-                    type=lambda s: names(s, list(G.GRAPHS), "graph"))
-    ap.add_argument("--systems", default=",".join(SYSTEMS),
-                    type=lambda s: names(s, SYSTEMS, "system"))
-    ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--partitions", type=int, default=None,
-                    help="partitions (default: the master's cores)")
-    ap.add_argument("--driver-memory", default="4g")
-    ap.add_argument("--epochs", type=int, default=1, help="ours: epochs of the graph (default 1)")
-    ap.add_argument("--checkpoint-interval", type=int, default=10,
-                    help="spark.graphx.pregel.checkpointInterval (iterations)")
-    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per system and graph")
-    ap.add_argument("--cache", default=str(ROOT / "perf" / "results" / "graphs"))
-    ap.add_argument("--out", default=str(ROOT / "perf" / "results" / "sssp.json"))
-    ap.add_argument("--plot", default=None)
-    ap.add_argument("--quiet", action="store_true")
-    ap.add_argument("--one", choices=SYSTEMS, help=argparse.SUPPRESS)
-    ap.add_argument("--graph", help=argparse.SUPPRESS)
+    add_system_args(ap, "sssp", DEFAULT_GRAPHS, driver_memory="4g")
     ap.add_argument("--source", type=int, help=argparse.SUPPRESS)
     return ap
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.partitions is None:
-        args.partitions = master_cores(args.master)
+    args = parse_args(build_parser(), argv)
     if args.one:
-        try:
-            rec = run_one(args.one, args.graph, args.source, master=args.master,
-                          partitions=args.partitions, driver_memory=args.driver_memory,
-                          checkpoint_interval=args.checkpoint_interval, epochs=args.epochs)
-        except BaseException as exc:  # noqa: BLE001 -- reported to the parent
-            import traceback
-            rec = {"system": args.one, "error": f"{type(exc).__name__}: {exc}"[:4000],
-                   "traceback": traceback.format_exc()[-6000:]}
-        print(RESULT_MARK + json.dumps(rec), flush=True)
-        return 0 if "error" not in rec else 1
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+        return child_main(RESULT_MARK, args.one, lambda: run_one(
+            args.one, args.graph, args.source, master=args.master, partitions=args.partitions,
+            driver_memory=args.driver_memory, checkpoint_interval=args.checkpoint_interval,
+            epochs=args.epochs))
+    say = progress(args.quiet)
     measured = commit_info()
     metas, runs = {}, []
     for g in args.graphs:
@@ -398,14 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "checkpoint_interval": args.checkpoint_interval,
                               "timeout_s": args.timeout},
                "graphs": metas, "runs": runs, "speedups": speedups(runs, args.graphs)}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n")
-    if args.plot:
-        plot(results, args.plot)
-    if not args.quiet:
-        print(format_table(results))
-        print(f"\nwrote {out}" + (f" and {args.plot}" if args.plot else ""))
+    save_systems(results, args, plot, format_table)
     return 0
 
 

@@ -89,25 +89,24 @@ log scale.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-import resource
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from perf import graphs as G  # noqa: E402
-from perf.environment import commit_info, commit_label, machine  # noqa: E402
+from perf.common import (add_output_args, child_env, child_main, commit_info,  # noqa: E402
+                         commit_label, figure, machine, maxrss_kib, name_list, progress,
+                         run_child_process, write_results)
 
 SYSTEMS = ("ours", "graphx", "scipy")
 DEFAULT_GRAPHS = ("rmat1m", "rmat10m", "grid300", "grid1000", "small")
@@ -169,10 +168,7 @@ def _maxrss_kib() -> int:
     ``exec`` and so starts at the benchmark parent's peak (which generated the graph) --
     every child reported the same figure as the largest one before."""
     own = _vm_hwm_kib(os.getpid())
-    if own is not None:
-        return own
-    scale = 1 if sys.platform.startswith("linux") else 1 / 1024
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
+    return maxrss_kib() if own is None else own
 
 
 def _vm_hwm_kib(pid: int) -> int | None:
@@ -304,53 +300,74 @@ def scipy_wcc(parquet: str) -> dict:
 def run_one(system: str, graph: str, *, master: str, partitions: int, driver_memory: str,
             checkpoint_interval: int, epochs: int = 1) -> dict:
     """Run ``system`` on the graph file ``graph`` in this process; return its record."""
-    t_start = time.perf_counter()
-    rec: dict = {"system": system}
     if system == "scipy":
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
-        rec.update(scipy_wcc(graph))
-        rec["driver_maxrss_kib"] = _maxrss_kib()
-        rec["peak_total_kib"] = rec["driver_maxrss_kib"]
-        rec["child_s"] = time.perf_counter() - t_start
-        return rec
+        return local_record(system, lambda: scipy_wcc(graph))
     if system not in ("ours", "graphx"):
         raise ValueError(f"unknown system {system!r}")
-    settings = spark_settings(master, partitions, driver_memory, checkpoint_interval)
-    ckpt = tempfile.mkdtemp(prefix=f"wcc-{system}-ckpt-")
+
+    def job(spark, scratch: str) -> dict:
+        sc = spark.sparkContext
+        rec = {"driver_memory": sc.getConf().get("spark.driver.memory", "1g")}
+        if system == "graphx":
+            rec.update(graphx_connected_components(sc, graph, partitions))
+            return rec
+        from spark_plugin.jobs.wcc.job import driver_finish_rows, driver_heap_bytes, run_wcc
+
+        rec["driver_heap_bytes"] = driver_heap_bytes(spark)
+        rec["driver_finish_rows"], rec["driver_finish_rows_why"] = driver_finish_rows(spark)
+        t1 = time.perf_counter()
+        result = run_wcc(spark, graph, epochs=epochs, out=None, partitions=partitions,
+                         backend=None, progress=False)
+        rec["job_s"] = time.perf_counter() - t1
+        rec["reported_s"] = float(result.seconds)
+        rec["tracking_s"] = float(result.tracking_seconds)
+        rec["tracking_share"] = (rec["tracking_s"] / rec["reported_s"]
+                                 if rec["reported_s"] > 0 else None)
+        last = result.epochs[-1]
+        rec["vertices"] = int(last.vertices)
+        rec["components"] = int(last.components)
+        rec["rounds"] = int(last.rounds)
+        rec["epochs"] = [{k: (float(v) if isinstance(v, float) else v)
+                          for k, v in _as_dict(e).items()} for e in result.epochs]
+        return rec
+
+    return spark_record(system, spark_settings(master, partitions, driver_memory,
+                                               checkpoint_interval), f"bench-wcc-{system}", job)
+
+
+def local_record(system: str, job: Callable[[], dict]) -> dict:
+    """The record of a one-core system: ``job()``'s, then the process's peak memory and
+    ``child_s``, this process's whole time."""
+    t_start = time.perf_counter()
+    rec: dict = {"system": system}
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    rec.update(job())
+    rec["driver_maxrss_kib"] = _maxrss_kib()
+    rec["peak_total_kib"] = rec["driver_maxrss_kib"]
+    rec["child_s"] = time.perf_counter() - t_start
+    return rec
+
+
+def spark_record(system: str, settings: dict[str, str], app_name: str,
+                 job: Callable[[object, str], dict]) -> dict:
+    """The record of a Spark system: a session started with ``settings`` (``session_s``), then
+    ``job(spark, scratch)``'s record (``scratch``: a temporary directory, removed after; the
+    checkpoints live in it), the JVM's and workers' memory read before the session stops, the
+    driver's peak, their sum ``peak_total_kib`` and ``child_s``."""
+    t_start = time.perf_counter()
+    rec: dict = {"system": system}
+    scratch = tempfile.mkdtemp(prefix=f"{app_name}-")
     try:
         t0 = time.perf_counter()
-        spark = start_spark(settings, ckpt, f"bench-wcc-{system}")
+        spark = start_spark(settings, os.path.join(scratch, "ckpt"), app_name)
         rec["session_s"] = time.perf_counter() - t0
-        sc = spark.sparkContext
-        rec["driver_memory"] = sc.getConf().get("spark.driver.memory", "1g")
         try:
-            if system == "graphx":
-                rec.update(graphx_connected_components(sc, graph, partitions))
-            else:
-                from spark_plugin.jobs.wcc.job import driver_finish_rows, driver_heap_bytes, run_wcc
-
-                rec["driver_heap_bytes"] = driver_heap_bytes(spark)
-                rec["driver_finish_rows"], rec["driver_finish_rows_why"] = \
-                    driver_finish_rows(spark)
-                t1 = time.perf_counter()
-                result = run_wcc(spark, graph, epochs=epochs, out=None, partitions=partitions,
-                                 backend=None, progress=False)
-                rec["job_s"] = time.perf_counter() - t1
-                rec["reported_s"] = float(result.seconds)
-                rec["tracking_s"] = float(result.tracking_seconds)
-                rec["tracking_share"] = (rec["tracking_s"] / rec["reported_s"]
-                                         if rec["reported_s"] > 0 else None)
-                last = result.epochs[-1]
-                rec["vertices"] = int(last.vertices)
-                rec["components"] = int(last.components)
-                rec["rounds"] = int(last.rounds)
-                rec["epochs"] = [{k: (float(v) if isinstance(v, float) else v)
-                                  for k, v in _as_dict(e).items()} for e in result.epochs]
-            rec.update(_spark_memory(sc))
+            rec.update(job(spark, scratch))
+            rec.update(_spark_memory(spark.sparkContext))
         finally:
             spark.stop()
     finally:
-        shutil.rmtree(ckpt, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     rec["driver_maxrss_kib"] = _maxrss_kib()
     rec["peak_total_kib"] = sum(v for v in (rec["driver_maxrss_kib"], rec.get("jvm_hwm_kib"),
                                             rec.get("workers_hwm_kib")) if v)
@@ -369,77 +386,33 @@ def _as_dict(obj) -> dict:
 
 # --- the parent: child processes -----------------------------------------------------------
 
-def _tail(path: Path, n: int = 3000) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return ""
-    return text[-n:]
-
-
 def run_child(system: str, meta: dict, args) -> dict:
     """Run one system on one graph in a fresh process; never raises for the system's failure."""
     graph_file = meta["txt"] if system == "graphx" else (
         meta["txt"] if (system == "ours" and args.ours_input == "txt") else meta["parquet"])
     cmd = [sys.executable, "-m", "perf.bench_wcc", "--one", system, "--graph", graph_file,
-           "--master", args.master, "--partitions", str(args.partitions),
-           "--driver-memory", args.driver_memory, "--epochs", str(args.epochs),
-           "--checkpoint-interval", str(args.checkpoint_interval)]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    rec = {"graph": meta["name"], "system": system, "input": graph_file, "cmd": cmd}
-    with tempfile.TemporaryDirectory(prefix="bench-wcc-") as tmp:
-        out_p, err_p = Path(tmp) / "stdout", Path(tmp) / "stderr"
-        with open(out_p, "wb") as fo, open(err_p, "wb") as fe:
-            t0 = time.perf_counter()
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fo, stderr=fe,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
-            deadline = t0 + args.timeout
-            status, rusage, timed_out = None, None, False
-            while True:
-                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
-                if pid == proc.pid:
-                    break
-                if time.perf_counter() > deadline:
-                    timed_out = True
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)   # the child's own session
-                    except ProcessLookupError:
-                        pass
-                    _, status, rusage = os.wait4(proc.pid, 0)
-                    break
-                time.sleep(0.02)
-            whole = time.perf_counter() - t0
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            if not timed_out:
-                try:   # the JVM lives in the child's session: make sure nothing is left behind
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-        stdout, stderr = out_p.read_text(errors="replace"), _tail(err_p)
-    rec["whole_raw_s"] = whole
-    rec["returncode"] = proc.returncode
-    rec["tree_maxrss_kib"] = int(rusage.ru_maxrss) if rusage else None  # largest single process
-    child = None
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(RESULT_MARK):
-            child = json.loads(line[len(RESULT_MARK):])
-            break
-    if timed_out:
-        rec.update(status="timeout", error=f"no result within --timeout {args.timeout:g} s")
-    elif child is None or "error" in child:
-        rec.update(status="failed", error=(child or {}).get("error")
-                   or f"exit code {proc.returncode}; stderr tail:\n{stderr}")
-        if child:
-            rec["traceback"] = child.get("traceback")
-    else:
-        rec.update(child)
-        rec["status"] = "ok"
-        rec["whole_s"] = whole - float(child.get("verify_s") or 0.0)
+           *system_args(args)]
+    rec = {"graph": meta["name"], "system": system, "input": graph_file,
+           "cmd": ["python", *cmd[1:]]}   # as one would rerun it, not this interpreter's path
+    run = run_child_process(cmd, timeout=args.timeout, mark=RESULT_MARK,
+                            env=child_env(SPARK_LOCAL_IP="127.0.0.1"))
+    rec["whole_raw_s"] = run.whole_s
+    rec["returncode"] = run.returncode
+    rec["tree_maxrss_kib"] = run.maxrss_kib  # largest single process
+    child = run.outcome(rec, args.timeout)
+    if child is not None:
         comps = child.get("components")
         rec["components_ok"] = (comps == meta["components"]) if comps is not None else None
+    elif rec["status"] == "failed" and run.result:
+        rec["traceback"] = run.result.get("traceback")
     return rec
+
+
+def system_args(args) -> list[str]:
+    """The options a ``--one SYSTEM`` child gets from its parent's ``args``."""
+    return ["--master", args.master, "--partitions", str(args.partitions),
+            "--driver-memory", args.driver_memory, "--epochs", str(args.epochs),
+            "--checkpoint-interval", str(args.checkpoint_interval)]
 
 
 # --- summary, table, plot ------------------------------------------------------------------
@@ -530,111 +503,115 @@ def format_table(results: dict) -> str:
 
 
 def plot(results: dict, path: str | os.PathLike) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    p = results["parameters"]
+    plot_systems(results, path, results["parameters"]["graphs"], dpi=120, fontsize=10,
+                 title=f"WCC: ours vs GraphX vs scipy ({p['master']}, {p['partitions']} "
+                       f"partitions, commit {commit_label(results)}, "
+                       f"{results['machine']['cpu_count']} CPUs)")
 
+
+def plot_systems(results: dict, path: str | os.PathLike, labels: Sequence[str], *, title: str,
+                 dpi: int, fontsize: int) -> None:
+    """Whole-process and job seconds (log scale), one bar per graph and system, a system that
+    did not finish marked ``timeout`` / ``failed``; ``labels``: the graphs' tick labels."""
     graphs = results["parameters"]["graphs"]
     systems = results["parameters"]["systems"]
     colors = {"ours": "tab:blue", "graphx": "tab:red", "scipy": "tab:gray"}
-    fig, axes = plt.subplots(1, 2, figsize=(max(8, 2.2 * len(graphs) * 2), 4.8), sharey=True)
-    width = 0.8 / max(1, len(systems))
-    for ax, key, title in ((axes[0], "whole_s", "whole process (incl. start-up)"),
-                           (axes[1], "job_s", "job only")):
-        for j, sysname in enumerate(systems):
-            xs, ys = [], []
-            for i, g in enumerate(graphs):
-                recs = [r for r in results["runs"] if r["graph"] == g and r["system"] == sysname]
-                x = i + (j - (len(systems) - 1) / 2) * width
-                if recs and recs[0]["status"] == "ok" and recs[0].get(key):
-                    xs.append(x)
-                    ys.append(recs[0][key])
-                elif recs:
-                    ax.text(x, 0.02, "timeout" if recs[0]["status"] == "timeout" else "failed",
-                            rotation=90, ha="center", va="bottom", fontsize=7,
-                            color=colors.get(sysname, "k"), transform=ax.get_xaxis_transform())
-            bars = ax.bar(xs, ys, width, label=sysname, color=colors.get(sysname))
-            for b, y in zip(bars, ys):
-                ax.text(b.get_x() + b.get_width() / 2, y, f"{y:.3g}", ha="center",
-                        va="bottom", fontsize=7)
-        ax.set_yscale("log")
-        ax.set_xticks(range(len(graphs)))
-        ax.set_xticklabels(graphs)
-        ax.set_title(title)
-        ax.grid(axis="y", which="both", alpha=0.3)
-    axes[0].set_ylabel("seconds (log scale)")
-    axes[0].legend()
-    p = results["parameters"]
-    commit = commit_label(results)
-    fig.suptitle(f"WCC: ours vs GraphX vs scipy ({p['master']}, {p['partitions']} partitions, "
-                 f"commit {commit}, {results['machine']['cpu_count']} CPUs)", fontsize=10)
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    with figure(path, dpi=dpi, ncols=2, figsize=(max(8, 2.2 * len(graphs) * 2), 4.8),
+                sharey=True) as (fig, axes):
+        width = 0.8 / max(1, len(systems))
+        for ax, key, sub in ((axes[0], "whole_s", "whole process (incl. start-up)"),
+                             (axes[1], "job_s", "job only")):
+            for j, sysname in enumerate(systems):
+                xs, ys = [], []
+                for i, g in enumerate(graphs):
+                    recs = [r for r in results["runs"] if r["graph"] == g and r["system"] == sysname]
+                    x = i + (j - (len(systems) - 1) / 2) * width
+                    if recs and recs[0]["status"] == "ok" and recs[0].get(key):
+                        xs.append(x)
+                        ys.append(recs[0][key])
+                    elif recs:
+                        ax.text(x, 0.02, "timeout" if recs[0]["status"] == "timeout" else "failed",
+                                rotation=90, ha="center", va="bottom", fontsize=7,
+                                color=colors.get(sysname, "k"), transform=ax.get_xaxis_transform())
+                bars = ax.bar(xs, ys, width, label=sysname, color=colors.get(sysname))
+                for b, y in zip(bars, ys):
+                    ax.text(b.get_x() + b.get_width() / 2, y, f"{y:.3g}", ha="center",
+                            va="bottom", fontsize=7)
+            ax.set_yscale("log")
+            ax.set_xticks(range(len(graphs)))
+            ax.set_xticklabels(labels)
+            ax.set_title(sub)
+            ax.grid(axis="y", which="both", alpha=0.3)
+        axes[0].set_ylabel("seconds (log scale)")
+        axes[0].legend()
+        fig.suptitle(title, fontsize=fontsize)
 
 
 # --- command line --------------------------------------------------------------------------
 
-def _list(text: str, allowed: Sequence[str], what: str) -> list[str]:
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [t for t in items if t not in allowed]
-    if bad or not items:
-        raise argparse.ArgumentTypeError(f"unknown {what} {bad}; choose from {', '.join(allowed)}")
-    return items
-
-
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m perf.bench_wcc", description=__doc__.split("\n")[0])
-    ap.add_argument("--graphs", default=",".join(DEFAULT_GRAPHS),
-                    type=lambda s: _list(s, list(G.GRAPHS), "graph"))
-    ap.add_argument("--systems", default=",".join(SYSTEMS), type=lambda s: _list(s, SYSTEMS, "system"))
+    add_system_args(ap, "wcc", DEFAULT_GRAPHS, driver_memory="8g",
+                    driver_memory_help="spark.driver.memory of both Spark systems; 'auto': sized "
+                                       "from the machine like tfront wcc's default (default 8g)")
+    ap.add_argument("--ours-input", choices=("parquet", "txt"), default="parquet",
+                    help="which file run_wcc reads")
+    return ap
+
+
+def add_system_args(ap: argparse.ArgumentParser, name: str, graphs: Sequence[str], *,
+                    driver_memory: str, driver_memory_help: str | None = None) -> None:
+    """The options of a benchmark of ``SYSTEMS`` on :data:`perf.graphs.GRAPHS` (``name``:
+    ``perf/results/NAME.json`` by default), and the hidden ``--one SYSTEM --graph FILE`` of
+    its child processes."""
+    ap.add_argument("--graphs", default=",".join(graphs),
+                    type=lambda s: name_list(s, list(G.GRAPHS), "graph"))
+    ap.add_argument("--systems", default=",".join(SYSTEMS),
+                    type=lambda s: name_list(s, SYSTEMS, "system"))
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--partitions", type=int, default=None,
                     help="input / shuffle partitions (default: the master's cores)")
-    ap.add_argument("--driver-memory", default="8g",
-                    help="spark.driver.memory of both Spark systems; 'auto': sized from the "
-                         "machine like tfront wcc's default (default 8g)")
+    ap.add_argument("--driver-memory", default=driver_memory, help=driver_memory_help)
     ap.add_argument("--epochs", type=int, default=1,
                     help="ours: split the graph into this many epochs (default 1)")
     ap.add_argument("--checkpoint-interval", type=int, default=10,
                     help="spark.graphx.pregel.checkpointInterval (iterations)")
-    ap.add_argument("--ours-input", choices=("parquet", "txt"), default="parquet",
-                    help="which file run_wcc reads")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per system and graph")
     ap.add_argument("--cache", default=str(ROOT / "perf" / "results" / "graphs"))
-    ap.add_argument("--out", default=str(ROOT / "perf" / "results" / "wcc.json"))
-    ap.add_argument("--plot", default=None)
-    ap.add_argument("--quiet", action="store_true")
+    add_output_args(ap, str(ROOT / "perf" / "results" / f"{name}.json"), quiet="no table")
     ap.add_argument("--one", choices=SYSTEMS, help=argparse.SUPPRESS)
     ap.add_argument("--graph", help=argparse.SUPPRESS)
-    return ap
 
 
-def _child_main(args) -> int:
-    try:
-        rec = run_one(args.one, args.graph, master=args.master, partitions=args.partitions,
-                      driver_memory=args.driver_memory,
-                      checkpoint_interval=args.checkpoint_interval, epochs=args.epochs)
-    except BaseException as exc:  # noqa: BLE001 -- reported to the parent, not a crash
-        import traceback
-        rec = {"system": args.one, "error": f"{type(exc).__name__}: {exc}"[:4000],
-               "traceback": traceback.format_exc()[-6000:]}
-        print(RESULT_MARK + json.dumps(rec), flush=True)
-        return 1
-    print(RESULT_MARK + json.dumps(rec), flush=True)
-    return 0
+def parse_args(ap: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``ap``'s arguments, ``--partitions`` defaulting to the master's cores."""
+    args = ap.parse_args(argv)
+    if args.partitions is None:
+        args.partitions = master_cores(args.master)
+    return args
+
+
+def save_systems(results: dict, args: argparse.Namespace, plot, format_table) -> None:
+    """Write the JSON, draw ``--plot``; unless ``--quiet``, print the table and the files."""
+    out = write_results(results, args.out)
+    if args.plot:
+        plot(results, args.plot)
+    if not args.quiet:
+        print(format_table(results))
+        print(f"\nwrote {out}" + (f" and {args.plot}" if args.plot else ""))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.partitions is None:
-        args.partitions = master_cores(args.master)
+    args = parse_args(build_parser(), argv)
     if args.one:
         if not args.graph:
             raise SystemExit("--one needs --graph FILE")
-        return _child_main(args)
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+        return child_main(RESULT_MARK, args.one, lambda: run_one(
+            args.one, args.graph, master=args.master, partitions=args.partitions,
+            driver_memory=args.driver_memory, checkpoint_interval=args.checkpoint_interval,
+            epochs=args.epochs))
+    say = progress(args.quiet)
     measured = commit_info()   # the code the runs use: recorded before they start
     metas, runs = {}, []
     for g in args.graphs:
@@ -668,14 +645,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "speedups": sp,
         "targets": evaluate_targets(runs, args.graphs, sp),
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n")
-    if args.plot:
-        plot(results, args.plot)
-    if not args.quiet:
-        print(format_table(results))
-        print(f"\nwrote {out}" + (f" and {args.plot}" if args.plot else ""))
+    save_systems(results, args, plot, format_table)
     return 0
 
 

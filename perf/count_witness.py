@@ -29,14 +29,12 @@ The JSON (``--out``) holds ``commit``, ``dirty``, ``machine``, ``parameters`` an
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from perf.environment import commit_info, int_list, machine
+from perf.common import add_output_args, commit_info, int_list, machine, write_results
 
 
 def _target_major(graph):
@@ -98,15 +96,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int_list, default=[100, 1000], help="chain sizes N")
     ap.add_argument("--batch", type=int_list, default=[1000, 100000], help="rows per batch")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--out", type=Path, default=None, help="JSON file to write")
-    ap.add_argument("--quiet", action="store_true")
+    add_output_args(ap, None, plot=None, quiet="no table")
     args = ap.parse_args(argv)
     results = {"benchmark": "witness_counts", **commit_info(), "machine": machine(),
                "parameters": {"sizes": args.sizes, "batch": args.batch, "seed": args.seed},
                "cases": [count_case(n, b, args.seed) for n in args.sizes for b in args.batch]}
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=1) + "\n")
+        write_results(results, args.out)
     if not args.quiet:
         print(format_table(results))
     return 0

@@ -1,4 +1,5 @@
-"""Graph oracles shared by the kernel tests and the job tests: scipy's shortest distances."""
+"""Graph oracles shared by the kernel tests, the job tests and the benchmarks' tests: scipy's
+shortest distances and a plain union-find's components."""
 
 import numpy as np
 
@@ -16,3 +17,22 @@ def scipy_distances(src, dst, w, vertices, source):
     graph = csgraph_from_dense(mat, null_value=np.inf)
     out = shortest_path(graph, directed=True, indices=int(np.searchsorted(ids, source)))
     return out[np.searchsorted(ids, vertices)]
+
+
+def union_find_components(src, dst):
+    """Each vertex's smallest-id component member (union-find with path halving), over the
+    vertices some edge touches; independent of scipy and Spark."""
+    parent = {}
+
+    def find(x):
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in zip(src.tolist(), dst.tolist()):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return {v: find(v) for v in list(parent)}

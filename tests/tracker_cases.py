@@ -1,7 +1,9 @@
 """Graphs and checks shared by the tracker tests and the backend tests: a zero-advance loop,
-and frontier changes replayed onto frontiers."""
+frontier changes replayed onto frontiers, and strict rejection against the reference."""
 
-from engine import GraphBuilder, Summary
+import pytest
+
+from engine import GraphBuilder, NegativeCountError, Summary
 
 
 def replay_changes(frontiers, changes):
@@ -15,6 +17,23 @@ def replay_changes(frontiers, changes):
             assert ts in out[loc], "change removes an element not present"
             out[loc].remove(ts)
     return [sorted(f) for f in out]
+
+
+def check_strict_rejection(eng, ref, batches):
+    """Replay ``batches`` on a strict tracker ``eng`` and the strict reference ``ref``: a batch
+    the reference rejects is rejected by ``eng`` too, its counts and frontiers unchanged; after
+    every batch the frontiers agree."""
+    for loc, ts, diff in batches:
+        try:
+            ref.update(loc, ts, diff)
+        except NegativeCountError:
+            state = (sorted(eng.counts.items()), eng.frontiers())
+            with pytest.raises(NegativeCountError):
+                eng.update(loc, ts, diff)
+            assert (sorted(eng.counts.items()), eng.frontiers()) == state
+        else:
+            eng.update(loc, ts, diff)
+        assert eng.frontiers() == ref.frontiers()
 
 
 def zero_cycle_graph():

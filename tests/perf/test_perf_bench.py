@@ -4,15 +4,9 @@ JSON it promises (commit, machine, parameters, raw runs, summary). A smoke test,
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from perf import bench_propagate as bp  # noqa: E402
-from perf.environment import int_list  # noqa: E402
+from perf import bench_propagate as bp
+from perf.common import int_list
 
 
 def test_bench_propagate_smoke(tmp_path, capsys):

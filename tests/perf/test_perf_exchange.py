@@ -6,16 +6,10 @@ promises. A smoke test, not a timing."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("pyarrow", reason="the real processes need pyarrow (the spark extra)")
-
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from perf import bench_exchange as be  # noqa: E402
 

@@ -5,14 +5,8 @@ test, not a timing."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from perf import bench_operate as bo  # noqa: E402
+from perf import bench_operate as bo
 
 
 def test_bench_operate_smoke(tmp_path, capsys):

@@ -4,14 +4,8 @@ agree on its generated problems, and it writes the JSON it promises. A smoke tes
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from perf import bench_rollback as br  # noqa: E402
+from perf import bench_rollback as br
 
 
 def test_bench_rollback_smoke(tmp_path, capsys):

@@ -4,18 +4,12 @@ JVM gateway on a few edges, checked against scipy."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from perf import bench_sssp as bs  # noqa: E402
-from perf import graphs as G  # noqa: E402
+from perf import bench_sssp as bs
+from perf import graphs as G
 
 # 1 -> 2 -> 3, 1 -> 4, 4 -> 3, 5 -> 1 (5 unreachable from 1), 7 -> 7
 SRC = np.array([1, 2, 1, 4, 5, 7], np.int64)

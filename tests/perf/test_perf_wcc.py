@@ -6,36 +6,14 @@ through the JVM gateway on a few edges."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from perf import bench_wcc as bw  # noqa: E402
-from perf import graphs as G  # noqa: E402
-
-
-def _components_networkx_free(src, dst) -> int:
-    """Union-find count over touched vertices (independent of scipy)."""
-    parent: dict[int, int] = {}
-
-    def find(x):
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for u, v in zip(src.tolist(), dst.tolist()):
-        ru, rv = find(u), find(v)
-        if ru != rv:
-            parent[ru] = rv
-    return len({find(x) for x in list(parent)})
+from graph_cases import union_find_components
+from perf import bench_wcc as bw
+from perf import graphs as G
 
 
 # --- generators ----------------------------------------------------------------------------
@@ -92,7 +70,7 @@ def test_small_components_exact_count_and_determinism():
     s2, d2 = G.small_components(500, min_size=2, max_size=9, extra=0.5, seed=4)
     assert np.array_equal(s, s2) and np.array_equal(d, d2)
     vertices, comps = G.scipy_components(s, d)
-    assert comps == 500 == _components_networkx_free(s, d)
+    assert comps == 500 == len(set(union_find_components(s, d).values()))
     assert 500 * 2 <= vertices <= 500 * 9
     assert s.size >= vertices - 500                               # at least the trees
     assert np.unique(np.concatenate([s, d])).size == vertices     # ids are 0..vertices-1

@@ -6,14 +6,8 @@ A smoke test of a count, not a timing."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from perf import count_witness as cw  # noqa: E402
+from perf import count_witness as cw
 
 
 def test_count_witness_smoke(tmp_path, capsys):

@@ -6,21 +6,15 @@ from __future__ import annotations
 
 import doctest
 import io
-import sys
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import engine  # noqa: E402
-from engine.core.workload import parse_workload  # noqa: E402
-from perf import workloads as pw  # noqa: E402
-from perf.workloads import (BatchSpec, GraphSpec, generate_batches, generate_graph,  # noqa: E402
+import engine
+from engine.core.workload import parse_workload
+from perf import workloads as pw
+from perf.workloads import (BatchSpec, GraphSpec, generate_batches, generate_graph,
                             workload_text, write_workload)
 
 

@@ -26,19 +26,13 @@ from spark_plugin.errors import (ChangeLogError, DeliveryConflictError, HeldBatc
                                  HeldLimitError)
 from spark_plugin.service.frontier_service import CRASH_ENV
 
-from spark_cases import full_state, loop_graph, random_rounds, reference_states, rows_table, state
+from spark_cases import full_state, random_rounds, reference_states, rows_table, state
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(scope="module")
-def graph():
-    return loop_graph()
-
-
-@pytest.fixture(scope="module")
-def rounds(graph):
-    return random_rounds(graph, rounds=6, seed=5)
+#: the ``rounds`` fixture (conftest.py): 6 random delta rounds, seed 5
+ROUNDS = (6, 5)
 
 
 def W(graph):

@@ -18,21 +18,15 @@ from spark_plugin import (DeltaSink, FrontierService, MissingBatchError, Partiti
 from spark_plugin.schema import SPARK_DDL
 from spark_plugin.service.streaming import RAW_DDL
 
-from spark_cases import full_state, loop_graph, random_rounds, reference_states, state, wcc_rounds
+from spark_cases import full_state, reference_states, state, wcc_rounds
 
 pytestmark = pytest.mark.spark
 
 PARTITIONS = 2
 
 
-@pytest.fixture(scope="module")
-def graph():
-    return loop_graph()
-
-
-@pytest.fixture(scope="module")
-def rounds(graph):
-    return random_rounds(graph, rounds=4, seed=2)
+#: the ``rounds`` fixture (conftest.py): 4 random delta rounds, seed 2
+ROUNDS = (4, 2)
 
 
 def frame(spark, rows):

@@ -18,18 +18,12 @@ from spark_plugin import (FrontierService, MissingBatchError, SchemaError, Servi
 from spark_plugin.errors import DeliveryConflictError
 from spark_plugin.service.executor import to_wire
 
-from spark_cases import (full_state, loop_graph, random_rounds, reference_states, rows_table,
+from spark_cases import (full_state, loop_graph, reference_states, rows_table,
                          state)
 
 
-@pytest.fixture(scope="module")
-def graph():
-    return loop_graph()
-
-
-@pytest.fixture(scope="module")
-def rounds(graph):
-    return random_rounds(graph, rounds=6, seed=1)
+#: the ``rounds`` fixture (conftest.py): 6 random delta rounds, seed 1
+ROUNDS = (6, 1)
 
 
 def width(graph):

@@ -7,19 +7,13 @@ import pytest
 from spark_plugin import DeltaSink, FrontierService, read_delta_stream, start_delta_stream
 from spark_plugin.service.executor import to_wire
 
-from spark_cases import full_state, loop_graph, random_rounds, reference_states, rows_table, state
+from spark_cases import full_state, reference_states, rows_table, state
 
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def graph():
-    return loop_graph()
-
-
-@pytest.fixture(scope="module")
-def rounds(graph):
-    return random_rounds(graph, rounds=5, seed=3)
+#: the ``rounds`` fixture (conftest.py): 5 random delta rounds, seed 3
+ROUNDS = (5, 3)
 
 
 def batch_service(graph, rounds, producers):

@@ -24,6 +24,8 @@ from spark_plugin.session.config import (DRIVER_MEMORY_SHARE, default_driver_mem
                                  machine_memory, parse_memory, session_conf, spark_conf)
 from spark_plugin.jobs.wcc.job import DRIVER_JVM_BYTES_PER_ROW, driver_finish_rows, driver_heap_bytes
 
+from graph_cases import union_find_components
+
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -112,24 +114,6 @@ def _env(**extra):
     return env
 
 
-def _components(src, dst):
-    """Each vertex's smallest-id component member (union-find with path halving)."""
-    parent = {}
-
-    def find(x):
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in zip(src.tolist(), dst.tolist()):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return {v: find(v) for v in list(parent)}
-
-
 @pytest.mark.slow
 def test_spark_submit_on_local_cluster_keeps_its_master_and_labels_are_right(tmp_path):
     """``spark-submit --master local-cluster[2,1,1024]`` (two workers, separate executor
@@ -162,7 +146,7 @@ def test_spark_submit_on_local_cluster_keeps_its_master_and_labels_are_right(tmp
         ["epoch 0", "epoch 1"]
     labels = pq.read_table(out).to_pydict()
     for e, cut in enumerate((n // 2, n)):
-        want = _components(src[:cut], dst[:cut])
+        want = union_find_components(src[:cut], dst[:cut])
         got = {v: c for ep, v, c in zip(labels["epoch"], labels["vertex"], labels["component"])
                if ep == e}
         assert got == want, f"epoch {e}"

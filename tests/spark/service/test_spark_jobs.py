@@ -197,7 +197,7 @@ def test_local_cluster_tasks_get_a_gpu_address_and_choose_its_device(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
     env.update(SPARK_HOME=os.path.dirname(pyspark.__file__), PYSPARK_PYTHON=sys.executable,
                SPARK_LOCAL_IP="127.0.0.1")
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/spark: spark_cases
     proc = subprocess.run([sys.executable, str(main), str(script), here], capture_output=True,
                           text=True, env=env, timeout=240)
     lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]

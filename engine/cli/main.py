@@ -21,10 +21,11 @@ chooses here and why, with versions (also of PySpark, PyArrow and Java) and CUDA
 
 ``rollback FILE [--guard full|simple] [--solver auto|reference|batched] [--backend
 auto|cpu|cuda]`` prints the largest consistent rollback of a ``timely-rollback v1`` problem
-(:mod:`engine.rollback.problem`, ``docs/rollback.md``); a malformed file gives ``error: line N: ...``
-and status 2. Both solvers print the same answer (both assemble it with
-:func:`engine.rollback.problem.decide`); ``auto`` takes the batched one for all but tiny problems
-(:func:`engine.rollback.batched.choose_solver`), on the backend ``--backend`` picks.
+(:mod:`engine.rollback.problem`, read by :mod:`engine.rollback.format`, ``docs/rollback.md``); a
+malformed file gives ``error: line N: ...`` and status 2. Both solvers print the same answer
+(both assemble it with :func:`engine.rollback.problem.decide`); ``auto`` takes the batched one
+for all but tiny problems (:func:`engine.rollback.batched.choose_solver`), on the backend
+``--backend`` picks.
 
 Exit status: 0 success; 2 bad options (argparse) or bad input, with one message that names
 the file and line; 130 interrupted (Ctrl-C: a message, no traceback); 141 when stdout was
@@ -452,7 +453,8 @@ def _rollback(args) -> int:
     """``tfront rollback FILE``: print the answer; ``error: line N: ...`` and status 2 for a
     malformed file (the answer format of docs/rollback.md)."""
     from engine.errors import BackendError, RollbackFormatError
-    from engine.rollback.problem import format_answer, read_rollback, solve
+    from engine.rollback.format import format_answer, read_rollback
+    from engine.rollback.problem import solve
     from engine.rollback.batched import choose_solver, solve_batched
     try:
         problem = read_rollback(args.file)

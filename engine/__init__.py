@@ -22,7 +22,7 @@ from engine.batched.backend import Backend, make_tracker, resolve_backend
 from engine.batched.tracker import BatchedTracker, Strategy
 from engine.core.closure import closure, closure_row, could_result_in
 from engine.core.counts import FrontierChange, PointstampCounts
-from engine.exchange.protocol import Exchange
+from engine.exchange.simulation import Exchange
 from engine.errors import *  # noqa: F401,F403 -- the named exceptions are part of the public API
 from engine.errors import __all__ as _errors_all
 from engine.core.graph import Edge, Graph, GraphBuilder, Location, PortKind

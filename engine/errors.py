@@ -226,7 +226,7 @@ class UnheldCapabilityError(CapabilityError):
 
 
 class ExchangeError(TimelyFrontierError, ValueError):
-    """A transition of the progress exchange protocol (:mod:`engine.exchange.protocol`) is not enabled
+    """A transition of the progress exchange protocol (:mod:`engine.exchange`) is not enabled
     with these arguments; the worker or the simulated system is left exactly as it was."""
 
 

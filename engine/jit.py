@@ -87,7 +87,7 @@ def precompile(wcc: bool = True) -> CompileWatch:
 
     with CompileWatch() as watch:
         warm_up(1, 1, strategies=("edgewise",))
-        from engine.exchange.protocol import warm_up as exchange_warm_up
+        from engine.exchange.simulation import warm_up as exchange_warm_up
         exchange_warm_up()
         if wcc:
             import numpy as np

@@ -117,8 +117,8 @@ def precursor_counts(row_of, pair_ptr, pair_dst, sum_ptr, sums, m, act_locs, seg
 def precursor_counts_serial(row_of, pair_ptr, pair_dst, sum_ptr, sums, m, act_locs, seg_ptr,
                             t_ts, t_cnt, q_loc, q_ts):
     """:func:`precursor_counts` on one thread: for the many small queries of the exchange
-    protocol's guards (``engine.exchange.protocol``), where starting the thread pool costs more than
-    the queries."""
+    protocol's guards (``engine.exchange.multisets``), where starting the thread pool costs more
+    than the queries."""
     q, W = q_ts.shape
     K = W - m
     out = np.zeros(q, dtype=np.int64)

@@ -1,7 +1,7 @@
 """Benchmark of the progress exchange protocol: traffic per data change and frontier latency as
 the number of workers grows, per sending policy -- on real processes
 (:class:`engine.exchange.processes.ProcessExchange`) and in the simulator
-(:class:`engine.exchange.protocol.Exchange`).
+(:class:`engine.exchange.simulation.Exchange`).
 
 What it measures
 ----------------
@@ -9,14 +9,14 @@ One synthetic workload of ``perf.workloads`` (``--nodes`` chain operators, ``--b
 per batch, ``--seed``: a load batch, three churn batches, a drain): its rows are the *data
 changes* -- the pointstamp count changes that processing data causes (messages sent and
 consumed, capabilities moved). Every batch is split among ``K`` workers by
-:func:`engine.exchange.protocol.split_batch`; each worker performs its share and sends progress updates
+:func:`engine.exchange.simulation.split_batch`; each worker performs its share and sends progress updates
 under the policy; the batch ends when the system is quiescent, and every worker's frontiers
 must then equal a single tracker's (checked: a difference is an error).
 
 Per (mode, K, policy), summed over the batches and divided by the data changes:
 
 * ``updates`` -- progress updates broadcast (one per ``send``), ``pointstamps`` -- the rows
-  they carry, ``bytes`` -- their size by :attr:`engine.exchange.protocol.Update.nbytes`;
+  they carry, ``bytes`` -- their size by :attr:`engine.exchange.messages.Update.nbytes`;
 * ``delivered_pointstamps`` / ``delivered_bytes`` -- the same counted at every receiver other
   than the sender (``x (K - 1)``): what crosses the network;
 * real processes only: ``wire_bytes`` -- bytes written to the sockets (Arrow IPC messages:
@@ -126,7 +126,7 @@ def _policy(name: str):
     """The policy object a name stands for here: ``batch`` releases by size only (32 rows),
     so that it means the same in the simulator (whose clock counts steps) and on processes
     (whose clock is in seconds)."""
-    from engine.exchange.protocol import SendBatched
+    from engine.exchange.policies import SendBatched
     return SendBatched(size=BATCH_ROWS, interval=None) if name == "batch" else name
 
 
@@ -167,7 +167,7 @@ def _sim_batch(ex, loc, ts, diff, op_rows) -> None:
 
 
 def _sim_case(graph, batches, K, policy, backend, seed, oracle, op_rows) -> tuple[dict, list]:
-    from engine.exchange.protocol import Exchange
+    from engine.exchange.simulation import Exchange
 
     ex = Exchange(graph, K, policy=_policy(policy), backend=backend, seed=seed)
     runs = []
@@ -367,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--no-real", action="store_true", help="skip the real processes")
     add_output_args(p, "perf/results/exchange.json")
     args = p.parse_args(argv)
-    from engine.exchange.protocol import POLICIES as known
+    from engine.exchange.policies import POLICIES as known
     policies = [x.strip() for x in args.policies.split(",") if x.strip()]
     for x in policies:
         if x not in known:

@@ -14,17 +14,18 @@ provides it, exit status 2.
 
 ``replay`` applies a workload's batches one by one and prints the frontiers after each, in
 the format of ``docs/formats.md`` (with ``--workers K``, on K simulated workers exchanging
-progress updates, :mod:`engine.exchange.protocol`: the same output); ``psi`` prints the path-summary
+progress updates, :mod:`engine.exchange.simulation`: the same output); ``psi`` prints the path-summary
 closure of the workload's graph; ``info`` says which backend ``auto`` (or ``--backend``)
 chooses here and why, with versions (also of PySpark, PyArrow and Java) and CUDA devices.
 ``tfront --version`` prints the package version.
 
 ``rollback FILE [--guard full|simple] [--solver auto|reference|batched] [--backend
 auto|cpu|cuda]`` prints the largest consistent rollback of a ``timely-rollback v1`` problem
-(:mod:`engine.rollback.problem`, ``docs/rollback.md``); a malformed file gives ``error: line N: ...``
-and status 2. Both solvers print the same answer (both assemble it with
-:func:`engine.rollback.problem.decide`); ``auto`` takes the batched one for all but tiny problems
-(:func:`engine.rollback.batched.choose_solver`), on the backend ``--backend`` picks.
+(:mod:`engine.rollback.problem`, read by :mod:`engine.rollback.format`, ``docs/rollback.md``); a
+malformed file gives ``error: line N: ...`` and status 2. Both solvers print the same answer
+(both assemble it with :func:`engine.rollback.problem.decide`); ``auto`` takes the batched one
+for all but tiny problems (:func:`engine.rollback.batched.choose_solver`), on the backend
+``--backend`` picks.
 
 Exit status: 0 success; 2 bad options (argparse) or bad input, with one message that names
 the file and line; 130 interrupted (Ctrl-C: a message, no traceback); 141 when stdout was
@@ -156,7 +157,7 @@ def _parser(plugins: bool = True) -> argparse.ArgumentParser:
                    help="accept cycles that do not advance time (asynchronous loops)")
     r.add_argument("--workers", type=positive_int, default=None, metavar="K",
                    help="replay on K simulated workers that exchange progress updates "
-                        "(engine.exchange.protocol, docs/exchange.md); same output, safety checked at "
+                        "(engine.exchange.simulation, docs/exchange.md); same output, safety checked at "
                         "every step")
     r.add_argument("--schedule-seed", type=int, default=None, metavar="S",
                    help="with --workers: seed of the random delivery order (default 0)")
@@ -249,7 +250,7 @@ def _progress(args) -> int:
 
 
 def _policy_names() -> list[str]:
-    from engine.exchange.protocol import POLICIES
+    from engine.exchange.policies import POLICIES
     return list(POLICIES)
 
 
@@ -289,10 +290,10 @@ def _replay(args) -> int:
 
 def _replay_workers(args, workload) -> int:
     """``tfront replay FILE --workers K``: each batch split among K simulated workers
-    (:func:`engine.exchange.protocol.split_batch`), every transition taken in a seeded random order with
+    (:func:`engine.exchange.simulation.split_batch`), every transition taken in a seeded random order with
     the safety properties checked after each, then the system run to quiescence and worker 0's
     frontiers printed -- after checking that every worker's equal the true ones."""
-    from engine.exchange.protocol import Exchange
+    from engine.exchange.simulation import Exchange
     ex = Exchange(workload.graph, args.workers, policy=args.policy or "all",
                   backend=args.backend, seed=args.schedule_seed or 0, check=True,
                   strict=args.strict)
@@ -452,7 +453,8 @@ def _rollback(args) -> int:
     """``tfront rollback FILE``: print the answer; ``error: line N: ...`` and status 2 for a
     malformed file (the answer format of docs/rollback.md)."""
     from engine.errors import BackendError, RollbackFormatError
-    from engine.rollback.problem import format_answer, read_rollback, solve
+    from engine.rollback.format import format_answer, read_rollback
+    from engine.rollback.problem import solve
     from engine.rollback.batched import choose_solver, solve_batched
     try:
         problem = read_rollback(args.file)

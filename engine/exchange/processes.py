@@ -1,5 +1,5 @@
 """The progress exchange protocol on real processes: ``K`` worker processes on this machine,
-each holding one :class:`engine.exchange.protocol.Worker`, send each other their progress updates as
+each holding one :class:`engine.exchange.worker.Worker`, send each other their progress updates as
 Arrow IPC streams over loopback TCP sockets; a coordinator feeds them a workload's batches.
 
 Topology (``docs/exchange-processes.md``)::
@@ -13,7 +13,7 @@ Topology (``docs/exchange-processes.md``)::
 
 One TCP connection per ordered pair of workers is exactly the protocol's FIFO queue
 ``msg w w'``: TCP delivers the updates of one sender to one receiver in the order they were
-sent, and each carries its ``seq``, which the receiving :class:`~engine.exchange.protocol.Worker`
+sent, and each carries its ``seq``, which the receiving :class:`~engine.exchange.worker.Worker`
 checks. A worker's update to itself (the model broadcasts to every worker, itself included)
 is delivered in-process, in order with its sends.
 
@@ -24,7 +24,7 @@ carries one Arrow IPC stream -- the schema once, then one record batch per updat
 :class:`~spark_plugin.service.frontier_service.FrontierService` could read it as it is.
 
 At the end of each batch the system is run to quiescence: every worker *settles* (sends what
-:class:`~engine.exchange.protocol.HoldBack` releases: a positive change its own capabilities justify may
+:class:`~engine.exchange.policies.HoldBack` releases: a positive change its own capabilities justify may
 stay, no frontier sees it), reports how many messages it has sent to each worker, and then
 waits until it has received that many from every worker; its frontiers are then final and are
 compared with a single tracker's. A worker process that dies or stops answering is named in a
@@ -120,12 +120,12 @@ def _delta_batch(loc, ts, diff, producer: str, seq: int, width: int) -> pa.Recor
         schema=delta_schema(width))
 
 def update_batch(update, width: int) -> pa.RecordBatch:
-    """An :class:`~engine.exchange.protocol.Update` as one record batch of :func:`delta_schema(width)
+    """An :class:`~engine.exchange.messages.Update` as one record batch of :func:`delta_schema(width)
     <engine.batched.arrow.delta_schema>`: its rows, ``producer = "worker-<sender>"`` and
     ``seq`` on every row.
 
     >>> import numpy as np
-    >>> from engine.exchange.protocol import Update
+    >>> from engine.exchange.messages import Update
     >>> u = Update(1, 7, np.array([3], np.int32), np.array([[0, 2]]), np.array([-1]))
     >>> b = update_batch(u, 2)
     >>> b.num_rows, b.column("producer")[0].as_py(), b.column("seq")[0].as_py()
@@ -136,7 +136,7 @@ def update_batch(update, width: int) -> pa.RecordBatch:
 
 
 def data_batch(message, sender: int, seq: int, width: int) -> pa.RecordBatch:
-    """A :class:`~engine.exchange.protocol.DataMessage` (capabilities ``sender`` sends to
+    """A :class:`~engine.exchange.messages.DataMessage` (capabilities ``sender`` sends to
     ``message.receiver`` as data) as one record batch: ``producer = "data-<sender>"``, ``seq``
     numbering ``sender``'s data messages to that receiver."""
     return _delta_batch(message.loc, message.ts, message.diff, producer_name(sender, "data"),
@@ -145,11 +145,11 @@ def data_batch(message, sender: int, seq: int, width: int) -> pa.RecordBatch:
 
 def read_batch(batch: pa.RecordBatch, sender: int, width: int, next_seq: int):
     """What a record batch on ``sender``'s connection carries: an
-    :class:`~engine.exchange.protocol.Update` (producer ``worker-<sender>``) or, for producer
+    :class:`~engine.exchange.messages.Update` (producer ``worker-<sender>``) or, for producer
     ``data-<sender>``, ``(seq, loc, ts, diff)`` of capabilities sent as data.
 
     ``next_seq`` is the sequence number a batch without rows is given (it has no ``seq`` to
-    read; TCP delivers in order). The receiving :class:`~engine.exchange.protocol.Worker` checks an
+    read; TCP delivers in order). The receiving :class:`~engine.exchange.worker.Worker` checks an
     update's ``seq`` against its FIFO queue.
 
     Raises
@@ -158,7 +158,7 @@ def read_batch(batch: pa.RecordBatch, sender: int, width: int, next_seq: int):
         The batch is not a delta batch, names another producer than the connection's sender,
         or carries more than one sequence number.
     """
-    from engine.exchange.protocol import Update
+    from engine.exchange.messages import Update
 
     check_delta_schema(batch.schema, width)
     loc = int_column(batch.column(LOC), LOC).astype(np.int32)
@@ -196,13 +196,13 @@ class BatchReport:
     changes : int
         Rows of the batch (data changes).
     operations : int
-        Worker operations :func:`~engine.exchange.protocol.split_batch` made of it.
+        Worker operations :func:`~engine.exchange.simulation.split_batch` made of it.
     equal : bool
         Every worker's frontiers equal the single tracker's (a difference raises
         :class:`~engine.errors.SafetyError`, so a returned report says True).
     updates, pointstamps, nbytes : int
         Progress updates sent in this batch (broadcasts, all workers), the rows they carried,
-        and their size by :attr:`~engine.exchange.protocol.Update.nbytes` -- the workers' ``stats``.
+        and their size by :attr:`~engine.exchange.messages.Update.nbytes` -- the workers' ``stats``.
     messages : int
         Update messages that crossed a socket (each broadcast goes to the ``K - 1`` others).
     wire_bytes : int
@@ -213,7 +213,7 @@ class BatchReport:
         not progress traffic, not in ``messages``).
     initial : int
         Rows no held capability justified, admitted as initial capabilities of their owner
-        into the quiescent system before the operations (:meth:`engine.exchange.protocol.Worker.admit`).
+        into the quiescent system before the operations (:meth:`engine.exchange.worker.Worker.admit`).
     latency_s : float
         From the dispatch of the batch until the last worker's frontiers took their final
         value (the time of the last update, in any worker, that changed its frontiers; the
@@ -246,18 +246,18 @@ _WIRE_KEYS = ("wire_bytes", "messages", "data_messages")
 
 
 def settle(worker):
-    """Send what :class:`~engine.exchange.protocol.HoldBack` releases of ``worker``'s ``temp`` (the
-    :class:`~engine.exchange.protocol.Exchange`'s ``quiesce`` does the same): what stays is only
+    """Send what :class:`~engine.exchange.policies.HoldBack` releases of ``worker``'s ``temp`` (the
+    :class:`~engine.exchange.simulation.Exchange`'s ``quiesce`` does the same): what stays is only
     positive changes the worker's own capabilities justify, which no frontier can see. The
-    :class:`~engine.exchange.protocol.Update`, or None when nothing is released."""
-    from engine.exchange.protocol import HoldBack
+    :class:`~engine.exchange.messages.Update`, or None when nothing is released."""
+    from engine.exchange.policies import HoldBack
 
     mask = HoldBack().release(worker)
     return worker.send(select=mask) if mask.any() else None
 
 
 def operation_parts(op, rows: int | None) -> list[tuple]:
-    """One operation of :func:`~engine.exchange.protocol.split_batch` as ``(loc, ts, diff, to)``
+    """One operation of :func:`~engine.exchange.simulation.split_batch` as ``(loc, ts, diff, to)``
     operations of at most ``rows`` rows (all of it when ``rows`` is None): the positive rows
     (new capabilities, data messages) first, then the drops.
 
@@ -295,8 +295,8 @@ class ProcessExchange:
     graph : engine.Graph
     workers : int
         Number of worker processes ``K`` (at least 1).
-    policy : str or engine.exchange.protocol.Policy
-        The workers' sending policy (a name of :data:`engine.exchange.protocol.POLICIES`, or a
+    policy : str or engine.exchange.policies.Policy
+        The workers' sending policy (a name of :data:`engine.exchange.policies.POLICIES`, or a
         policy object, pickled to each worker). Workers pass ``now`` in seconds of the
         machine's monotonic clock, so a time-based policy's interval is in seconds.
     backend : str or None
@@ -326,7 +326,8 @@ class ProcessExchange:
         self.op_rows = op_rows
         if not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        from engine.exchange.protocol import PointstampOrder, make_policy
+        from engine.exchange.multisets import PointstampOrder
+        from engine.exchange.policies import make_policy
         make_policy(policy)        # an unknown name fails here, before any process starts
         self.order = PointstampOrder(graph)
         self.graph, self.workers, self.policy, self.backend = graph, int(workers), policy, backend
@@ -363,13 +364,13 @@ class ProcessExchange:
 
     def reset(self, *, policy=None) -> None:
         """Start over on the same processes and sockets: every worker gets a fresh
-        :class:`~engine.exchange.protocol.Worker` (``policy``, default the current one; ``initial``
+        :class:`~engine.exchange.worker.Worker` (``policy``, default the current one; ``initial``
         capabilities), the single tracker and the counts a fresh state, the statistics zero. The exchange is
         quiescent between batches, so nothing is in flight. Saves the processes' start-up (a
         benchmark measures several policies on the same ``K``)."""
         self._check_usable()
         if policy is not None:
-            from engine.exchange.protocol import make_policy
+            from engine.exchange.policies import make_policy
             make_policy(policy)
             self.policy = policy
         try:
@@ -464,10 +465,10 @@ class ProcessExchange:
     def run_batch(self, loc, ts, diff) -> BatchReport:
         """Perform one workload batch across the workers and run them to quiescence.
 
-        As :meth:`engine.exchange.protocol.Exchange.perform_batch` does, the protocol is given the
+        As :meth:`engine.exchange.simulation.Exchange.perform_batch` does, the protocol is given the
         changes of the *positive part* of every workload count (a workload count may go below
         zero between batches, ``rec`` cannot: the frontiers are the same), split by
-        :func:`engine.exchange.protocol.split_batch` given the capabilities held (at quiescence, the
+        :func:`engine.exchange.simulation.split_batch` given the capabilities held (at quiescence, the
         positive counts); rows nothing held justifies are admitted first on every worker as
         initial capabilities of their owner. Each worker then performs its operation, sends
         its capabilities-as-data to their receivers and its updates under its policy, and
@@ -488,7 +489,7 @@ class ProcessExchange:
             worker's index); the exchange is then closed: the workers' states have diverged.
         """
         self._check_usable()
-        from engine.exchange.protocol import split_batch
+        from engine.exchange.simulation import split_batch
         from engine.batched.kernels import cpu_kernels
         from gpu_kernels.consolidate import consolidate
 
@@ -725,7 +726,7 @@ class _PeerLost(Exception):
 
 
 class _Node:
-    """One worker process: its :class:`~engine.exchange.protocol.Worker`, its sockets and its loop.
+    """One worker process: its :class:`~engine.exchange.worker.Worker`, its sockets and its loop.
 
     Threads: one reads the coordinator's pipe, one per incoming peer connection reads that
     peer's Arrow IPC stream; they only put what they read on ``inbox``. The main thread alone
@@ -783,7 +784,7 @@ class _Node:
         self.cout.send(("ready",))
 
     def _new_worker(self, policy) -> None:
-        from engine.exchange.protocol import Worker
+        from engine.exchange.worker import Worker
 
         self.worker = Worker(self.graph, self.index, self.k, backend=self.backend, policy=policy)
         self.worker.tracker = _Noting(self.worker.tracker, self._frontier_changed)
@@ -956,7 +957,7 @@ class _Node:
         policy -- admit, perform (a drop), send, receive -- so the kernels they use are loaded
         (or compiled) and the tracker's lazy structures built before the first batch: its
         latency then measures the protocol, not the start-up."""
-        from engine.exchange.protocol import Worker
+        from engine.exchange.worker import Worker
 
         w = Worker(self.graph, 0, 1, backend=self.backend, policy=self.worker.policy,
                    order=self.worker.order)
@@ -985,7 +986,7 @@ class _Node:
 
 
 def _empty_update(sender: int, width: int):
-    from engine.exchange.protocol import Update
+    from engine.exchange.messages import Update
     return Update(sender, 0, np.zeros(0, np.int32), np.zeros((0, width), np.int64),
                   np.zeros(0, np.int64))
 

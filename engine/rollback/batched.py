@@ -10,7 +10,8 @@ problems in ``tests/engine/rollback/test_rollback.py``.
 (:mod:`engine.rollback.cuda`); ``backend="auto"`` takes it only where a device is usable and
 the cost estimate says it pays.
 
->>> from engine.rollback.problem import parse_rollback, solve
+>>> from engine.rollback.format import parse_rollback
+>>> from engine.rollback.problem import solve
 >>> problem = parse_rollback("timely-rollback v1\\ntimes 3 1\\nnode 0\\nnode 1\\nin 0 0\\n"
 ...                          "edge 1 0 1\\nconsumed 0 0 0 1 0\\ninflight 1 2 0\\n")
 >>> solve_batched(problem).choice == solve(problem).choice
@@ -67,7 +68,7 @@ def choose_solver(problem: RollbackProblem, solver: str = "auto") -> tuple[str, 
     """``("reference" | "batched", reason)``: ``auto`` takes the batched solver unless
     ``n |T| < SOLVER_AUTO_CELLS``. Both give the same answer.
 
-    >>> from engine.rollback.problem import parse_rollback
+    >>> from engine.rollback.format import parse_rollback
     >>> choose_solver(parse_rollback("timely-rollback v1\\ntimes 2 1\\nnode 0\\n"))[0]
     'reference'
     """

@@ -45,7 +45,8 @@ Processor 0 forwards every message it reads to processor 1 at the same time; pro
 and has no checkpoint (``avail 1``: only ``{}``), so it forgets its event at 0 and both messages
 are queued for it again:
 
->>> from engine.rollback.problem import parse_rollback, solve
+>>> from engine.rollback.format import parse_rollback
+>>> from engine.rollback.problem import solve
 >>> problem = parse_rollback("timely-rollback v1\ntimes 2 1\nnode 0\nnode 1\nin 0 0\n"
 ...                          "edge 1 0 1\navail 1\n")
 >>> def g(p, history):

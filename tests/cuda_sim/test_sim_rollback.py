@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import cuda_cases as cc
-from engine.rollback.problem import Guard, parse_rollback
+from engine.rollback.format import parse_rollback
+from engine.rollback.problem import Guard
 from strategies import examples
 from rollback_cases import EXPECTED, problems
 

@@ -282,7 +282,8 @@ def test_pinned_pool_reuses_buffers_across_batches():
 
 # -- the batched rollback solver on the device (engine.rollback.cuda) ---------------------------
 
-from engine.rollback.problem import Guard, parse_rollback  # noqa: E402
+from engine.rollback.format import parse_rollback  # noqa: E402
+from engine.rollback.problem import Guard  # noqa: E402
 from rollback_cases import EXPECTED, problems  # noqa: E402
 
 rollback_guards = st.sampled_from(list(Guard))

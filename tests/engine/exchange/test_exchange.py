@@ -1,4 +1,4 @@
-"""The exchange protocol (engine.exchange.protocol) against the theorems of the verified paper.
+"""The exchange protocol (engine.exchange) against the theorems of the verified paper.
 
 A Hypothesis state machine drives K = 1..6 workers on random graphs through arbitrary
 interleavings of ``perf_op``, ``send_upd`` (policy-chosen and arbitrary subsets),
@@ -34,15 +34,18 @@ from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, p
                                  rule, run_state_machine_as_test)
 
 import engine
-import engine.exchange.protocol as exchange
+import engine.exchange.worker as exchange_worker
 from engine import GraphBuilder, ImpliedFrontierTracker, Summary
 from engine.cli.main import main
 from engine.core.closure import closure, could_result_in
 from engine.errors import (BackendError, BatchError, ExchangeCapabilityError, ExchangeError,
                            ExchangeStateError, SafetyError, UnjustifiedSendError,
                            UpdateOrderError)
-from engine.exchange.protocol import (INITIAL, OWN, POLICIES, Exchange, HoldBack, Policy, Update, Worker,
-                             make_policy, split_batch)
+from engine.exchange.messages import HEADER_BYTES, INITIAL, OWN, Update
+from engine.exchange.multisets import _take
+from engine.exchange.policies import POLICIES, HoldBack, Policy, SendBatched, make_policy
+from engine.exchange.simulation import Exchange, _Event, split_batch
+from engine.exchange.worker import Worker
 from engine.core.timestamp import le
 from engine.core.workload import example_graph
 from strategies import any_graphs, timestamps
@@ -254,7 +257,7 @@ class ExchangeMachine(RuleBasedStateMachine):
         n = len(worker.temp[0])
         mask = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool)
         mask[data.draw(st.integers(0, n - 1))] = True      # gamma is never empty
-        rest = exchange._take(worker.temp, ~mask)
+        rest = _take(worker.temp, ~mask)
         if self.o.justified(self.o.table(worker.caps), self.o.table(rest)):
             u = self.ex.send(w, select=mask)
             assert u.sender == w and len(u) == int(mask.sum())
@@ -424,7 +427,7 @@ class BatchedExchangeMachine(ExchangeMachine):
             [(l, tuple(r[:self.g.width(l)])) for l, r in zip(op.loc.tolist(), op.ts.tolist())],
             op.diff.tolist(), op.to.tolist())]
         ok = self.o.perf_op_ok(self.o.table(self.ex.workers[w].caps), changes)
-        assert (exchange._Event("perform", (w,)) in self.ex.events()) == ok
+        assert (_Event("perform", (w,)) in self.ex.events()) == ok
         if ok:
             self.ex.pending[w].popleft()
             self.ex.perform(w, op.loc, op.ts, op.diff, to=op.to)
@@ -535,7 +538,7 @@ def test_send_refuses_to_leave_temp_unjustified():
     u = w.flush()
     assert (u.sender, u.seq, u.diff.tolist()) == (0, 1, [-1])
     assert w.stats["updates_sent"] == 2 and w.stats["pointstamps_sent"] == 2
-    assert w.stats["bytes_sent"] == 2 * (exchange.HEADER_BYTES + 1 * (4 + 8 * 1 + 8))
+    assert w.stats["bytes_sent"] == 2 * (HEADER_BYTES + 1 * (4 + 8 * 1 + 8))
 
 
 def test_receive_checks_fifo_order_per_sender():
@@ -626,7 +629,7 @@ def test_a_broken_policy_is_stopped_by_send():
 
 def test_an_unguarded_send_is_caught_by_the_safety_check(monkeypatch):
     ex = _moved_capability(DropsFirst())
-    monkeypatch.setattr(exchange, "justified", lambda *a: -1)   # switch send_upd's guard off
+    monkeypatch.setattr(exchange_worker, "justified", lambda *a: -1)   # switch send_upd's guard off
     ex.send(0)                       # only the drop travels
     ex.receive(0, 1)                 # worker 1's view is now empty, but (1, 5) exists
     with pytest.raises(SafetyError, match=r"Safe fails: worker 1's view is vacant up to \(target mid\[1\].in0 .*\(5,\)\)"):
@@ -687,7 +690,7 @@ def test_holdback_keeps_exactly_what_justified_allows():
 
 
 def test_batch_policy_waits_for_size_or_time():
-    w = _worker(policy=exchange.SendBatched(size=3, interval=10))
+    w = _worker(policy=SendBatched(size=3, interval=10))
     w.perform(*rows(w.graph, [((1, (5,)), 1)]), now=0)
     assert w.send(now=5) is None and w.send(now=10) is not None
     w.perform(*rows(w.graph, [((1, (6,)), 1), ((1, (7,)), 1), ((2, (8,)), 1)]), now=11)
@@ -697,7 +700,7 @@ def test_batch_policy_waits_for_size_or_time():
 def test_batch_policy_clock_restarts_after_a_partial_send():
     """What a partial send (quiesce's settling) leaves behind does not make the next batch
     due early: the clock restarts at the next operation."""
-    w = _worker(policy=exchange.SendBatched(size=100, interval=10))
+    w = _worker(policy=SendBatched(size=100, interval=10))
     w.perform(*rows(w.graph, [((1, (6,)), 1), ((1, (7,)), 1)]), now=0)
     assert w.send(now=1, select=np.array([True, False])) is not None   # (1, 7) stays
     assert not w.wants_to_send(50)       # nothing performed since the send
@@ -937,7 +940,7 @@ def test_replay_workers_strict_refuses_a_negative_count_like_the_single_worker()
 def test_replay_workers_names_the_first_safety_violation(monkeypatch):
     """With send's guard switched off and a policy that sends drops first, the replay stops at
     the first step where a worker's view is wrong, and says where."""
-    monkeypatch.setattr(exchange, "justified", lambda *a: -1)
+    monkeypatch.setattr(exchange_worker, "justified", lambda *a: -1)
     monkeypatch.setitem(POLICIES, "all", DropsFirst)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -19,7 +19,7 @@ pa = pytest.importorskip("pyarrow", reason="pyarrow is in the spark extra: pip i
 
 from engine import Exchange, ImpliedFrontierTracker, read_workload  # noqa: E402
 from engine.errors import BatchError, ExchangeStateError  # noqa: E402
-from engine.exchange.protocol import DataMessage, Update  # noqa: E402
+from engine.exchange.messages import DataMessage, Update  # noqa: E402
 from engine.core.workload import EXAMPLE_PATH  # noqa: E402
 from engine.errors import SchemaError  # noqa: E402
 from engine.exchange.processes import WorkerProcessError, WorkerTimeoutError  # noqa: E402

@@ -1,7 +1,7 @@
-"""engine.rollback.problem and engine.rollback.batched (issue 12, items 1-4): the paper's examples with
-their answers, the format's errors with their lines, the batched solver against the reference,
-and the paper's properties (Theorem 2, closure under union, least rollback against brute force,
-Lemma 1 across a rollback in a simulated run)."""
+"""engine.rollback.problem, engine.rollback.format and engine.rollback.batched (issue 12, items
+1-4): the paper's examples with their answers, the format's errors with their lines, the batched
+solver against the reference, and the paper's properties (Theorem 2, closure under union, least
+rollback against brute force, Lemma 1 across a rollback in a simulated run)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from hypothesis import assume, event, given, strategies as st
 
 from engine.cli.main import main
 from engine.errors import RollbackFormatError, TimelyFrontierError
+from engine.rollback.format import format_answer, parse_rollback
 from engine.rollback.problem import (Guard, RollbackProblem, c1, c2, c3, c5,
-                             could_result_in, down, format_answer, parse_rollback, phi,
+                             could_result_in, down, phi,
                              s, solve, union, within)
 from engine.rollback.batched import solve_batched
 from engine.rollback.state import Effects, RunState, rebuild

@@ -16,7 +16,8 @@ from hypothesis import given, strategies as st
 
 from engine.cli.main import main
 from engine.errors import BackendError
-from engine.rollback.problem import Guard, parse_rollback, solve
+from engine.rollback.format import parse_rollback
+from engine.rollback.problem import Guard, solve
 from engine.rollback.batched import SOLVER_AUTO_CELLS, choose_solver, solve_batched
 from engine.rollback.cuda import RollbackStats, choose_rollback_backend, estimate
 from strategies import examples

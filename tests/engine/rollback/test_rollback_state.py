@@ -19,7 +19,8 @@ from hypothesis import assume, event, given, strategies as st
 from engine.batched.backend import make_tracker
 from engine.errors import RollbackFormatError, RollbackStateError, TimelyFrontierError
 from engine.trackers.reference import ImpliedFrontierTracker
-from engine.rollback.problem import Avail, EdgeDecl, Guard, RollbackProblem, down, parse_rollback, solve
+from engine.rollback.format import parse_rollback
+from engine.rollback.problem import Avail, EdgeDecl, Guard, RollbackProblem, down, solve
 from engine.rollback.state import (Effects, RunState, count_delta, one_step_pairs, pointstamps,
                                    rebuild, rebuild_counts, state_problem, tracker_graph)
 from strategies import examples

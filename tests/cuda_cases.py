@@ -723,7 +723,7 @@ def check_rollback_round_kernels(problem, guard, rng, *, simulated, tpb=None):
     against ``RollbackArrays.fc_step``; the upward closure, ``select`` and ``write`` against
     ``largest_available(f & ~upclose(bad))``, with the changed flag."""
     from engine.rollback.problem import Guard
-    from engine.rollback.batched import RollbackArrays, upclose
+    from engine.rollback.masks import RollbackArrays, upclose
     from engine.rollback.cuda import DeviceRollback
     from gpu_kernels import rollback as rk
     guard = Guard(guard)
@@ -772,7 +772,7 @@ def check_rollback_images(problem, rng, *, simulated, tpb=None):
     ``gather_src`` against the OR over each processor's out-edges; ``pull_dst`` against
     ``dem |= demp[dst]``; ``tops`` against ``maximal_rows``."""
     from engine.rollback.problem import Guard
-    from engine.rollback.batched import RollbackArrays, _rank_passes, maximal_rows
+    from engine.rollback.masks import RollbackArrays, _rank_passes, maximal_rows
     from engine.rollback.cuda import DeviceRollback
     from gpu_kernels import rollback as rk
     dr = DeviceRollback(problem, Guard.SIMPLE, simulated=simulated, tpb=tpb)
@@ -815,7 +815,7 @@ def check_rollback_images(problem, rng, *, simulated, tpb=None):
 def check_rollback_c4_rows(problem, *, simulated, tpb=None):
     """C4's rows by the device's reverse reachability equal the cpu backend's."""
     from engine.rollback.problem import Guard
-    from engine.rollback.batched import RollbackArrays
+    from engine.rollback.masks import RollbackArrays
     from engine.rollback.cuda import DeviceRollback
     dev = DeviceRollback(problem, Guard.FULL, simulated=simulated, tpb=tpb).arrays.c4
     cpu = RollbackArrays(problem, Guard.FULL).c4

@@ -3,13 +3,15 @@
 Every module of ``gpu_kernels``, ``engine`` and ``spark_plugin`` is read with :mod:`ast`
 (not imported), and every ``import`` in it counts -- at the top, inside functions (lazy) and
 under ``TYPE_CHECKING`` alike, since each is a dependency a reader has to hold in mind. The
-layers, lowest first, are :data:`LAYERS`; docs/architecture.md draws them.
+layers, lowest first, are :data:`LAYERS`; docs/architecture.md describes them and
+``docs/img/architecture.py`` draws them from this module's :data:`GRAPH`.
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -70,15 +72,27 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def imports_of(name: str, path: Path, known: dict[str, Path]) -> dict[str, int]:
-    """The modules of ours that ``name`` imports anywhere in its file: ``{module: line}``.
+class Import(NamedTuple):
+    """Where a module is first imported, and whether some import of it runs at module level
+    (``False``: only inside functions, loaded lazily)."""
+
+    line: int
+    top_level: bool
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path]) -> dict[str, Import]:
+    """The modules of ours that ``name`` imports anywhere in its file: ``{module: Import}``.
 
     ``from package import name`` counts as importing the submodule when ``name`` is one.
     """
     is_package = path.name == "__init__.py"
     package = name if is_package else name.rpartition(".")[0]
-    out: dict[str, int] = {}
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    lazy = {id(n) for f in ast.walk(tree)
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            for n in ast.walk(f)}
+    out: dict[str, Import] = {}
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -94,7 +108,10 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> dict[str, int]:
             continue
         for target in targets:
             if target.split(".")[0] in PACKAGES and target != name:
-                out.setdefault(target, node.lineno)
+                seen = out.get(target)
+                top = id(node) not in lazy
+                out[target] = Import(min(seen.line, node.lineno) if seen else node.lineno,
+                                     top or bool(seen and seen.top_level))
     return out
 
 
@@ -109,7 +126,7 @@ def test_layers_only_point_down():
     wrong = []
     for name, targets in GRAPH.items():
         unit = unit_of(name)
-        for target, line in targets.items():
+        for target, (line, _) in targets.items():
             other = unit_of(target)
             if other != unit and RANK[other] >= RANK[unit]:
                 wrong.append(f"{modules()[name].relative_to(ROOT)}:{line}: {name} ({unit}, "
@@ -159,7 +176,7 @@ def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
 
 def test_no_import_circles():
     # a package's __init__ re-exporting its own modules is no circle: it only points down
-    graph = {name: {t: line for t, line in targets.items()
+    graph = {name: {t: imp for t, imp in targets.items()
                     if not (name == t.rpartition(".")[0] or t in PACKAGES)}
              for name, targets in GRAPH.items()}
     assert _cycles(graph) == []

@@ -1,28 +1,30 @@
 """Draw docs/img/architecture.png: the packages as boxes in their layers, the imports between them.
 
 The arrows are computed from the source with :mod:`ast` (every ``import`` and ``from ...
-import`` of ``engine``, ``spark_plugin`` and ``gpu_kernels`` modules, relative ones resolved),
-so the picture stays true as the code changes: rerun it after moving modules::
+import`` of ``engine``, ``spark_plugin`` and ``gpu_kernels`` modules, relative ones resolved;
+the graph and the layer rule are those of ``tests/test_layers.py``), so the picture stays true
+as the code changes: rerun it after moving modules::
 
     .venv/bin/python docs/img/architecture.py            # writes docs/img/architecture.png
     .venv/bin/python docs/img/architecture.py --check    # only lists imports that break the layers
 
 A solid arrow is an import at module level, a dashed one an import made only inside a function
-(loaded lazily). An arrow from a lower layer up to a higher one breaks the rule of
-docs/architecture.md (a module imports only from its own layer or lower): it is drawn red and
-listed on stdout, and ``--check`` exits with status 1 when there is one.
+(loaded lazily). An arrow that points up or sideways breaks the rule of
+docs/architecture.md (a module imports only from its own unit or a lower layer): it is drawn
+red and listed on stdout, and ``--check`` exits with status 1 when there is one.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-OURS = ("gpu_kernels", "engine", "spark_plugin")
+sys.path.insert(0, str(ROOT / "tests"))
+# the layer rule and the import graph, read with ast once, where the test that keeps them lives
+from test_layers import GRAPH, RANK, unit_of  # noqa: E402
 
 #: The layers, lowest first (docs/architecture.md), and the boxes in each, row by row. A
 #: layer may take several rows (spark_plugin: its base, service and session, the job
@@ -72,17 +74,6 @@ NOTES = {
 }
 
 
-def modules() -> dict[str, tuple[Path, bool]]:
-    """Every module of ours: dotted name -> (path, is a package's ``__init__``)."""
-    out = {}
-    for top in OURS:
-        for p in sorted((ROOT / top).rglob("*.py")):
-            parts = list(p.relative_to(ROOT).with_suffix("").parts)
-            is_pkg = parts[-1] == "__init__"
-            out[".".join(parts[:-1] if is_pkg else parts)] = (p, is_pkg)
-    return out
-
-
 def box_of(mod: str) -> str:
     """The box a module is drawn in: its package, with the groups the layers name."""
     if mod == "engine":
@@ -109,36 +100,6 @@ def box_of(mod: str) -> str:
     raise ValueError(f"module {mod} is in no box of LAYERS: add its package there")
 
 
-def imports(mods) -> dict[tuple[str, str], bool]:
-    """(importer, imported) module pairs -> whether some import of the pair is at module level."""
-    pairs: dict[tuple[str, str], bool] = {}
-    for name, (path, is_pkg) in mods.items():
-        pkg = name if is_pkg else name.rpartition(".")[0]
-        tree = ast.parse(path.read_text(), str(path))
-        lazy_nodes = {id(n) for f in ast.walk(tree)
-                      if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-                      for n in ast.walk(f)}
-        for node in ast.walk(tree):
-            targets = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = pkg.split(".")[:len(pkg.split(".")) - (node.level - 1)]
-                    mod = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    mod = node.module or ""
-                targets = [mod] + [f"{mod}.{a.name}" for a in node.names
-                                   if f"{mod}.{a.name}" in mods]
-            for t in targets:
-                while t and t not in mods:          # `import engine.core.graph as g` etc.
-                    t = t.rpartition(".")[0]
-                if t and t.split(".")[0] in OURS and t != name:
-                    key = (name, t)
-                    pairs[key] = pairs.get(key, False) or id(node) not in lazy_nodes
-    return pairs
-
-
 def graph():
     """Boxes' layer and row, and the box-to-box imports: {(a, b): (top_level, [module pairs])}."""
     layer_of, row_of = {}, {}
@@ -148,23 +109,28 @@ def graph():
             for b in boxes:
                 layer_of[b], row_of[b] = li, row
             row += 1
-    mods = modules()
     edges: dict[tuple[str, str], list] = defaultdict(lambda: [False, []])
-    for (a, b), top in imports(mods).items():
-        ba, bb = box_of(a), box_of(b)
-        if ba != bb:
-            e = edges[(ba, bb)]
-            e[0] = e[0] or top
-            e[1].append((a, b, top))
+    for a, targets in GRAPH.items():
+        for b, imp in targets.items():
+            ba, bb = box_of(a), box_of(b)
+            if ba != bb:
+                e = edges[(ba, bb)]
+                e[0] = e[0] or imp.top_level
+                e[1].append((a, b, imp.top_level))
     return layer_of, row_of, dict(edges)
 
 
+def breaks_layers(a: str, b: str) -> bool:
+    """``a`` importing ``b`` points up or sideways: the rule of tests/test_layers.py."""
+    ua, ub = unit_of(a), unit_of(b)
+    return ua != ub and RANK[ub] >= RANK[ua]
+
+
 def upward(layer_of, edges):
-    """The imports from a lower layer into a higher one, as 'importer -> imported' lines."""
+    """The imports that break the layers, as 'importer -> imported' lines."""
     return [f"{a} -> {b}" + ("" if top else " (inside a function)")
             for (ba, bb), (_, pairs) in sorted(edges.items())
-            if layer_of[bb] > layer_of[ba]
-            for a, b, top in sorted(pairs)]
+            for a, b, top in sorted(pairs) if breaks_layers(a, b)]
 
 
 def draw(out: Path) -> list[str]:
@@ -203,7 +169,7 @@ def draw(out: Path) -> list[str]:
         if bb in NOT_DRAWN_INTO:
             continue
         (xa, ya), (xb, yb) = pos[ba], pos[bb]
-        up = layer_of[bb] > layer_of[ba]
+        up = any(breaks_layers(a, b) for a, b, _ in pairs)
         same_row = ya == yb
         start = (xa, ya + (0 if same_row else (-BH / 2 if yb < ya else BH / 2)))
         end = (xb, yb + (0 if same_row else (BH / 2 if yb < ya else -BH / 2)))

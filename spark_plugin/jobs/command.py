@@ -23,7 +23,7 @@ from typing import Callable
 
 from engine.errors import TimelyFrontierError
 
-from spark_plugin.jobs.framework import write_line
+from spark_plugin.session.console import write_line
 
 __all__ = ["run_job_command", "verbosity", "SPARK_LOG_LEVELS"]
 

@@ -22,7 +22,8 @@ from spark_plugin.errors import (ChangeLogError, ConfigError, DeliveryConflictEr
 from spark_plugin.service.executor import PartitionConsolidator, consolidate_table
 from spark_plugin.schema import (CNT, DELTA_COLUMNS, DIFF, LOC, PRODUCER, RAW_COLUMNS, SEQ, SPARK_DDL, TS,
                      counts_schema, delta_schema, delta_table, spark_schema, wire_schema)
-from spark_plugin.service.frontier_service import ApplyResult, FrontierService, Gap, ServiceStatus, read_log
+from spark_plugin.service.frontier_service import ApplyResult, FrontierService, Gap, ServiceStatus
+from spark_plugin.service.persistence import read_log
 from spark_plugin.service.streaming import DeltaSink, read_delta_stream, start_delta_stream
 
 __all__ = [

@@ -7,14 +7,17 @@ checked, a rerun after success answered without Spark, the Spark settings chosen
 (:func:`verbosity`: the progress bar, round lines, this package's log through the bar, Spark's
 log level), an out-of-memory JVM turned into a named error, one line per final epoch and the
 totals on stdout, Ctrl-C answered with exit status 130, and the session stopped if the
-command started it. The job itself is a callable the command passes in. Importing this
-module loads neither PySpark nor any kernel.
+command started it. The job itself is a callable the command passes in. The option types
+every job command shares -- :func:`master_url`, :func:`memory_size`, :func:`conf_pair` --
+are here too. Importing this module loads neither PySpark nor any kernel.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
+import re
 import shutil
 import sys
 import time
@@ -23,14 +26,22 @@ from typing import Callable
 
 from engine.errors import TimelyFrontierError
 
-from spark_plugin.jobs.framework import write_line
+from spark_plugin.session.console import write_line
 
-__all__ = ["run_job_command", "verbosity", "SPARK_LOG_LEVELS"]
+__all__ = ["run_job_command", "verbosity", "SPARK_LOG_LEVELS", "master_url", "memory_size",
+           "conf_pair", "MASTER_FORMS"]
 
 log = logging.getLogger(__name__)
 
 #: A job command's verbosity (0 ``--quiet``, 1 default, 2 ``-v``, 3 ``-vv``) -> Spark's log level.
 SPARK_LOG_LEVELS = {0: "error", 1: "error", 2: "warn", 3: "info"}
+#: Spark master URLs ``--master`` accepts (their form only; Spark checks the rest).
+MASTER = re.compile(
+    r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?"
+    r"|local-cluster\[[1-9][0-9]*, *[1-9][0-9]*, *[1-9][0-9]*\]"
+    r"|yarn|spark://[^\s/]+(,[^\s/]+)*|(k8s|mesos)://\S+")
+MASTER_FORMS = ("local, local[N], local[*], local[N,F], local-cluster[N,C,M], "
+                 "spark://HOST:PORT, yarn, k8s://URL or mesos://URL")
 
 
 def verbosity(args) -> int:
@@ -38,6 +49,32 @@ def verbosity(args) -> int:
     if getattr(args, "quiet", False):
         return 0
     return 1 + min(int(getattr(args, "verbose", 0) or 0), 2)
+
+
+def master_url(text: str) -> str:
+    if not MASTER.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Spark master URL; expected "
+                                         f"{MASTER_FORMS}")
+    return text.strip()
+
+
+def memory_size(text: str) -> str:
+    """``--driver-memory``: a JVM memory size such as ``512m`` or ``8g``."""
+    t = text.strip().lower()
+    if len(t) < 2 or t[-1] not in "kmgt" or not t[:-1].isdigit() or int(t[:-1]) == 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a memory size: a whole number with a unit k, m, g or t (e.g. 8g)")
+    return t
+
+
+def conf_pair(text: str) -> tuple[str, str]:
+    """``--conf KEY=VALUE``: a Spark setting (the key must start with ``spark.``)."""
+    key, eq, value = text.partition("=")
+    key = key.strip()
+    if not eq or not key.startswith("spark.") or len(key) <= len("spark."):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not KEY=VALUE with a Spark key (e.g. spark.executor.memory=4g)")
+    return key, value.strip()
 
 
 class _BarLogHandler(logging.Handler):

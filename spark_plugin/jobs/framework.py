@@ -47,6 +47,11 @@ against the capabilities held (:meth:`engine.operate.dataflow.Dataflow.check`), 
 
 :meth:`EpochJob.run` returns a :class:`JobResult`. :class:`spark_plugin.jobs.wcc.job.WccJob` and
 :class:`spark_plugin.jobs.sssp.job.SsspJob` are complete examples (``docs/jobs.md``).
+
+Beside the framework, in modules of their own: the Arrow arrays a task builds and reads
+(:mod:`~spark_plugin.jobs.arrow`), lineage truncation per stage
+(:mod:`~spark_plugin.jobs.checkpoints`), the kernel backend a job runs
+(:mod:`~spark_plugin.jobs.backend`) and its progress bar (:mod:`~spark_plugin.jobs.progress_bar`).
 """
 
 from __future__ import annotations
@@ -64,8 +69,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine import Backend
-from engine.batched.backend import ENV_VAR
-from engine.errors import BackendError, BatchError, TimelyFrontierError
+from engine.errors import BatchError, TimelyFrontierError
 from engine.jit import CompileWatch
 from engine.operate.dataflow import Dataflow, Report
 
@@ -73,12 +77,17 @@ from spark_plugin.service.device import KernelPlacement
 from spark_plugin.jobs.progress_log import ProgressRecorder
 from spark_plugin.schema import delta_table, text_column
 from spark_plugin.service.frontier_service import FrontierService
+from spark_plugin.session.console import write_line
+from spark_plugin.jobs.arrow import (arrow_bool, arrow_fixed, arrow_numpy, arrow_ragged, arrow_take,
+                                     arrow_types, list_matrix)
+from spark_plugin.jobs.backend import requested_backend, service_backend
+from spark_plugin.jobs.checkpoints import Checkpoints
 from spark_plugin.jobs.edges import EdgeInputError, edges_table, epoch_sources
+from spark_plugin.jobs.progress_bar import Progress, fmt_frontier
 from spark_plugin.jobs.recovery import OutputLog, crash_point, dataframe_digest, job_fingerprint
 
 __all__ = ["EpochJob", "EpochInput", "EpochOutcome", "JobDriver", "JobResult", "StageTask",
-           "JobProtocolError", "Checkpoints", "Progress", "write_line", "requested_backend",
-           "service_backend", "fmt_frontier", "le"]
+           "JobProtocolError", "le"]
 
 log = logging.getLogger(__name__)
 
@@ -559,9 +568,10 @@ class JobDriver:
                   epoch: int, iteration: int):
         """Run one stage on ``df`` (the task's data columns) repartitioned into ``P`` by
         ``key``: ``make_task(seq)`` is its :class:`StageTask`. The output is checkpointed
-        (:class:`Checkpoints`), its progress rows collected and applied
-        (:meth:`apply_progress`) before this returns. Returns the data rows (a DataFrame)
-        and the ids of the checkpoint, for :meth:`Checkpoints.release`."""
+        (:class:`~spark_plugin.jobs.checkpoints.Checkpoints`), its progress rows collected
+        and applied (:meth:`apply_progress`) before this returns. Returns the data rows (a
+        DataFrame) and the ids of the checkpoint, for
+        :meth:`~spark_plugin.jobs.checkpoints.Checkpoints.release`."""
         from pyspark.sql import functions as F
 
         from spark_plugin.service.batch import collect_arrow
@@ -964,213 +974,10 @@ class EpochJob(abc.ABC):
         return collect_arrow(last.orderBy(self.result_columns[0]))
 
 
-# Arrays for the tasks' output are built from their buffers: ``pa.array`` asks pyarrow's
-# pandas shim whether its input is a pandas object, which imports pandas (about 0.3 s in
-# every fresh Python worker, on the first stage's critical path).
-
-def arrow_fixed(typ: pa.DataType, x: np.ndarray) -> pa.Array:
-    """A null-free Arrow array of the fixed-width type ``typ`` over the numpy array ``x``."""
-    x = np.ascontiguousarray(x, typ.to_pandas_dtype())
-    return pa.Array.from_buffers(typ, len(x), [None, pa.py_buffer(x)])
-
-
-def arrow_bool(x: np.ndarray) -> pa.Array:
-    bits = np.packbits(np.asarray(x, np.bool_), bitorder="little")
-    return pa.Array.from_buffers(pa.bool_(), len(x), [None, pa.py_buffer(bits)])
-
-
-def arrow_lists(typ: pa.DataType, rows) -> pa.Array:
-    """A list array (``list<int64>`` or ``large_list<int64>``) of the int sequences ``rows``."""
-    lens = np.array([len(r) for r in rows], np.int64)
-    off = np.zeros(len(rows) + 1, np.int64 if pa.types.is_large_list(typ) else np.int32)
-    np.cumsum(lens, out=off[1:])
-    values = arrow_fixed(pa.int64(), np.array([v for r in rows for v in r], np.int64))
-    return pa.Array.from_buffers(typ, len(rows), [None, pa.py_buffer(off)], children=[values])
-
-
-def arrow_ragged(typ: pa.DataType, values: np.ndarray, widths: np.ndarray) -> pa.Array:
-    """A list array (``list<int64>`` or ``large_list<int64>``) whose row ``i`` holds the next
-    ``widths[i]`` of ``values`` (int64, the rows' elements one after another), built from
-    the buffers: no Python step per row."""
-    widths = np.asarray(widths, np.int64)
-    off = np.zeros(len(widths) + 1, np.int64 if pa.types.is_large_list(typ) else np.int32)
-    np.cumsum(widths, out=off[1:])
-    if int(off[-1]) != len(values):
-        raise ValueError(f"arrow_ragged: widths sum to {int(off[-1])}, {len(values)} values")
-    return pa.Array.from_buffers(typ, len(widths), [None, pa.py_buffer(off)],
-                                 children=[arrow_fixed(pa.int64(), values)])
-
-
-def arrow_take(typ: pa.DataType, names, codes: np.ndarray) -> pa.Array:
-    """The ``string`` / ``large_string`` array whose row ``i`` is ``names[codes[i]]``, built
-    from the buffers with NumPy over the few distinct strings: no Python string per row
-    (nor ``pyarrow.compute``, whose first import costs a task most of a second)."""
-    codes = np.asarray(codes, np.int64)
-    data = [str(x).encode("utf-8") for x in names]
-    size = np.array([len(d) for d in data], np.int64)
-    start = np.zeros(len(data) + 1, np.int64)
-    np.cumsum(size, out=start[1:])
-    pool = np.frombuffer(b"".join(data), np.uint8)
-    lens = size[codes]
-    off = np.zeros(len(codes) + 1, np.int64)
-    np.cumsum(lens, out=off[1:])
-    total = int(off[-1])
-    if len(data) == 1:   # one string repeated: its bytes, k times
-        blob = data[0] * len(codes)
-    else:
-        at = np.repeat(start[:-1][codes] - off[:-1], lens) + np.arange(total, dtype=np.int64)
-        blob = pool[at].tobytes()
-    off = off.astype(np.int64 if pa.types.is_large_string(typ) else np.int32, copy=False)
-    return pa.Array.from_buffers(typ, len(codes), [None, pa.py_buffer(off),
-                                                   pa.py_buffer(blob)])
-
-
-def list_matrix(column, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """A list-of-integers column (``list``, ``large_list`` or ``fixed_size_list``, any
-    chunking) as ``(int64[n, w], widths int64[n])``: row ``i``'s elements in the first
-    ``widths[i]`` columns, zeros after, ``w`` the widest row. Read from the offsets and the
-    values, no Python step per row. A null row or element raises :class:`BatchError`."""
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    n = len(arr)
-    if arr.null_count:
-        raise BatchError(f"column {name!r}: {arr.null_count} null rows")
-    if pa.types.is_fixed_size_list(arr.type):
-        widths = np.full(n, arr.type.list_size, np.int64)
-    else:
-        off = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), np.int64)
-        widths = np.diff(off)
-    values = arr.flatten()   # the elements of the rows in the array's slice, in order
-    if values.null_count:
-        raise BatchError(f"column {name!r}: {values.null_count} null elements")
-    flat = arrow_numpy(values).astype(np.int64, copy=False)
-    w = int(widths.max()) if n else 0
-    out = np.zeros((n, w), np.int64)
-    out[np.arange(w) < widths[:, None]] = flat
-    return out, widths
-
-
-def arrow_strings(typ: pa.DataType, items) -> pa.Array:
-    """A ``string`` / ``large_string`` array of the Python strings ``items``."""
-    data = [x.encode("utf-8") for x in items]
-    off = np.zeros(len(data) + 1, np.int64 if pa.types.is_large_string(typ) else np.int32)
-    np.cumsum([len(d) for d in data], out=off[1:])
-    return pa.Array.from_buffers(typ, len(data),
-                                 [None, pa.py_buffer(off), pa.py_buffer(b"".join(data))])
-
-
-def arrow_numpy(col) -> np.ndarray:
-    """The values of an Arrow (chunked) array of a fixed-width or boolean type as a writable
-    numpy array, read from its buffers (``to_numpy`` imports pandas too); arrays with nulls
-    go through ``to_numpy``."""
-    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    typ = col.type
-    parts = []
-    for c in chunks:
-        n, off = len(c), c.offset
-        if c.null_count:
-            parts.append(c.to_numpy(zero_copy_only=False))
-        elif pa.types.is_boolean(typ):
-            bits = np.frombuffer(c.buffers()[1], np.uint8)
-            parts.append(np.unpackbits(bits, count=off + n, bitorder="little")[off:]
-                         .astype(np.bool_))
-        else:
-            dt = np.dtype(typ.to_pandas_dtype())
-            parts.append(np.frombuffer(c.buffers()[1], dt, count=n, offset=off * dt.itemsize))
-    if not parts:
-        return np.zeros(0, np.bool_ if pa.types.is_boolean(typ) else typ.to_pandas_dtype())
-    return np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
-
-
-def to_ipc(batches, schema: pa.Schema) -> bytes:
-    """Arrow record batches as one Arrow IPC stream (the bytes a task ships)."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, schema) as w:
-        for b in batches:
-            w.write_batch(b)
-    return sink.getvalue().to_pybytes()
-
-
-def from_ipc(blob: bytes) -> pa.Table:
-    return pa.ipc.open_stream(blob).read_all()
-
-
-
 def is_dataframe(edges) -> bool:
     """``edges`` is a Spark DataFrame (classic or Spark Connect)."""
     return not isinstance(edges, (str, os.PathLike, pa.Table)) and all(
         hasattr(edges, a) for a in ("columns", "select", "schema", "sparkSession"))
-
-
-def arrow_types(large: bool):
-    return (pa.large_list(pa.int64()) if large else pa.list_(pa.int64()),
-            pa.large_string() if large else pa.string())
-
-
-
-def write_line(text: str, file=None) -> None:
-    """Write one line to ``file`` (default stdout) through the progress bar: a tqdm bar on
-    the terminal is cleared first and redrawn after, so the two never share a line."""
-    file = sys.stdout if file is None else file
-    tqdm = sys.modules.get("tqdm")   # a bar exists only if tqdm was imported
-    if tqdm is None:
-        print(text, file=file, flush=True)
-        return
-    with tqdm.tqdm.external_write_mode(file=file):
-        file.write(text + "\n")
-        file.flush()
-
-
-class Progress:
-    """What a job shows on stderr while it runs, by ``level``:
-
-    * 0: nothing;
-    * 1 (the default): on a terminal a tqdm bar of final epochs, its postfix the current
-      epoch's round and the frontier the job's loop decides from; nothing otherwise;
-    * 2 (``-v``): also one line per round, ``NAME: epoch E round R: frontier PORT {..}``
-      (written through the bar on a terminal; ``wcc``: ``frontier label.in0``).
-
-    Rounds are counted from 1: after round ``R`` of an epoch the bar and the round line say
-    ``round R``, and an epoch that ends there says ``rounds R``.
-    """
-
-    @staticmethod
-    def level_of(progress: "bool | int | None") -> int:
-        """A job's ``progress`` as a level: ``None``/``True`` 1, ``False`` 0."""
-        return 1 if progress is None or progress is True else int(progress)
-
-    def __init__(self, level: "bool | int | None", total: int | None, name: str = "wcc"):
-        self.level = self.level_of(level)
-        self.name = name
-        self.bar = None
-        if self.level >= 1 and sys.stderr.isatty():
-            try:
-                from tqdm import tqdm
-                self.bar = tqdm(total=total, unit="epoch", desc=name, file=sys.stderr,
-                                dynamic_ncols=True)
-            except ImportError:  # pragma: no cover
-                self.bar = None
-
-    def note(self, text: str) -> None:
-        """A one-off message (``NAME: text``) on stderr, shown from level 1."""
-        if self.level >= 1:
-            write_line(f"{self.name}: {text}", sys.stderr)
-
-    def round(self, epoch: int, rounds: int, frontier, where: str = "label.in0") -> None:
-        """Round ``rounds`` (1, 2, ...) of ``epoch`` is complete; ``frontier`` at ``where``."""
-        if self.bar is not None:
-            self.bar.set_postfix_str(f"epoch {epoch} round {rounds}, frontier {where} "
-                                     f"{fmt_frontier(frontier)}")
-        if self.level >= 2:
-            write_line(f"{self.name}: epoch {epoch} round {rounds}: frontier {where} "
-                       f"{fmt_frontier(frontier)}", sys.stderr)
-
-    def epoch(self, summary) -> None:
-        if self.bar is not None:
-            self.bar.update(1)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 def le(t, u) -> bool:
@@ -1181,151 +988,3 @@ def le(t, u) -> bool:
 def _port_name(op: str, port: int) -> str:
     """``relax.in0`` for input 0 of the operator at path ``loop/relax``."""
     return f"{op.rsplit('/', 1)[-1]}.in{port}"
-
-
-def fmt_frontier(frontier) -> str:
-    return "{" + ", ".join("(" + ", ".join(str(x) for x in t) + ")" for t in frontier) + "}"
-
-
-class Checkpoints:
-    """Truncates lineage after every stage. With no directory: ``localCheckpoint`` (executor
-    storage, fast), tracking the RDDs it persists to release them when superseded. With a
-    checkpoint directory (a reliable file system, e.g. HDFS on a cluster): ``checkpoint``,
-    written there (under the run's own ``<directory>/<uuid>``, which ``setCheckpointDir``
-    creates), so an executor lost mid-run costs a recomputation of nothing but its current
-    stage. Each checkpoint is then known by the ``rdd-*`` directories it added, and
-    :meth:`release` deletes them once superseded (through Hadoop's ``FileSystem``, so HDFS
-    too) -- Spark's own cleaner would only do so when the JVM collects the RDD, and only with
-    ``spark.cleaner.referenceTracking.cleanCheckpoints``. :meth:`close` deletes everything of
-    the run but what it is told to keep: the newest completed epoch's stars and labels, the
-    state a recovery would restart from."""
-
-    def __init__(self, spark, directory: str | None = None):
-        self.sc = spark.sparkContext
-        self.reliable = directory is not None
-        self.root = None
-        if self.reliable:
-            self.sc.setCheckpointDir(str(directory))
-            jvm = self.sc._jvm
-            root = self.sc._jsc.sc().getCheckpointDir().get()   # <directory>/<uuid>
-            self.root = jvm.org.apache.hadoop.fs.Path(root)
-            self.fs = self.root.getFileSystem(self.sc._jsc.hadoopConfiguration())
-
-    def _ids(self) -> set:
-        from py4j.protocol import Py4JError
-
-        try:
-            return set(int(k) for k in self.sc._jsc.getPersistentRDDs().keySet().toArray())
-        except Py4JError as e:  # only a memory optimisation: keep going, say why
-            log.warning("cannot list persisted RDDs (%s); superseded checkpoints stay cached", e)
-            return set()
-
-    def _files(self) -> set:
-        """The run's checkpoint directories (``.../<uuid>/rdd-N``, as URI strings)."""
-        if not self.fs.exists(self.root):
-            return set()
-        return {st.getPath().toString() for st in self.fs.listStatus(self.root)}
-
-    def checkpoint(self, df):
-        """``(checkpointed df, ids)``: ids name what :meth:`release` frees (persisted RDD ids,
-        or the checkpoint directories written)."""
-        if self.reliable:
-            before = self._files()
-            out = df.checkpoint(eager=True)
-            return out, self._files() - before
-        before = self._ids()
-        out = df.localCheckpoint(eager=True)
-        return out, self._ids() - before
-
-    def checkpoint_rdd(self, rdd):
-        """:meth:`checkpoint` for an RDD whose partitions the job keeps between stages (e.g.
-        a per-partition index): cached, lineage truncated; ``(rdd, ids)``. Without a
-        directory the RDD is computed by the first stage that uses it (``localCheckpoint``,
-        its id is what :meth:`release` unpersists); with one it is computed and written at
-        once (one Spark job), so that the files it added are known, and read from them
-        by every stage after."""
-        if not self.reliable:
-            rdd.cache()
-            rdd.localCheckpoint()
-            return rdd, {rdd.id()}
-        before = self._files()
-        rdd.checkpoint()
-        rdd.count()
-        return rdd, self._files() - before
-
-    def release(self, ids) -> None:
-        if not ids:
-            return
-        from py4j.protocol import Py4JError
-
-        if self.reliable:
-            for path in ids:
-                try:
-                    self.fs.delete(self.sc._jvm.org.apache.hadoop.fs.Path(path), True)
-                except Py4JError as e:   # the labels are right regardless: say what is left
-                    log.warning("cannot delete the superseded checkpoint %s: %s", path, e)
-            return
-        try:
-            rdds = self.sc._jsc.getPersistentRDDs()
-            for i in ids:
-                r = rdds.get(i)
-                if r is not None:
-                    r.unpersist(False)
-        except Py4JError as e:  # only a memory optimisation: keep going, say why
-            log.warning("cannot unpersist superseded checkpoints: %s", e)
-
-    def close(self, live, keep=frozenset()) -> tuple:
-        """End of the run: release ``live`` (the ids still held) but ``keep``; with a
-        directory, also delete any other checkpoint of the run (a stage of a failed epoch),
-        and the run's directory when nothing is kept. Returns the kept checkpoint
-        directories, sorted."""
-        if not self.reliable:
-            self.release(set(live) | set(keep))
-            return ()
-        from py4j.protocol import Py4JError
-
-        try:
-            self.release(self._files() - set(keep))
-            if not keep:
-                self.fs.delete(self.root, True)
-        except Py4JError as e:
-            log.warning("cannot clean the checkpoint directory %s: %s", self.root, e)
-        return tuple(sorted(keep))
-
-
-def requested_backend(backend, accepted=(Backend.AUTO, Backend.CPU, Backend.CUDA),
-                      job: str = "wcc") -> Backend:
-    """The job's backend: ``backend`` (one of ``accepted``), else ``$TFRONT_BACKEND``, else
-    auto.
-
-    Raises
-    ------
-    BackendError
-        An unknown name, or an argument naming a backend not in ``accepted``.
-    """
-    if backend is None:
-        env = os.environ.get(ENV_VAR)
-        return Backend.parse(env) if env else Backend.AUTO
-    chosen = Backend.parse(backend)
-    if chosen not in accepted:
-        raise BackendError(f"the {job.upper()} job's backend must be one of "
-                           f"{', '.join(b.value for b in accepted)}, got {backend!r}")
-    return chosen
-
-
-def service_backend(requested: Backend) -> Backend:
-    """The concrete engine backend of the driver's frontier service for ``requested``:
-    itself (``auto`` resolved), except ``cuda`` on a driver without a usable GPU, which
-    gives ``cpu`` with a logged warning -- the executors may still have GPUs."""
-    from engine import resolve_backend
-
-    if requested is Backend.CUDA:
-        from engine.batched.cuda import usable_device
-
-        ok, why = usable_device()
-        if not ok:
-            log.warning("backend cuda: the driver has no usable GPU (%s); its frontier service "
-                        "runs on the cpu backend, and every task still runs its kernels on its "
-                        "own GPU where it has one", why)
-            return Backend.CPU
-    return resolve_backend(requested)[0]

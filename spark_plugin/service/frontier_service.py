@@ -36,7 +36,8 @@ a failed write rolls the call back), then to subscribers (a pyarrow ``Table`` pe
 the ``producer``/``seq`` that caused each change). :meth:`~FrontierService.save` writes the
 state to a new version directory, synced, renamed into place atomically;
 :meth:`~FrontierService.restore` reads the newest version back, validating every field, and
-cuts the change log back to what that state had published.
+cuts the change log back to what that state had published. What is on disk -- the change
+log and the saved versions -- is :mod:`spark_plugin.service.persistence`'s.
 
 >>> from engine.core.workload import example_graph
 >>> from spark_plugin.schema import delta_table
@@ -51,22 +52,16 @@ cuts the change log back to what that state had published.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import json
 import logging
 import os
-import shutil
-import signal
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from engine import make_tracker
 from engine.batched.batch_arrays import batch_arrays
@@ -75,24 +70,15 @@ from engine.core.graph import Graph
 
 from spark_plugin.errors import (ChangeLogError, DeliveryConflictError, HeldBatchError, HeldLimitError,
                      MissingBatchError, SchemaError, ServiceStateError, SubscriberError)
+from spark_plugin.service.persistence import ChangeLog, load_newest, save_version
 from spark_plugin.schema import (CNT, DIFF, LOC, ORIGIN, PART, PARTS, PRODUCER, SEQ, TS, check_delta_schema,
                      counts_schema, delta_schema, int_column, text_column, ts_array, ts_matrix)
 
-__all__ = ["FrontierService", "ApplyResult", "Gap", "ServiceStatus", "read_log", "STATE_FORMAT",
-           "held_schema", "DEFAULT_MAX_HELD_BATCHES", "DEFAULT_MAX_HELD_ROWS",
-           "DEFAULT_DIGEST_WINDOW"]
+__all__ = ["FrontierService", "ApplyResult", "Gap", "ServiceStatus", "held_schema",
+           "DEFAULT_MAX_HELD_BATCHES", "DEFAULT_MAX_HELD_ROWS", "DEFAULT_DIGEST_WINDOW"]
 
 log = logging.getLogger(__name__)
 
-#: Format tag of the saved state (``state.json``).
-STATE_FORMAT = "timely-frontier-service-state/2"
-_STATE_FILE, _COUNTS_FILE, _HELD_FILE = "state.json", "counts.parquet", "held.parquet"
-_VERSION_PREFIX = "v-"
-_LOG_PREFIX = "changes-"
-_LOCK_FILE = ".lock"
-#: ``save`` kills its own process (SIGKILL) at the named step when this variable names it:
-#: the crash tests' hook (``files-written``, ``renamed``).
-CRASH_ENV = "TFRONT_SERVICE_CRASH_AT"
 #: Units held out of order per producer, by default.
 DEFAULT_MAX_HELD_BATCHES = 10_000
 #: Consolidated rows held out of order per producer, by default.
@@ -246,8 +232,9 @@ class FrontierService:
     log_path : str or Path, optional
         Directory for the frontier change log: one Parquet file per ``apply`` call that
         changed a frontier, named ``changes-<n>.parquet`` in order (read it with
-        :func:`read_log`). One service at a time: a lock file (``.lock``, ``flock``) refuses
-        a second one (:class:`ChangeLogError`) until the first is closed or its process ends.
+        :func:`~spark_plugin.service.persistence.read_log`). One service at a time: a lock
+        file (``.lock``, ``flock``) refuses a second one (:class:`ChangeLogError`) until the
+        first is closed or its process ends.
     max_held_batches, max_held_rows : int
         Per producer, the most units (complete or partial) and consolidated rows held out of
         order; a call that would hold more raises :class:`HeldLimitError`.
@@ -293,21 +280,13 @@ class FrontierService:
         self._applied = 0
         self._subscribers: list[Callable[[pa.Table], None]] = []
         self._gap_subscribers: list[Callable[[list[Gap]], None]] = []
-        self._log_dir = Path(log_path) if log_path is not None else None
-        self._log_index = 0
-        self._lock_file = None
-        if self._log_dir is not None:
-            self._log_dir.mkdir(parents=True, exist_ok=True)
-            self._lock_file = _lock_dir(self._log_dir)
-            self._log_index = _next_log_index(self._log_dir)
+        self._log = ChangeLog(log_path) if log_path is not None else None
 
     def close(self) -> None:
         """Release the change log directory's lock (the service can still be read)."""
         with self._lock:
-            if self._lock_file is not None:
-                fcntl.flock(self._lock_file, fcntl.LOCK_UN)
-                self._lock_file.close()
-                self._lock_file = None
+            if self._log is not None:
+                self._log.close()
 
     def __enter__(self) -> "FrontierService":
         return self
@@ -360,13 +339,13 @@ class FrontierService:
             plan = self._plan(self._read(table))
             outputs = self._run(plan.apply)
             changes = _changes_table(outputs, self.width)
-            if changes.num_rows and self._log_dir is not None:
+            if changes.num_rows and self._log is not None:
                 try:
-                    self._write_log(changes)
+                    self._log.write(changes)
                 except OSError as e:
                     self._undo(outputs, None, e)
                     raise ChangeLogError(
-                        f"writing the change log in {str(self._log_dir)!r} failed: {e}; "
+                        f"writing the change log in {str(self._log.directory)!r} failed: {e}; "
                         f"nothing of this apply call was applied (deliver it again)") from e
             # commit the sequence state: nothing below can fail on the engine's account
             for producer, n in plan.next_seq.items():
@@ -548,20 +527,6 @@ class FrontierService:
                 f"{type(e).__name__}: {e}; the batches {_pairs(result.applied)} were applied "
                 f"and are not re-applied on redelivery") from e
 
-    def _write_log(self, changes: pa.Table) -> None:
-        path = self._log_dir / f"{_LOG_PREFIX}{self._log_index:08d}.parquet"
-        tmp = path.with_name(path.name + ".tmp")
-        try:
-            pq.write_table(changes, tmp)
-            _fsync(tmp)
-            os.replace(tmp, path)
-            _fsync(self._log_dir)
-        except BaseException:
-            if tmp.exists() and not tmp.is_dir():
-                tmp.unlink()
-            raise
-        self._log_index += 1
-
     # -- held batches --------------------------------------------------------------------------
 
     def held_batches(self, producer: str | None = None) -> pa.Table:
@@ -623,9 +588,9 @@ class FrontierService:
 
     def log_files(self) -> list[Path]:
         """The change log's files, in order (empty without ``log_path``)."""
-        if self._log_dir is None:
+        if self._log is None:
             return []
-        return sorted(self._log_dir.glob(f"{_LOG_PREFIX}*.parquet"))
+        return self._log.files()
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -730,44 +695,21 @@ class FrontierService:
         is written to a temporary directory, every file and the directory synced, then
         renamed into place in one atomic step; older versions are removed afterwards. A
         crash at any point leaves the previous version or the new one complete, and
-        :meth:`restore` reads the newest.
+        :meth:`restore` reads the newest
+        (:func:`~spark_plugin.service.persistence.save_version`).
         """
-        path = Path(path)
         with self._lock:
-            path.mkdir(parents=True, exist_ok=True)
-            for stale in path.glob(f"{_VERSION_PREFIX}*.tmp-*"):
-                shutil.rmtree(stale, ignore_errors=True)
-            versions = _versions(path)
-            n = versions[-1][0] + 1 if versions else 1
-            final = path / f"{_VERSION_PREFIX}{n:08d}"
-            tmp = path / f"{final.name}.tmp-{os.getpid()}"
-            tmp.mkdir()
-            pq.write_table(self.counts(), tmp / _COUNTS_FILE)
-            pq.write_table(self._held_table(), tmp / _HELD_FILE)
-            state = {"format": STATE_FORMAT, "graph": _graph_info(self.graph),
-                     "strict": self.strict, "next_seq": dict(self._next),
-                     "pending": {p: {str(q): {"parts": u.parts,
-                                              "received": {str(k): r.digest
-                                                           for k, r in u.received.items()}}
-                                     for q, u in units.items()}
-                                 for p, units in self._pending.items() if units},
-                     "recent": {p: {str(q): [parts, list(d)] for q, (parts, d) in r.items()}
-                                for p, r in self._recent.items() if r},
-                     "duplicates": self._duplicates, "applied": self._applied,
-                     "log_index": self._log_index if self._log_dir is not None else None,
-                     "files": {f: _file_digest(tmp / f) for f in (_COUNTS_FILE, _HELD_FILE)}}
-            state["checksum"] = _state_checksum(state)
-            (tmp / _STATE_FILE).write_text(json.dumps(state, indent=1, sort_keys=True))
-            for f in (_COUNTS_FILE, _HELD_FILE, _STATE_FILE):
-                _fsync(tmp / f)
-            _fsync(tmp)
-            _crash_point("files-written")
-            os.replace(tmp, final)
-            _fsync(path)
-            _crash_point("renamed")
-            for _, old in versions:
-                shutil.rmtree(old, ignore_errors=True)
-            return final
+            fields = {"strict": self.strict, "next_seq": dict(self._next),
+                      "pending": {p: {str(q): {"parts": u.parts,
+                                               "received": {str(k): r.digest
+                                                            for k, r in u.received.items()}}
+                                      for q, u in units.items()}
+                                  for p, units in self._pending.items() if units},
+                      "recent": {p: {str(q): [parts, list(d)] for q, (parts, d) in r.items()}
+                                 for p, r in self._recent.items() if r},
+                      "duplicates": self._duplicates, "applied": self._applied,
+                      "log_index": self._log.index if self._log is not None else None}
+            return save_version(path, self.graph, self.counts(), self._held_table(), fields)
 
     @classmethod
     def restore(cls, path: str | os.PathLike, graph: Graph, *, backend=None,
@@ -796,13 +738,7 @@ class FrontierService:
             No saved version, unreadable or corrupted files (checksums), another format,
             another graph, or a field that is missing or invalid; the message names it.
         """
-        path = Path(path)
-        versions = _versions(path)
-        if not versions:
-            raise ServiceStateError(f"cannot read saved service state in {str(path)!r}: no "
-                                    f"complete saved version ({_VERSION_PREFIX}<n>/) there")
-        where = versions[-1][1]
-        state, counts, held = _load_version(where, graph)
+        where, state, counts, held = load_newest(path, graph)
         svc = cls(graph, backend=backend, strict=state["strict"] if strict is None else strict,
                   log_path=log_path, **options)
         try:
@@ -810,8 +746,8 @@ class FrontierService:
         except BaseException:
             svc.close()
             raise
-        if svc._log_dir is not None and state["log_index"] is not None:
-            svc._cut_log(int(state["log_index"]))
+        if svc._log is not None and state["log_index"] is not None:
+            svc._log.cut(int(state["log_index"]))
         return svc
 
     def _load(self, where: Path, state: dict, counts: pa.Table, held: pa.Table) -> None:
@@ -856,24 +792,6 @@ class FrontierService:
                         for p, r in state["recent"].items()}
         self._duplicates = state["duplicates"]
         self._applied = state["applied"]
-
-    def _cut_log(self, index: int) -> None:
-        """Set aside the change log files from ``index`` on (written after the save)."""
-        stamp = time.time_ns()
-        later = [f for f in self.log_files() if int(f.stem[len(_LOG_PREFIX):]) >= index]
-        for f in later:
-            os.replace(f, f.with_name(f"{f.name}.discarded-{stamp}"))
-        if later:
-            _fsync(self._log_dir)
-            log.warning("restored state predates %d change log file(s) in %r (from %s on); "
-                        "set aside as *.discarded-%d: their batches are applied again on "
-                        "redelivery", len(later), str(self._log_dir), later[0].name, stamp)
-        have = len(self.log_files())
-        if have < index:
-            log.warning("change log %r has %d file(s), the saved state had written %d: it "
-                        "does not replay to the restored frontiers", str(self._log_dir),
-                        have, index)
-        self._log_index = _next_log_index(self._log_dir)
 
 
 class _Plan:
@@ -1014,14 +932,6 @@ def _digest(loc, ts, diff) -> str:
     return h.hexdigest()
 
 
-def read_log(path: str | os.PathLike) -> pa.Table:
-    """All frontier changes of a service's change log directory, in order."""
-    files = sorted(Path(path).glob(f"{_LOG_PREFIX}*.parquet"))
-    if not files:
-        raise ServiceStateError(f"no change log files ({_LOG_PREFIX}*.parquet) in {str(path)!r}")
-    return pa.concat_tables([pq.read_table(f) for f in files])
-
-
 def _as_table(data) -> pa.Table:
     if isinstance(data, pa.Table):
         return data
@@ -1050,198 +960,6 @@ def _changes_table(outputs, width: int) -> pa.Table:
     return pa.Table.from_arrays([pa.array(loc, pa.int32()), ts_array(ts),
                                  pa.array(diff, pa.int64()), pa.array(prod, pa.string()),
                                  pa.array(seq, pa.int64())], schema=delta_schema(width))
-
-
-def _graph_info(graph: Graph) -> dict:
-    """Size and a structural fingerprint of ``graph`` (locations, edges, summaries)."""
-    h = hashlib.sha256()
-    h.update(repr(graph.m).encode())
-    for l in graph.locations:
-        h.update(repr((l.kind.value, l.op, l.port, l.depth)).encode())
-    for e in graph.edges:
-        h.update(repr((e.src, e.dst, e.channel, [repr(s) for s in e.summaries])).encode())
-    return {"num_locations": graph.num_locations, "m": graph.m, "max_depth": graph.max_depth,
-            "fingerprint": h.hexdigest()}
-
-
-# -- saved state: files, checks ---------------------------------------------------------------
-
-def _crash_point(step: str) -> None:
-    """The crash tests' hook: a real SIGKILL of this process at ``step`` of :meth:`save`."""
-    if os.environ.get(CRASH_ENV) == step:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _state_checksum(state: dict) -> str:
-    body = {k: v for k, v in state.items() if k != "checksum"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def _versions(path: Path) -> list[tuple[int, Path]]:
-    """Complete saved versions under ``path`` (renamed into place), oldest first."""
-    if not path.is_dir():
-        return []
-    out = []
-    for d in path.iterdir():
-        tail = d.name[len(_VERSION_PREFIX):]
-        if d.name.startswith(_VERSION_PREFIX) and tail.isdigit() and d.is_dir():
-            out.append((int(tail), d))
-    return sorted(out)
-
-
-def _load_version(where: Path, graph: Graph) -> tuple[dict, pa.Table, pa.Table]:
-    """Read and check one saved version: checksums, format, graph, every field."""
-    state_file = where / _STATE_FILE
-    try:
-        state = json.loads(state_file.read_text())
-    except (OSError, ValueError) as e:
-        raise ServiceStateError(f"cannot read saved service state {str(state_file)!r}: "
-                                f"{e}") from e
-    if not isinstance(state, dict):
-        raise ServiceStateError(f"{str(state_file)!r} is not a JSON object")
-    if state.get("format") != STATE_FORMAT:
-        raise ServiceStateError(f"{str(state_file)!r} has format {state.get('format')!r}, "
-                                f"expected {STATE_FORMAT!r}")
-    if state.get("checksum") != _state_checksum(state):
-        raise ServiceStateError(f"{str(state_file)!r} is corrupted: its checksum does not "
-                                f"match its contents")
-    info = _graph_info(graph)
-    if state.get("graph") != info:
-        raise ServiceStateError(f"saved state in {str(where)!r} belongs to another graph "
-                                f"(saved {state.get('graph')}, given {info})")
-    files = state.get("files")
-    if not isinstance(files, dict):
-        raise ServiceStateError(f"{str(state_file)!r}: field 'files' is missing or invalid")
-    tables = []
-    for name in (_COUNTS_FILE, _HELD_FILE):
-        f = where / name
-        try:
-            digest = _file_digest(f)
-        except OSError as e:
-            raise ServiceStateError(f"cannot read saved service state {str(f)!r}: {e}") from e
-        if files.get(name) != digest:
-            raise ServiceStateError(f"{str(f)!r} does not match the checksum in state.json: "
-                                    f"corrupted, or from another save")
-        try:
-            tables.append(pq.read_table(f))
-        except (OSError, pa.ArrowInvalid) as e:
-            raise ServiceStateError(f"cannot read saved service state {str(f)!r}: {e}") from e
-    return _checked_fields(state, state_file), tables[0], tables[1]
-
-
-def _checked_fields(state: dict, where: Path) -> dict:
-    """``state`` with every field checked (types, ranges) and keys converted to ints."""
-    def fail(name, why):
-        raise ServiceStateError(f"{str(where)!r}: field {name!r} {why}")
-
-    def count(name, v, low=0):
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            fail(name, f"must be an integer >= {low}, got {v!r}")
-        return v
-
-    def seq_key(name, k):
-        if not isinstance(k, str) or not k.isdigit():
-            fail(name, f"has a key {k!r} that is not a sequence number")
-        return int(k)
-
-    def mapping(name, v):
-        if not isinstance(v, dict) or any(not isinstance(p, str) or not p for p in v):
-            fail(name, f"must map producer names to values, got {v!r:.200}")
-        return v
-
-    for k in ("strict", "next_seq", "pending", "recent", "duplicates", "applied", "log_index"):
-        if k not in state:
-            fail(k, "is missing")
-    if not isinstance(state["strict"], bool):
-        fail("strict", f"must be true or false, got {state['strict']!r}")
-    out = {"strict": state["strict"],
-           "duplicates": count("duplicates", state["duplicates"]),
-           "applied": count("applied", state["applied"]),
-           "log_index": None if state["log_index"] is None
-           else count("log_index", state["log_index"])}
-    nxt = {p: count(f"next_seq[{p!r}]", n)
-           for p, n in mapping("next_seq", state["next_seq"]).items()}
-    pending = {}
-    for p, units in mapping("pending", state["pending"]).items():
-        if not isinstance(units, dict):
-            fail(f"pending[{p!r}]", "must be an object")
-        pending[p] = {}
-        for q, u in units.items():
-            name = f"pending[{p!r}][{q!r}]"
-            qi = seq_key(name, q)
-            if qi < nxt.get(p, 0):
-                fail(name, f"is held but below next_seq {nxt.get(p, 0)}")
-            if not isinstance(u, dict) or not isinstance(u.get("received"), dict):
-                fail(name, "must have 'parts' and 'received'")
-            parts = count(f"{name}['parts']", u.get("parts"), 1)
-            rec = {}
-            for k, d in u["received"].items():
-                ki = seq_key(f"{name}['received']", k)
-                if ki >= parts or not isinstance(d, str) or len(d) != 64:
-                    fail(f"{name}['received'][{k!r}]", f"is not a part digest of {parts} parts")
-                rec[ki] = d
-            if not rec:
-                fail(name, "has no part received")
-            pending[p][qi] = {"parts": parts, "received": rec}
-    recent = {}
-    for p, r in mapping("recent", state["recent"]).items():
-        if not isinstance(r, dict):
-            fail(f"recent[{p!r}]", "must be an object")
-        recent[p] = {}
-        for q, v in r.items():
-            name = f"recent[{p!r}][{q!r}]"
-            qi = seq_key(name, q)
-            if qi >= nxt.get(p, 0):
-                fail(name, f"is not below next_seq {nxt.get(p, 0)}")
-            if not (isinstance(v, list) and len(v) == 2 and isinstance(v[1], list)):
-                fail(name, "must be [parts, digests]")
-            parts = count(f"{name}[0]", v[0], 1)
-            if len(v[1]) != parts or any(not isinstance(d, str) or len(d) != 64 for d in v[1]):
-                fail(name, f"must list {parts} part digests")
-            recent[p][qi] = (parts, v[1])
-    out.update(next_seq=nxt, pending=pending, recent=recent)
-    return out
-
-
-def _lock_dir(log_dir: Path):
-    """Open and ``flock`` the log directory's lock file, or raise :class:`ChangeLogError`."""
-    f = open(log_dir / _LOCK_FILE, "a+")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        f.seek(0)
-        holder = f.read().strip() or "unknown"
-        f.close()
-        raise ChangeLogError(f"change log directory {str(log_dir)!r} is in use by another "
-                             f"FrontierService ({holder}); close it (FrontierService.close) "
-                             f"or let its process end first") from None
-    f.seek(0)
-    f.truncate()
-    f.write(f"pid {os.getpid()}\n")
-    f.flush()
-    return f
-
-
-def _next_log_index(log_dir: Path) -> int:
-    idx = [int(p.stem[len(_LOG_PREFIX):]) for p in log_dir.glob(f"{_LOG_PREFIX}*.parquet")
-           if p.stem[len(_LOG_PREFIX):].isdigit()]
-    return max(idx) + 1 if idx else 0
 
 
 def _missing_ranges(start: int, stop: int, have: list[int]) -> list[tuple[int, int]]:

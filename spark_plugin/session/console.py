@@ -1,4 +1,8 @@
-"""Spark's console output for a command-line job: its log level from the first line on.
+"""The console of a command-line job: lines written through the progress bar, and Spark's
+log level from the first line on.
+
+A line written with :func:`write_line` goes through the progress bar
+(:mod:`spark_plugin.jobs.progress_bar`), so that none is drawn over it.
 
 A JVM started the usual way prints, before any ``setLogLevel`` can run, the JVM's notice
 ``WARNING: Using incubator modules: jdk.incubator.vector`` (Spark's launcher always adds that
@@ -7,7 +11,7 @@ and warnings such as ``NativeCodeLoader: Unable to load native-hadoop library``.
 :func:`start_jvm` starts the driver JVM instead with a log4j2 configuration of the requested
 root level (``-Dlog4j2.configurationFile``, in ``spark.driver.extraJavaOptions``) and its
 standard error read through a pipe: every line is passed on (written through the progress
-bar, :func:`spark_plugin.jobs.wcc.job.write_line`) except, below level ``warn``, the JVM notices of
+bar, :func:`write_line`) except, below level ``warn``, the JVM notices of
 :data:`JVM_NOTICES`.
 
 When a JVM is already running -- a session of this process, or ``spark-submit``, which
@@ -29,7 +33,7 @@ from typing import Mapping
 
 from spark_plugin.errors import ConfigError
 
-__all__ = ["LOG_LEVELS", "JVM_NOTICES", "log4j2_properties", "start_jvm"]
+__all__ = ["LOG_LEVELS", "JVM_NOTICES", "log4j2_properties", "start_jvm", "write_line"]
 
 #: The log4j levels ``build_session(log_level=...)`` accepts, quietest first.
 LOG_LEVELS = ("off", "fatal", "error", "warn", "info", "debug", "trace", "all")
@@ -37,6 +41,19 @@ LOG_LEVELS = ("off", "fatal", "error", "warn", "info", "debug", "trace", "all")
 JVM_NOTICES = ("WARNING: Using incubator modules:",)
 
 _EXTRA_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
+
+def write_line(text: str, file=None) -> None:
+    """Write one line to ``file`` (default stdout) through the progress bar: a tqdm bar on
+    the terminal is cleared first and redrawn after, so the two never share a line."""
+    file = sys.stdout if file is None else file
+    tqdm = sys.modules.get("tqdm")   # a bar exists only if tqdm was imported
+    if tqdm is None:
+        print(text, file=file, flush=True)
+        return
+    with tqdm.tqdm.external_write_mode(file=file):
+        file.write(text + "\n")
+        file.flush()
 
 
 def _check_level(level: str) -> str:
@@ -74,8 +91,6 @@ def log4j2_properties(level: str) -> Path:
 def _forward(stream, show_notices: bool) -> None:
     """Pass the JVM's standard error on, line by line, through the progress bar. Never stops
     reading before the pipe closes (a full pipe would block the JVM)."""
-    from spark_plugin.jobs.wcc.job import write_line
-
     for raw in iter(stream.readline, b""):
         try:
             line = raw.decode("utf-8", "replace").rstrip("\r\n")

@@ -13,7 +13,7 @@ import sys
 
 from engine.cli.main import positive_int, positive_seconds
 
-from spark_plugin.jobs.wcc.cli import MASTER_FORMS, conf_pair, master_url, memory_size
+from spark_plugin.jobs.command import MASTER_FORMS, conf_pair, master_url, memory_size
 
 __all__ = ["add_sssp", "run_sssp_command", "SSSP_INPUT"]
 

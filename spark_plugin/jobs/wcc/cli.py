@@ -7,29 +7,21 @@ after it, whose object ``add(subparsers)`` adds the command's parser and sets it
 module loads pyarrow (the package's schemas) but not PySpark: a command imports PySpark only
 when it runs, after its input has been checked.
 
-The option types here (:func:`master_url`, :func:`memory_size`, :func:`conf_pair`) are shared
-by every Spark command.
+The option types every Spark command shares (``--master``, ``--driver-memory``, ``--conf``)
+are :mod:`spark_plugin.jobs.command`'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
 
 from engine import Backend
 from engine.cli.main import positive_int, positive_seconds
 
-__all__ = ["add_wcc", "run_wcc_command", "master_url", "memory_size", "conf_pair",
-           "loop_checkpoint", "MASTER_FORMS", "WCC_INPUT"]
+from spark_plugin.jobs.command import MASTER_FORMS, conf_pair, master_url, memory_size
 
-#: Spark master URLs ``--master`` accepts (their form only; Spark checks the rest).
-MASTER = re.compile(
-    r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?"
-    r"|local-cluster\[[1-9][0-9]*, *[1-9][0-9]*, *[1-9][0-9]*\]"
-    r"|yarn|spark://[^\s/]+(,[^\s/]+)*|(k8s|mesos)://\S+")
-MASTER_FORMS = ("local, local[N], local[*], local[N,F], local-cluster[N,C,M], "
-                 "spark://HOST:PORT, yarn, k8s://URL or mesos://URL")
+__all__ = ["add_wcc", "run_wcc_command", "loop_checkpoint", "WCC_INPUT"]
 
 WCC_INPUT = """\
 input formats (EDGES):
@@ -47,32 +39,6 @@ input formats (EDGES):
 Without --out the labels are computed but not saved (the total line says so).
 exit status: 0 done, 2 bad option or input, 130 interrupted (Ctrl-C), 141 stdout closed.
 """
-
-
-def master_url(text: str) -> str:
-    if not MASTER.fullmatch(text.strip()):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a Spark master URL; expected "
-                                         f"{MASTER_FORMS}")
-    return text.strip()
-
-
-def memory_size(text: str) -> str:
-    """``--driver-memory``: a JVM memory size such as ``512m`` or ``8g``."""
-    t = text.strip().lower()
-    if len(t) < 2 or t[-1] not in "kmgt" or not t[:-1].isdigit() or int(t[:-1]) == 0:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a memory size: a whole number with a unit k, m, g or t (e.g. 8g)")
-    return t
-
-
-def conf_pair(text: str) -> tuple[str, str]:
-    """``--conf KEY=VALUE``: a Spark setting (the key must start with ``spark.``)."""
-    key, eq, value = text.partition("=")
-    key = key.strip()
-    if not eq or not key.startswith("spark.") or len(key) <= len("spark."):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not KEY=VALUE with a Spark key (e.g. spark.executor.memory=4g)")
-    return key, value.strip()
 
 
 def loop_checkpoint(text: str) -> "float | None":

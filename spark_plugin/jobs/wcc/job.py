@@ -52,8 +52,10 @@ from engine.operate.dataflow import Dataflow, Operate, Report, Scope
 from gpu_kernels.unionfind import compact_ids
 
 from spark_plugin.service.device import KernelPlacement, place_kernels
-from spark_plugin.jobs.framework import (EpochJob, EpochOutcome, JobProtocolError, JobResult, StageTask, arrow_bool,
-                  arrow_fixed, arrow_numpy, fmt_frontier, from_ipc, to_ipc, write_line)
+from spark_plugin.jobs.framework import EpochJob, EpochOutcome, JobProtocolError, JobResult, StageTask
+from spark_plugin.jobs.arrow import arrow_bool, arrow_fixed, arrow_numpy, from_ipc, to_ipc
+from spark_plugin.jobs.progress_bar import fmt_frontier
+from spark_plugin.session.console import write_line
 from spark_plugin.jobs.command import driver_heap_bytes, run_job_command, verbosity  # noqa: F401
 from spark_plugin.jobs.edges import EdgeInputError, check_input, edge_files, edge_format, even_cuts, read_edges
 from spark_plugin.jobs.recovery import LOOP_DIR
@@ -868,8 +870,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         use their own GPUs. Which backend the tasks actually used is in
         ``result.kernels``, ``result.kernel_fallbacks`` and each epoch's ``kernels``.
     progress : bool or int, optional
-        Progress on stderr (:class:`_Progress`): ``1`` (default, or ``True``) a tqdm bar of
-        epochs, with the round and the frontier at ``label.in0``, when stderr is a terminal;
+        Progress on stderr (:class:`~spark_plugin.jobs.progress_bar.Progress`): ``1``
+        (default, or ``True``) a tqdm bar of epochs, with the round and the frontier at ``label.in0``, when stderr is a terminal;
         ``2`` also one line per round (through the bar); ``0`` or ``False`` nothing. Write
         other lines with :func:`write_line` (as ``tfront wcc`` does) so that none is drawn
         over the bar. The job first loads the driver's kernels; when that compiles them (a first run, an empty Numba cache) it says so once on stderr, and the

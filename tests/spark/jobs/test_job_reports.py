@@ -14,8 +14,8 @@ from hypothesis import given, strategies as st
 
 from engine import Backend, BatchError, Report
 from spark_plugin.service.device import KernelPlacement
-from spark_plugin.jobs.framework import (REPORT_COLUMNS, EpochJob, StageTask, arrow_ragged, arrow_take,
-                              list_matrix, reports_of)
+from spark_plugin.jobs.arrow import arrow_ragged, arrow_take, list_matrix
+from spark_plugin.jobs.framework import REPORT_COLUMNS, EpochJob, StageTask, reports_of
 from spark_plugin.jobs.sssp.job import sssp_dataflow
 from spark_plugin.jobs.wcc.job import WccJob, wcc_graph
 from strategies import examples

@@ -24,7 +24,7 @@ from engine import NegativeCountError
 from spark_plugin import FrontierService, MissingBatchError, ServiceStateError, read_log
 from spark_plugin.errors import (ChangeLogError, DeliveryConflictError, HeldBatchError,
                                  HeldLimitError)
-from spark_plugin.service.frontier_service import CRASH_ENV
+from spark_plugin.service.persistence import CRASH_ENV
 
 from spark_cases import full_state, random_rounds, reference_states, rows_table, state
 
@@ -225,7 +225,7 @@ def _edit_state(version, change):
     state_file = version / "state.json"
     st_ = json.loads(state_file.read_text())
     change(st_)
-    from spark_plugin.service.frontier_service import _state_checksum
+    from spark_plugin.service.persistence import _state_checksum
     st_["checksum"] = _state_checksum(st_)                     # a consistent but invalid file
     state_file.write_text(json.dumps(st_))
 

@@ -21,7 +21,7 @@ from engine.batched.cuda import usable_device
 from engine.errors import BackendError
 from spark_plugin.service import device
 from spark_plugin.service.device import AUTO_GPU_MIN_ROWS, place_kernels
-from spark_plugin.jobs.framework import requested_backend as _requested_backend
+from spark_plugin.jobs.backend import requested_backend as _requested_backend
 from spark_plugin.jobs.wcc.job import WCC_BACKENDS, _Stage, run_wcc, wcc_kernels
 from wcc_cases import Families, expected_labels
 

@@ -179,11 +179,11 @@ def test_graph_is_figure_2():
 def test_arrow_buffer_helpers_equal_pyarrow_conversions():
     """The tasks build and read Arrow arrays from their buffers (no pandas import); the
     results equal pyarrow's own conversions, also for sliced and chunked arrays."""
-    from spark_plugin.jobs.framework import arrow_bool as _arrow_bool
-    from spark_plugin.jobs.framework import arrow_fixed as _arrow_fixed
-    from spark_plugin.jobs.framework import arrow_lists as _arrow_lists
-    from spark_plugin.jobs.framework import arrow_numpy as _numpy
-    from spark_plugin.jobs.framework import arrow_strings as _arrow_strings
+    from spark_plugin.jobs.arrow import arrow_bool as _arrow_bool
+    from spark_plugin.jobs.arrow import arrow_fixed as _arrow_fixed
+    from spark_plugin.jobs.arrow import arrow_lists as _arrow_lists
+    from spark_plugin.jobs.arrow import arrow_numpy as _numpy
+    from spark_plugin.jobs.arrow import arrow_strings as _arrow_strings
 
     rng = np.random.default_rng(5)
     x = rng.integers(-5, 10 ** 12, 1000)

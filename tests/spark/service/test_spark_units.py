@@ -269,7 +269,8 @@ def test_discovery_script_reports_nvidia_smi_indices(tmp_path):
 
 # -- docstring examples ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("module", ["schema", "device", "executor", "service", "config"])
+@pytest.mark.parametrize("module", ["schema", "service.device", "service.executor",
+                                    "service.frontier_service", "session.config"])
 def test_doctests(module):
     mod = importlib.import_module(f"spark_plugin.{module}")
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
@@ -277,5 +278,5 @@ def test_doctests(module):
 
 
 def test_no_unfinished_work_markers_in_the_plugin():
-    for path in (ROOT / "spark_plugin").glob("*.py"):
+    for path in (ROOT / "spark_plugin").rglob("*.py"):
         assert not re.search(r"\b(TODO|FIXME|XXX|stub|placeholder)\b", path.read_text()), path

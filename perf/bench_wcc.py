@@ -311,7 +311,8 @@ def run_one(system: str, graph: str, *, master: str, partitions: int, driver_mem
         if system == "graphx":
             rec.update(graphx_connected_components(sc, graph, partitions))
             return rec
-        from spark_plugin.jobs.wcc.job import driver_finish_rows, driver_heap_bytes, run_wcc
+        from spark_plugin.jobs.wcc.job import driver_finish_rows, run_wcc
+        from spark_plugin.session.config import driver_heap_bytes
 
         rec["driver_heap_bytes"] = driver_heap_bytes(spark)
         rec["driver_finish_rows"], rec["driver_finish_rows_why"] = driver_finish_rows(spark)

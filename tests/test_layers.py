@@ -40,10 +40,11 @@ LAYERS = [
     ("spark_plugin.jobs", 12),
     ("spark_plugin.jobs.wcc", 13), ("spark_plugin.jobs.sssp", 13),
     ("spark_plugin", 14),
-    # the command line on top
+    # the command line on top: tfront, what the job commands share, the job commands
     ("engine.cli", 15),
-    ("spark_plugin.jobs.wcc.cli", 16), ("spark_plugin.jobs.sssp.cli", 16),
-    ("spark_plugin.tfront_submit", 17),
+    ("spark_plugin.jobs.command", 16),
+    ("spark_plugin.jobs.wcc.cli", 17), ("spark_plugin.jobs.sssp.cli", 17),
+    ("spark_plugin.tfront_submit", 18),
 ]
 RANK = dict(LAYERS)
 

@@ -26,6 +26,7 @@ from typing import Callable
 
 from engine.errors import TimelyFrontierError
 
+from spark_plugin.session.config import driver_heap_bytes
 from spark_plugin.session.console import write_line
 
 __all__ = ["run_job_command", "verbosity", "SPARK_LOG_LEVELS", "master_url", "memory_size",
@@ -85,12 +86,6 @@ class _BarLogHandler(logging.Handler):
             write_line(self.format(record), sys.stderr)
         except Exception:  # noqa: BLE001 -- logging's own convention
             self.handleError(record)
-
-
-def driver_heap_bytes(spark) -> int:
-    """The driver JVM's largest heap (``Runtime.maxMemory``): what ``spark.driver.memory``
-    (or ``spark-submit --driver-memory``) actually gave it."""
-    return int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory())
 
 
 def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=None,

@@ -320,6 +320,12 @@ def format_memory(nbytes: int) -> str:
     return f"{mib >> 10}g" if mib % 1024 == 0 else f"{mib}m"
 
 
+def driver_heap_bytes(spark) -> int:
+    """The driver JVM's largest heap (``Runtime.maxMemory``): what ``spark.driver.memory``
+    (or ``spark-submit --driver-memory``) actually gave it."""
+    return int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory())
+
+
 def machine_memory() -> int:
     """Bytes of memory this machine gives this process: the physical memory, or the
     cgroup's limit (``/sys/fs/cgroup/memory.max``, v1 ``memory.limit_in_bytes``) when lower."""

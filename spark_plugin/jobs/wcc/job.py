@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -55,9 +54,8 @@ from spark_plugin.service.device import KernelPlacement, place_kernels
 from spark_plugin.jobs.framework import EpochJob, EpochOutcome, JobProtocolError, JobResult, StageTask
 from spark_plugin.jobs.arrow import arrow_bool, arrow_fixed, arrow_numpy, from_ipc, to_ipc
 from spark_plugin.jobs.progress_bar import fmt_frontier
-from spark_plugin.session.console import write_line
-from spark_plugin.jobs.command import driver_heap_bytes, run_job_command, verbosity  # noqa: F401
-from spark_plugin.jobs.edges import EdgeInputError, check_input, edge_files, edge_format, even_cuts, read_edges
+from spark_plugin.session.config import driver_heap_bytes
+from spark_plugin.jobs.edges import EdgeInputError, edge_files, edge_format, even_cuts, read_edges
 from spark_plugin.jobs.recovery import LOOP_DIR
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
@@ -961,56 +959,3 @@ def driver_finish_rows(spark) -> tuple[int, str]:
         limits[f"{format_memory(outside)} outside the JVM"] = outside // DRIVER_PYTHON_BYTES_PER_ROW
     why, rows = min(limits.items(), key=lambda kv: kv[1])
     return int(rows), why
-
-
-def main_wcc(args) -> int:
-    """The ``tfront wcc`` command (called by :mod:`engine.cli.main`, which has checked the options'
-    forms). The input is validated -- existence, readability, ``--epochs`` / ``--follow``
-    against it, the first rows of every file -- before a Spark session starts. Each epoch's
-    line names the input that became the epoch; an epoch without edges is said on stderr,
-    a run without ``--out`` in the total line (labels not saved). Ctrl-C stops the job
-    cleanly (exit 130; the epochs already printed are written). An existing local ``--out``
-    of the same job is resumed (docs/wcc.md, "Crash recovery"); when every epoch is already
-    final there, this says so and returns 0 without starting Spark; ``--overwrite`` starts
-    over.
-
-    The rest is every job command's (:func:`~spark_plugin.jobs.command.run_job_command`):
-    verbosity (``-q``; ``-v`` a line per round, which task ran which kernels and Spark's
-    warnings; ``-vv`` debug output and Spark's INFO log), the Spark settings and the line on
-    stderr that says them (here with how many rows an epoch may have to finish on the
-    driver), a JVM out of memory as :class:`~spark_plugin.errors.SparkMemoryError`, Ctrl-C,
-    stopping the session it started. WCC adds the kernels line after the totals and a
-    warning for an epoch without edges.
-    """
-    follow = getattr(args, "follow", None)
-    for note in check_input(args.edges, args.epochs, follow=follow):
-        print(f"tfront wcc: warning: {note}", file=sys.stderr, flush=True)
-
-    def banner(spark) -> str:
-        rows, why = driver_finish_rows(spark)
-        return f"epochs of up to {rows:,} rows finish on the driver ({why})"
-
-    def empty_epoch(s: EpochSummary, warn) -> None:
-        if s.new_edges == 0:
-            warn(f"epoch {s.epoch}: {s.source} has no edges; its labels are those of "
-                 f"epoch {s.epoch - 1}" if s.epoch else f"epoch 0: {s.source} has no edges")
-
-    def after(res: WccResult, level: int, warn) -> None:
-        if level >= 1:
-            write_line(res.kernels_line())
-        if not res.epochs and not res.resumed_at:
-            warn(f"no epoch file arrived in {args.edges}")
-
-    def run(spark, level, on_epoch) -> WccResult:
-        return run_wcc(spark, args.edges, epochs=args.epochs or 1, out=args.out,
-                       partitions=args.partitions, backend=args.backend, progress=level,
-                       on_epoch=on_epoch, follow=follow,
-                       checkpoint_dir=getattr(args, "checkpoint_dir", None),
-                       progress_log=getattr(args, "progress_log", None),
-                       overwrite=bool(getattr(args, "overwrite", False)),
-                       loop_checkpoint=getattr(args, "loop_checkpoint", DEFAULT_LOOP_CHECKPOINT))
-
-    return run_job_command(args, name="wcc", what="labels", run=run, banner=banner,
-                           on_summary=empty_epoch, after=after,
-                           memory_hint="lower TFRONT_WCC_DRIVER_ROWS so that fewer rows are "
-                                       "collected on the driver")

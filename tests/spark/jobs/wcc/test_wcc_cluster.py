@@ -22,7 +22,8 @@ from engine.cli.main import _parser
 from spark_plugin import ConfigError
 from spark_plugin.session.config import (DRIVER_MEMORY_SHARE, default_driver_memory, format_memory,
                                  machine_memory, parse_memory, session_conf, spark_conf)
-from spark_plugin.jobs.wcc.job import DRIVER_JVM_BYTES_PER_ROW, driver_finish_rows, driver_heap_bytes
+from spark_plugin.jobs.wcc.job import DRIVER_JVM_BYTES_PER_ROW, driver_finish_rows
+from spark_plugin.session.config import driver_heap_bytes
 
 from graph_cases import union_find_components
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from engine.cli.main import _parser
-from spark_plugin.jobs.wcc.job import WccResult, run_wcc, verbosity
+from spark_plugin.jobs.command import verbosity
+from spark_plugin.jobs.wcc.job import WccResult, run_wcc
 
 pytestmark = pytest.mark.spark
 

@@ -1,4 +1,4 @@
-"""Edge input of the WCC job: SNAP text, CSV, Parquet, Arrow tables; epochs from slices or files.
+"""Edge input of the jobs: SNAP text, CSV, Parquet, Arrow tables; epochs from slices or files.
 
 * **SNAP text** (any name but ``*.csv`` / ``*.parquet``; ``.gz`` is decompressed): one edge
   ``src dst`` per line, separated by white space or a comma; ``#`` starts a comment; blank

@@ -1,7 +1,7 @@
-"""Crash recovery of the WCC job: what its operators have made final, kept durably in ``--out``,
-and the rollback (:mod:`engine.rollback.problem`) it resumes from.
+"""Crash recovery of the epoch jobs: what their operators have made final, kept durably in
+``--out``, and the rollback (:mod:`engine.rollback.problem`) a job resumes from.
 
-The job (:func:`spark_plugin.jobs.wcc.job.run_wcc`) has three operators whose work survives a crash:
+The WCC job (:func:`spark_plugin.jobs.wcc.job.run_wcc`) has three operators whose work survives a crash:
 
 * the **input** records which source became which epoch (the file, or rows of a file, with its
   size, modification time and inode) when the epoch starts;

@@ -1,6 +1,6 @@
-"""The ``tfront`` commands of the Spark integration: ``tfront wcc`` (:mod:`spark_plugin.jobs.wcc.job`).
+"""``tfront wcc``: the WCC job (:mod:`spark_plugin.jobs.wcc.job`) on the command line.
 
-:mod:`engine.cli.main` does not import this package: it finds these commands through the entry
+:mod:`engine.cli.main` does not import this package: it finds the Spark commands through the entry
 point group ``tfront.commands`` (``pyproject.toml``), one entry point per command, named
 after it, whose object ``add(subparsers)`` adds the command's parser and sets its
 ``run(args, parser) -> int`` default (:func:`engine.cli.main.plugin_commands`). Importing this

@@ -13,7 +13,8 @@ import sys
 
 from engine.cli.main import positive_int, positive_seconds
 
-from spark_plugin.jobs.command import MASTER_FORMS, conf_pair, master_url, memory_size
+from spark_plugin.jobs.command import (MASTER_FORMS, conf_pair, master_url, memory_size,
+                                       run_job_command)
 
 __all__ = ["add_sssp", "run_sssp_command", "SSSP_INPUT"]
 
@@ -110,7 +111,6 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
 
         for note in check_input(args.edges, args.epochs, follow=args.follow):
             print(f"tfront sssp: warning: {note}", file=sys.stderr, flush=True)
-    from spark_plugin.jobs.command import run_job_command
     from spark_plugin.jobs.sssp.job import run_sssp, sssp_fingerprint
 
     epochs = args.epochs or 1

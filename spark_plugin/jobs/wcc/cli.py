@@ -20,7 +20,8 @@ import sys
 from engine import Backend
 from engine.cli.main import positive_int, positive_seconds
 
-from spark_plugin.jobs.command import MASTER_FORMS, conf_pair, master_url, memory_size
+from spark_plugin.jobs.command import (MASTER_FORMS, conf_pair, master_url, memory_size,
+                                       run_job_command)
 
 __all__ = ["add_wcc", "run_wcc_command", "loop_checkpoint", "WCC_INPUT"]
 
@@ -147,7 +148,6 @@ def main_wcc(args) -> int:
     stopping the session it started. WCC adds the kernels line after the totals and a
     warning for an epoch without edges.
     """
-    from spark_plugin.jobs.command import run_job_command
     from spark_plugin.jobs.edges import check_input
     from spark_plugin.jobs.wcc.job import (DEFAULT_LOOP_CHECKPOINT, EpochSummary, WccResult,
                                            driver_finish_rows, run_wcc)

@@ -15,6 +15,14 @@ Distances are ``int64`` hop counts (unweighted: every edge weighs 1, unreached v
 * :func:`improve` -- the driver's merge: the smallest candidate per vertex against its current
   distance (``dist`` updated in place); returns the vertices whose distance went down, with
   their new distances -- the next round's active set. ``O(C log V)``.
+* :func:`local_csr` and :func:`local_fixpoint` -- the *local fixpoint* of one partition (or
+  of the whole graph, on the driver): the partition's edges by local source index, then
+  Dijkstra from the active vertices over the edges whose target the partition owns, the
+  candidates for every other target sent out. Every vertex is settled once and every edge
+  scanned once: ``O((E + A) log E)`` with weights or without (no Bellman-Ford rounds), one
+  task however long the paths inside the partition are. Each settled vertex is given the
+  number of local edges on its shortest path from an active vertex (its *local round*), so
+  the task can report its work as rounds of a nested loop.
 
 All functions take and return NumPy arrays (the loop is a Numba ``@njit(cache=True)``
 function); nothing here imports ``engine`` or ``spark_plugin``.
@@ -22,11 +30,13 @@ function); nothing here imports ``engine`` or ``spark_plugin``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 __all__ = ["UNREACHED_INT", "unreached", "csr_by_source", "merge_csr", "relax", "min_per_vertex",
-           "improve"]
+           "improve", "local_csr", "local_fixpoint", "LocalResult"]
 
 #: The distance of an unreached vertex when distances are hop counts (``int64``).
 UNREACHED_INT = np.iinfo(np.int64).max
@@ -141,3 +151,178 @@ def improve(vertices: np.ndarray, dist: np.ndarray, cand_v: np.ndarray, cand_d: 
     better = d < dist[idx]
     dist[idx[better]] = d[better]
     return v[better], d[better]
+
+
+def local_csr(owned: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray):
+    """The edges ``src -> dst`` (every ``src`` one of ``owned``) by local source index.
+
+    Parameters
+    ----------
+    owned : int64[n]
+        The vertices the partition owns, sorted and distinct: local index ``i`` is
+        ``owned[i]``.
+    src, dst, w : arrays of one length
+        The partition's edges; every source is owned, a target may be anyone's.
+
+    Returns
+    -------
+    (indptr, tloc, tglob, weights)
+        The edges of local vertex ``i`` are ``indptr[i]:indptr[i + 1]`` (int64[n + 1]); per
+        edge the target's local index (``-1``: not owned here), its vertex id, its weight.
+
+    Raises
+    ------
+    ValueError
+        A source is not owned.
+    """
+    owned = np.asarray(owned, np.int64)
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    n = len(owned)
+    si = np.searchsorted(owned, src)
+    if len(src) and (si.max() >= n or not np.array_equal(owned[si], src)):
+        raise ValueError("an edge's source is not among the partition's vertices")
+    order = np.argsort(si, kind="stable")
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(si, minlength=n), out=indptr[1:])
+    tglob = dst[order]
+    ti = np.minimum(np.searchsorted(owned, tglob), max(n - 1, 0))
+    tloc = np.where((n > 0) & (owned[ti] == tglob) if n else np.zeros(len(tglob), bool),
+                    ti, -1).astype(np.int64)
+    return indptr, tloc, tglob, np.asarray(w)[order]
+
+
+@njit(cache=True)
+def _sift_up(hk, hv, i):
+    while i > 0:
+        parent = (i - 1) >> 1
+        if hk[parent] <= hk[i]:
+            break
+        hk[parent], hk[i] = hk[i], hk[parent]
+        hv[parent], hv[i] = hv[i], hv[parent]
+        i = parent
+
+
+@njit(cache=True)
+def _sift_down(hk, hv, n):
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and hk[c + 1] < hk[c]:
+            c += 1
+        if hk[i] <= hk[c]:
+            break
+        hk[c], hk[i] = hk[i], hk[c]
+        hv[c], hv[i] = hv[i], hv[c]
+        i = c
+
+
+@njit(cache=True)
+def _dijkstra(indptr, tloc, tglob, weights, dist, hop, active, active_d, out_v, out_d, out_h):
+    """Dijkstra from ``active`` (local indices, distances) over the local edges; ``dist`` and
+    ``hop`` (``-1``: not settled this call) updated in place; one candidate per edge to a
+    target not owned, written to ``out_*``. Returns how many candidates."""
+    cap = active.shape[0] + tloc.shape[0] + 1
+    hk = np.empty(cap, dist.dtype)
+    hv = np.empty(cap, np.int64)
+    n = 0
+    for j in range(active.shape[0]):
+        a, d = active[j], active_d[j]
+        if d <= dist[a]:
+            dist[a] = d
+            hop[a] = 0
+            hk[n], hv[n] = d, a
+            _sift_up(hk, hv, n)
+            n += 1
+    k = 0
+    while n > 0:
+        d, v = hk[0], hv[0]
+        n -= 1
+        hk[0], hv[0] = hk[n], hv[n]
+        _sift_down(hk, hv, n)
+        if d > dist[v]:
+            continue            # superseded by a shorter way found since
+        if hop[v] < -1:
+            continue            # settled already (an equal-distance duplicate)
+        h = hop[v]
+        hop[v] = -2 - h         # settled: -2 - hop until the end of the call
+        for e in range(indptr[v], indptr[v + 1]):
+            nd = d + weights[e]
+            u = tloc[e]
+            if u < 0:
+                out_v[k], out_d[k], out_h[k] = tglob[e], nd, h
+                k += 1
+            elif nd < dist[u]:
+                dist[u] = nd
+                hop[u] = h + 1
+                hk[n], hv[n] = nd, u
+                _sift_up(hk, hv, n)
+                n += 1
+    for i in range(hop.shape[0]):
+        if hop[i] < -1:
+            hop[i] = -2 - hop[i]
+    return k
+
+
+class LocalResult(NamedTuple):
+    """What :func:`local_fixpoint` found: the owned vertices whose distance went down
+    (``updated``, local indices, with ``distances`` and their local round ``rounds``), the
+    candidates for vertices owned elsewhere (``out_v`` sorted, ``out_d`` the smallest per
+    vertex, ``out_rounds`` the local round that produced it), and ``settled_rounds``: per
+    local round ``l``, how many vertices were settled at it (``l = 0``: the active ones)."""
+
+    updated: np.ndarray
+    distances: np.ndarray
+    rounds: np.ndarray
+    out_v: np.ndarray
+    out_d: np.ndarray
+    out_rounds: np.ndarray
+    settled_rounds: np.ndarray
+
+
+def local_fixpoint(csr, dist: np.ndarray, active: np.ndarray, active_d: np.ndarray) -> LocalResult:
+    """The local fixpoint of one partition from its active vertices.
+
+    Parameters
+    ----------
+    csr : tuple
+        :func:`local_csr` of the partition's edges.
+    dist : int64[n] or float64[n]
+        The current distances of the owned vertices (:func:`unreached` where none); not
+        changed (a copy is lowered).
+    active : int64[A]
+        Local indices of the vertices whose distance changed (each once).
+    active_d : array[A]
+        Their distances (at most ``dist`` there).
+
+    Returns
+    -------
+    LocalResult
+        The distances that went down inside the partition and the candidates that leave it:
+        every vertex reachable from ``active`` through owned vertices, at its shortest
+        distance by those paths (Dijkstra: each vertex settled once, each edge scanned once).
+    """
+    indptr, tloc, tglob, weights = csr
+    dist0 = np.asarray(dist)
+    d = dist0.copy()
+    active = np.asarray(active, np.int64)
+    active_d = np.asarray(active_d, d.dtype)
+    hop = np.full(len(d), -1, np.int64)
+    m = len(tloc)
+    out_v = np.empty(m, np.int64)
+    out_d = np.empty(m, d.dtype)
+    out_h = np.empty(m, np.int64)
+    k = _dijkstra(indptr, tloc, tglob, weights.astype(d.dtype, copy=False), d, hop, active,
+                  active_d, out_v, out_d, out_h) if len(active) else 0
+    settled = hop >= 0
+    upd = np.flatnonzero(settled & (d < dist0))
+    levels = np.bincount(hop[settled], minlength=1) if settled.any() else np.zeros(0, np.int64)
+    out_v, out_d, out_h = out_v[:k], out_d[:k], out_h[:k]
+    if k:
+        order = np.lexsort((out_d, out_v))
+        out_v, out_d, out_h = out_v[order], out_d[order], out_h[order]
+        first = np.r_[True, out_v[1:] != out_v[:-1]]
+        out_v, out_d, out_h = out_v[first], out_d[first], out_h[first]
+    return LocalResult(upd, d[upd], hop[upd], out_v, out_d, out_h, levels.astype(np.int64))

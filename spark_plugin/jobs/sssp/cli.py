@@ -66,7 +66,10 @@ def add_sssp(sub) -> argparse.ArgumentParser:
     s.add_argument("--master", type=master_url, default=None, metavar="URL",
                    help=f"Spark master URL (default local[*]): {MASTER_FORMS}")
     s.add_argument("--partitions", type=positive_int, default=None, metavar="P",
-                   help="Spark partitions, one relax task each per round (default: cores)")
+                   help="Spark partitions, one task each per round on Spark (default: cores)")
+    s.add_argument("--partitioner", choices=("locality", "hash"), default="locality",
+                   help="how vertices are placed on partitions once the edges outgrow the "
+                        "driver: locality (default; neighbours together, few rounds) or hash")
     s.add_argument("--checkpoint-dir", default=None,
                    help="checkpoint the partitions' edges reliably here, once per epoch (e.g. "
                         "an HDFS path on a cluster) instead of localCheckpoint")
@@ -111,18 +114,25 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
 
         for note in check_input(args.edges, args.epochs, follow=args.follow):
             print(f"tfront sssp: warning: {note}", file=sys.stderr, flush=True)
-    from spark_plugin.jobs.sssp.job import run_sssp, sssp_fingerprint
+    from spark_plugin.jobs.sssp.job import driver_finish_rows, run_sssp, sssp_fingerprint
 
     epochs = args.epochs or 1
+
+    def banner(spark) -> str:
+        rows, why = driver_finish_rows(spark)
+        return (f"epochs of up to {rows:,} edges in all finish on the driver ({why}); past "
+                f"that one Spark job per round, vertices placed by {args.partitioner}")
 
     def run(spark, level, on_epoch):
         return run_sssp(spark, args.edges, args.source, epochs=epochs, out=args.out,
                         weighted=args.weighted, undirected=args.undirected,
                         partitions=args.partitions, progress=level, on_epoch=on_epoch,
                         follow=args.follow, checkpoint_dir=args.checkpoint_dir,
-                        progress_log=args.progress_log, overwrite=args.overwrite)
+                        progress_log=args.progress_log, overwrite=args.overwrite,
+                        partitioner=args.partitioner)
 
     return run_job_command(
-        args, name="sssp", what="distances", run=run,
+        args, name="sssp", what="distances", run=run, banner=banner,
+        memory_hint="lower TFRONT_SSSP_DRIVER_ROWS so that the driver holds fewer edges",
         fingerprint=sssp_fingerprint(args.edges, epochs, args.follow, args.source,
                                      args.weighted, args.undirected))

@@ -7,33 +7,53 @@ weights, sums of non-negative weights with them. Edges are only ever added, so d
 only go down and the previous epoch's distances are a valid start: an epoch relaxes from the
 reached sources of its new edges only.
 
-The dataflow (:func:`sssp_dataflow`, timestamps ``(epoch, round)`` inside the loop):
+Where the work runs (docs/jobs.md, "What a job costs"):
 
-* ``input`` sends the epoch's new edges to ``relax.in1`` and the *seeds* -- the vertices
-  whose distance must be propagated again (the source in epoch 0; afterwards the reached
-  sources of new edges) -- to ``relax.in2`` (``relax.in0`` is the feedback's);
-* ``relax`` (Spark tasks, one per partition; each partition holds the edges whose source
-  hashes to it as a CSR, cached between rounds) sends, for every active vertex ``v`` at
-  distance ``d`` and edge ``v -> u`` of weight ``w``, the candidate ``(u, d + w)`` -- the
-  smallest per ``u`` -- to ``min.in0`` (:func:`gpu_kernels.shortest_paths.relax`);
-* ``min`` (on the driver, which holds the distances) keeps the candidates that lower a
-  distance and sends them around the feedback (``round + 1``) to ``relax.in0``; its second
-  output carries the epoch's distances to ``output``.
+* **On the driver** while every edge so far fits the driver's budget (the jobs' sizing rule,
+  :func:`~spark_plugin.jobs.budget.driver_finish_rows`; ``$TFRONT_SSSP_DRIVER_ROWS``
+  overrides it, ``0``: always Spark). The driver reads every epoch anyway (it computes the
+  seeds); it keeps the edges and finishes the epoch with one Dijkstra over the whole graph
+  from the seeds (:func:`gpu_kernels.shortest_paths.local_fixpoint`): no Spark job at all,
+  whatever the graph's diameter.
+* **On Spark** past that: the vertices are placed on ``P`` partitions (``partitioner``:
+  ``locality``, a breadth-first order cut into ranges then a streaming greedy placement of
+  later vertices (:mod:`gpu_kernels.locality`), or ``hash``, ``v % P``); each partition
+  holds the edges of the vertices it owns. A *global round* is one Spark job: every task runs
+  Dijkstra from its active vertices to its partition's *local fixpoint* and sends only what
+  leaves the partition -- candidates for vertices owned elsewhere -- with the distances it
+  lowered; the driver merges them, and the vertices a candidate lowered are the next round's
+  active set. Global rounds follow how often a shortest path crosses partitions, not its
+  length.
 
-Every Spark task reports what it consumed and produced in these operators' words; the driver
-decides only from frontiers (docs/jobs.md):
+The dataflow (:func:`sssp_dataflow`) models exactly that: the scope ``loop`` counts global
+rounds (timestamps ``(epoch, round)``), the nested scope ``loop/local`` a task's local rounds
+(``(epoch, round, local round)``: a vertex settled by the local Dijkstra is at the local round
+of the number of local edges on its shortest path from an active vertex):
 
-* round ``i`` of epoch ``e`` is complete when the frontiers at ``relax.in0`` and ``min.in0``
-  have no element ``<= (e, i)``;
-* the epoch's relaxation has converged when the frontier at ``relax.in0`` has no element of
+* ``input`` sends the epoch's new edges (out0) and the *seeds* (out1; the source in epoch 0,
+  afterwards the reached sources of new edges) into the loop;
+* ``local/step`` (one task per partition, or the driver) takes the local feedback (in0), the
+  edges (in1), the seeds (in2) and the global feedback (in3, the round's active vertices);
+  what it settles at local round ``l`` goes around ``local/feedback`` (out0, ``l + 1``), what
+  leaves the partition -- lowered distances and candidates -- goes to ``min`` (out1);
+* ``min`` (the driver, which holds the distances) sends the vertices a candidate lowered around
+  ``feedback`` (``round + 1``) to ``step.in3``; its out1 carries the epoch's distances to
+  ``output``.
+
+Every task (and the driver, finishing an epoch) reports what it consumed and produced in these
+operators' words, local rounds included; the driver decides only from frontiers:
+
+* round ``g`` of epoch ``e`` is complete when the frontiers at ``step.in3`` and ``min.in0``
+  have no element ``<= (e, g)``;
+* the epoch's relaxation has converged when the frontier at ``step.in3`` has no element of
   epoch ``e`` (nothing in flight, no capability that could send any);
 * epoch ``e`` is final when the frontier at ``output.in0`` has passed ``e``; only then are its
   distances written.
 
-The job is an :class:`~spark_plugin.jobs.framework.EpochJob` (:class:`SsspJob`): the framework reads
-the epochs, guards and applies every report exactly once, checks the output frontier, writes
-each final epoch to ``out`` -- a local one with its manifest, resumable -- and draws the
-progress bar; this module is the dataflow and the algorithm.
+The job is an :class:`~spark_plugin.jobs.framework.EpochJob` (:class:`SsspJob`): the framework
+reads the epochs, guards and applies every report exactly once, checks the output frontier,
+writes each final epoch to ``out`` -- a local one with its manifest, resumable -- and draws
+the progress bar; this module is the dataflow and the algorithm.
 """
 
 from __future__ import annotations
@@ -46,23 +66,31 @@ import pyarrow as pa
 
 from engine import Report
 from engine.jit import CompileWatch
-from gpu_kernels.shortest_paths import (csr_by_source, improve, merge_csr, relax, unreached)
+from gpu_kernels.locality import bfs_order, cut_edges, ldg_parts, range_parts
+from gpu_kernels.shortest_paths import (improve, local_csr, local_fixpoint, unreached)
 
+from spark_plugin.jobs.budget import driver_finish_rows as budget_rows
 from spark_plugin.jobs.framework import EpochJob, EpochOutcome, JobProtocolError, JobResult
 from spark_plugin.jobs.sssp.io import weighted_epoch_sources, weighted_table
 from spark_plugin.jobs.edges import EdgeInputError
 
 __all__ = ["run_sssp", "SsspJob", "SsspResult", "SsspEpoch", "SsspProtocolError",
-           "sssp_dataflow", "sssp_fingerprint", "EdgeInputError"]
+           "sssp_dataflow", "sssp_fingerprint", "EdgeInputError", "driver_finish_rows",
+           "PARTITIONERS", "DRIVER_ROWS_ENV"]
 
 log = logging.getLogger(__name__)
 
 PRODUCER = "sssp"
-#: A round's active vertices travel inside its task closures up to this many; beyond it they
-#: are broadcast (one copy per executor instead of one per task).
-BROADCAST_ACTIVE = 1 << 16
-#: Why a ``relax`` task's kernels ran where they did (they have no GPU twin).
+#: A round's per-partition data (distances, active vertices) travels inside its task
+#: closures up to this many values in all; beyond it it is broadcast (one copy per executor
+#: instead of one per task).
+BROADCAST_VALUES = 1 << 16
+#: Why a task's kernels ran where they did (they have no GPU twin).
 CPU_ONLY = "the shortest-paths kernels run on the CPU only"
+#: The environment variable that overrides the driver's budget (``0``: every epoch on Spark).
+DRIVER_ROWS_ENV = "TFRONT_SSSP_DRIVER_ROWS"
+#: How vertices are placed on partitions when the epochs run on Spark.
+PARTITIONERS = ("locality", "hash")
 
 
 class SsspProtocolError(JobProtocolError):
@@ -70,38 +98,54 @@ class SsspProtocolError(JobProtocolError):
 
 
 #: Operator paths in the dataflow (:func:`sssp_dataflow`).
-INPUT, RELAX, MIN, FEEDBACK, OUTPUT = "input", "loop/relax", "loop/min", "loop/feedback", "output"
+INPUT, STEP, LOCAL_FEEDBACK, MIN, FEEDBACK, OUTPUT = (
+    "input", "loop/local/step", "loop/local/feedback", "loop/min", "loop/feedback", "output")
+#: ``step``'s inputs: the local feedback, the edges, the seeds, the global feedback.
+STEP_LOCAL, STEP_EDGES, STEP_SEEDS, STEP_ACTIVE = 0, 1, 2, 3
 
 
 def sssp_dataflow():
-    """The job's dataflow as operators and a loop scope (:mod:`engine.operate.dataflow`).
+    """The job's dataflow as operators and two nested loop scopes
+    (:mod:`engine.operate.dataflow`).
 
     ``input`` (epochs ``(e,)``; out0 edges, out1 seeds) feeds the scope ``loop`` (timestamps
-    ``(e, round)``) at its inputs 0 and 1; inside, ``relax`` takes the feedback (in0), the
-    edges (in1) and the seeds (in2) and sends candidates to ``min``, whose out0 goes around
-    ``feedback`` (``round + 1``) and whose out1 leaves the scope to ``output``. ``input``
-    holds a capability for epoch 0 on both outputs, ``min`` one for ``(0, 0)`` on out1 (the
-    epoch's distances).
+    ``(e, round)``) at its inputs 0 and 1, which feed the scope ``loop/local`` (``(e, round,
+    local round)``) at its inputs 0 and 1; the global ``feedback`` (``round + 1``) enters it
+    at input 2. Inside, ``step`` takes the local feedback (in0), the edges (in1), the seeds
+    (in2) and the global feedback (in3); its out0 goes around ``local/feedback`` (``local
+    round + 1``), its out1 leaves the local scope to ``min``, whose out0 goes around
+    ``feedback`` and whose out1 leaves the loop to ``output``. ``input`` holds a capability
+    for epoch 0 on both outputs, ``min`` one for ``(0, 0)`` on out1 (the epoch's distances).
 
     >>> df = sssp_dataflow()
-    >>> df.external_summary("loop/min")
-    {(0, 0): (Summary(1->1, keep=1, d_out=(0,), d_cnt=(1,), reset=()),)}
+    >>> df.external_summary("loop/min")[(0, 0)]
+    (Summary(1->1, keep=1, d_out=(0,), d_cnt=(1,), reset=()),)
+    >>> df.external_summary("loop/local/step")[(0, 0)]
+    (Summary(2->2, keep=2, d_out=(0,), d_cnt=(0, 1), reset=()),)
     """
     from engine import BOUNDARY, Operate, Scope, Summary
 
     root = Scope("sssp", m=1)
     inp = root.add(Operate(INPUT, 0, 2, capabilities={0: [(0,)], 1: [(0,)]}))
     loop = Scope("loop", 2, 1, depth=1)
-    relax = loop.add(Operate("relax", 3, 1, summary={(i, 0): Summary.identity(1)
-                                                    for i in range(3)}))
+    local = Scope("local", 3, 1, depth=2)
+    step = local.add(Operate("step", 4, 2, summary={(i, o): Summary.identity(2)
+                                                   for i in range(4) for o in range(2)}))
+    lfb = local.add(Operate("feedback", 1, 1, summary={(0, 0): Summary.feedback(2)}))
+    for i in range(3):
+        local.connect(BOUNDARY, i, step, i + 1)
+    local.connect(step, 0, lfb, 0)
+    local.connect(lfb, 0, step, 0)
+    local.connect(step, 1, BOUNDARY, 0)
+    lc = loop.add(local)
     mn = loop.add(Operate("min", 1, 2, summary={(0, o): Summary.identity(1) for o in (0, 1)},
                           capabilities={1: [(0, 0)]}))
     fb = loop.add(Operate("feedback", 1, 1, summary={(0, 0): Summary.feedback(1)}))
-    loop.connect(BOUNDARY, 0, relax, 1)
-    loop.connect(BOUNDARY, 1, relax, 2)
-    loop.connect(relax, 0, mn, 0)
+    loop.connect(BOUNDARY, 0, lc, 0)
+    loop.connect(BOUNDARY, 1, lc, 1)
+    loop.connect(fb, 0, lc, 2)
+    loop.connect(lc, 0, mn, 0)
     loop.connect(mn, 0, fb, 0)
-    loop.connect(fb, 0, relax, 0)
     loop.connect(mn, 1, BOUNDARY, 0)
     lp = root.add(loop)
     out = root.add(Operate(OUTPUT, 1, 0))
@@ -111,11 +155,51 @@ def sssp_dataflow():
     return root.build()
 
 
+def driver_finish_rows(spark) -> tuple[int, str]:
+    """The most edges (rows, both ways when undirected) an epoch may have in all to be
+    finished on the driver, and how that was chosen: ``$TFRONT_SSSP_DRIVER_ROWS`` when set,
+    else the jobs' sizing rule (:func:`spark_plugin.jobs.budget.driver_finish_rows`)."""
+    return budget_rows(spark, DRIVER_ROWS_ENV)
+
+
+def local_report(e: int, g: int, res, *, active: int, seeds: bool, edges: int | None = None,
+                 report: Report | None = None) -> Report:
+    """What one ``step`` did in global round ``g`` of epoch ``e``, in the operators' words:
+    it consumed ``active`` vertices at in2 (the seeds, round 0) or in3 (the global
+    feedback), and ``edges`` new edges at in1; per local round ``l >= 1`` the vertices the
+    local Dijkstra settled there (``res``: :class:`~gpu_kernels.shortest_paths.LocalResult`)
+    were produced at out0 in round ``l - 1``, went around ``local/feedback`` and were
+    consumed at in0; what left the partition (lowered distances, candidates) was produced at
+    out1 in the local round it was found."""
+    report = Report() if report is None else report
+    report.consumed(STEP, STEP_SEEDS if seeds else STEP_ACTIVE, (e, g, 0), int(active))
+    if edges is not None:
+        report.consumed(STEP, STEP_EDGES, (e, g, 0), int(edges))
+    settled = np.asarray(res.settled_rounds, np.int64)
+    if len(settled) > 1:
+        lv = np.flatnonzero(settled[1:] > 0) + 1
+        n = settled[lv]
+        t_in = np.stack([np.full(len(lv), e), np.full(len(lv), g), lv], axis=1)
+        t_out = t_in - np.array([0, 0, 1])
+        report.produced(STEP, 0, t_out, n).consumed(LOCAL_FEEDBACK, 0, t_out, n)
+        report.produced(LOCAL_FEEDBACK, 0, t_in, n).consumed(STEP, STEP_LOCAL, t_in, n)
+    rounds = np.concatenate([res.rounds, res.out_rounds]).astype(np.int64)
+    if len(rounds):
+        per = np.bincount(rounds)
+        lv = np.flatnonzero(per)
+        ts = np.stack([np.full(len(lv), e), np.full(len(lv), g), lv], axis=1)
+        report.produced(STEP, 1, ts, per[lv])
+    return report
+
+
 @dataclass(frozen=True)
 class SsspEpoch:
     """One final epoch: vertices seen so far, how many the source reaches, edges so far (and
-    the epoch's own), relaxation rounds, wall seconds, the largest finite distance, and the
-    frontier at ``output.in0`` when the epoch was declared final."""
+    the epoch's own), global rounds, wall seconds, the largest finite distance, and the
+    frontier at ``output.in0`` when the epoch was declared final. ``where``: ``driver`` (the
+    driver finished it, no Spark job) or ``spark`` (one Spark job per round, ``cut`` the
+    share of the edges so far that join two partitions); ``local_rounds`` the most local
+    rounds of one task (or of the driver's Dijkstra) in the epoch."""
 
     epoch: int
     vertices: int
@@ -127,16 +211,22 @@ class SsspEpoch:
     output_frontier: tuple = ()
     source: str = ""
     new_edges: int = 0
+    where: str = "driver"
+    cut: float = 0.0
+    local_rounds: int = 0
 
     #: The counts of this job in the progress log's ``epoch`` event (besides ``epoch``,
     #: ``vertices``, ``edges``, ``rounds``, ``seconds``).
-    log_fields = ("reached", "max_distance")
+    log_fields = ("reached", "max_distance", "where", "cut", "local_rounds")
 
     def line(self) -> str:
-        """``epoch E: vertices V, reached R, edges M, rounds K, max distance D, S.SS s``."""
+        """``epoch E: vertices V, reached R, edges M, rounds K, max distance D, WHERE, S.SS
+        s`` -- ``WHERE`` is ``on the driver`` or ``on Spark, cut C%``."""
+        where = ("on the driver" if self.where == "driver"
+                 else f"on Spark, cut {100 * self.cut:.1f}%")
         return (f"epoch {self.epoch}: vertices {self.vertices}, reached {self.reached}, edges "
                 f"{self.edges}, rounds {self.rounds}, max distance {self.max_distance:g}, "
-                f"{self.seconds:.2f} s")
+                f"{where}, {self.seconds:.2f} s")
 
 
 @dataclass
@@ -145,9 +235,11 @@ class SsspResult(JobResult):
     common fields). ``distances`` (``vertex, distance``, reached vertices only, sorted by
     vertex) is the last final epoch's when no ``out`` was given; ``decisions`` the frontiers
     each decision of this run was taken from, in order: ``(epoch, round, what, frontier)``
-    with ``what`` one of ``round`` (the frontiers at relax.in0 and min.in0 passed
-    ``(e, round)``; ``frontier`` is the pair of them, relax.in0's first), ``converged`` (relax.in0 has no element of epoch ``e``) and ``final``
-    (output.in0 passed ``e``); ``stages`` the Spark jobs of the rounds (one per round).
+    with ``what`` one of ``round`` (the frontiers at step.in3 and min.in0 passed
+    ``(e, round)``; ``frontier`` is the pair of them, step.in3's first), ``converged``
+    (step.in3 has no element of epoch ``e``) and ``final`` (output.in0 passed ``e``);
+    ``stages`` the Spark jobs of the rounds (one per global round on Spark, none on the
+    driver).
 
     >>> SsspResult(seconds=2.0, tracking_seconds=0.01).total_line()
     'total: 0 epochs, 0 rounds, 2.00 s (kernels loaded 0.00 s, progress tracking 0.01 s); nothing written'
@@ -167,51 +259,60 @@ class SsspResult(JobResult):
         return f"{len(self.epochs)} epochs, {sum(e.rounds for e in self.epochs)} rounds"
 
 
-class _Relax:
-    """The ``mapPartitionsWithIndex`` function of one round: the ``relax`` operator on one
-    partition. Its element is ``(csr, added)``: the partition's edges and how many of them
-    the epoch added (consumed at ``relax.in1`` in round 0). It yields one
-    ``(partition, vertices, distances, report)``: the candidates and the task's
-    :class:`~engine.operate.dataflow.Report` as plain arrays (``to_arrays``)."""
+class _LocalRound:
+    """The ``mapPartitionsWithIndex`` function of one global round: ``step`` on one
+    partition. Its element is ``(owned, csr, added)``: the vertices the partition owns, its
+    edges (:func:`~gpu_kernels.shortest_paths.local_csr`) and how many of them the epoch
+    added (consumed at ``step.in1`` in round 0). ``shares[p]`` (a list, or a broadcast of
+    one) is ``(dist, active, active_d)``: the owned vertices' distances and the round's
+    active vertices (local indices, distances). It yields one ``(partition, (updated,
+    distances), (candidates, distances), local rounds, report)``: what left the partition
+    and the task's :class:`~engine.operate.dataflow.Report` as plain arrays."""
 
-    def __init__(self, epoch: int, it: int, active, wrap=None):
-        self.epoch, self.it, self.active, self.wrap = epoch, it, active, wrap
+    def __init__(self, epoch: int, it: int, shares, wrap=None):
+        self.epoch, self.it, self.shares, self.wrap = epoch, it, shares, wrap
 
     def __call__(self, p, elements):
         fn = self._run if self.wrap is None else self.wrap(self._run)
         return fn(p, elements)
 
     def _run(self, p, elements):
-        t = (self.epoch, self.it)
-        av, ad = (self.active if isinstance(self.active, list) else self.active.value)[p]
-        # the active vertices: the seeds (in2) in round 0, then what came around the feedback
-        report = Report().consumed(RELAX, 2 if self.it == 0 else 0, t, len(av))
-        cvs, cds = [np.zeros(0, np.int64)], [np.zeros(0, ad.dtype)]
-        for csr, added in elements:   # one element per partition; every one's candidates
-            if self.it == 0:
-                report.consumed(RELAX, 1, t, int(added))
-            cv, cd = relax(csr, av, ad)
-            cvs.append(cv)
-            cds.append(cd)
-        cv, cd = np.concatenate(cvs), np.concatenate(cds)
-        report.produced(RELAX, 0, t, len(cv))
-        yield p, cv, cd, report.to_arrays()
+        e, g = self.epoch, self.it
+        dist, av, ad = (self.shares if isinstance(self.shares, list) else self.shares.value)[p]
+        report, first = Report(), True
+        for owned, csr, added in elements:   # one element per partition
+            res = local_fixpoint(csr, dist, av if first else av[:0], ad if first else ad[:0])
+            local_report(e, g, res, active=len(av) if first else 0, seeds=g == 0,
+                         edges=added if g == 0 else None, report=report)
+            first = False
+            yield (p, (owned[res.updated], res.distances), (res.out_v, res.out_d),
+                   len(res.settled_rounds), report.to_arrays())
 
 
 def _merge(pair):
-    """Round 0 of an epoch: a partition's CSR with the epoch's new edges added."""
-    old, (src, dst, w) = pair
-    csr = csr_by_source(src, dst, w) if old is None else merge_csr(old[0], src, dst, w)
-    return csr, len(src)
+    """Round 0 of an epoch on Spark: a partition's edges with the epoch's new ones added, by
+    local index of this epoch's owned vertices."""
+    old, (owned, src, dst, w, added) = pair
+    if old is not None:
+        o_owned, (indptr, _, tglob, weights), _ = old
+        src = np.concatenate([np.repeat(o_owned, np.diff(indptr)), src])
+        dst = np.concatenate([tglob, dst])
+        w = np.concatenate([weights, w.astype(weights.dtype, copy=False)])
+    return owned, local_csr(owned, src, dst, w), added
 
 
 def _warm_kernels() -> None:
-    """Run the shortest-paths kernels once (hops and weights): loads them from Numba's cache,
-    or compiles them there the first time."""
-    x, y = np.array([1, 0], np.int64), np.array([0, 2], np.int64)
+    """Run the shortest-paths and placement kernels once (hops and weights): loads them from
+    Numba's cache, or compiles them there the first time."""
+    x, y = np.array([0, 1], np.int64), np.array([1, 2], np.int64)
     for w in (np.ones(2, np.int64), np.ones(2, np.float64)):
-        cv, cd = relax(csr_by_source(x, y, w), x, w)
-        improve(np.array([0, 1, 2], np.int64), np.full(3, unreached(w.dtype)), cv, cd)
+        csr = local_csr(np.array([0, 1], np.int64), x, y, w)
+        res = local_fixpoint(csr, np.full(2, unreached(w.dtype)), np.array([0]),
+                             np.zeros(1, w.dtype))
+        improve(np.array([0, 1, 2], np.int64), np.full(3, unreached(w.dtype)), res.out_v,
+                res.out_d)
+    parts = range_parts(bfs_order(3, x, y), np.ones(3), 2)
+    ldg_parts(np.r_[parts, -1].astype(np.int32), np.r_[x, 2], np.r_[y, 3], np.ones(4), 2)
 
 
 def sssp_fingerprint(edges, epochs: int, follow, source: int, weighted: bool,
@@ -231,12 +332,14 @@ class SsspJob(EpochJob):
     """Incremental single-source shortest paths as an :class:`~spark_plugin.jobs.framework.EpochJob`
     (:func:`run_sssp` runs it; the module docstring describes the algorithm).
 
-    The driver holds ``vertices`` (sorted, every vertex seen so far) and their distances
-    (unreached: :func:`~gpu_kernels.shortest_paths.unreached`); the Spark partitions hold the
-    edges as CSRs by source (an RDD cached between rounds, rebuilt each epoch with its new
-    edges merged in). Resuming a local ``out``, the distances come from the last final
-    epoch's result and the edges from the final epochs' input, read again (:meth:`replay`):
-    the output holds the distances only.
+    The driver holds ``vertices`` (sorted, every vertex seen so far), their distances
+    (unreached: :func:`~gpu_kernels.shortest_paths.unreached`) and, once on Spark, their
+    partitions (``part``, aligned with ``vertices``). While the edges so far fit its budget
+    (:func:`driver_finish_rows`) the driver holds them too (``held``); past it they move to
+    the Spark partitions -- an RDD of ``(owned, csr, added)`` cached between rounds and
+    rebuilt each epoch with its new edges merged in -- and stay there. Resuming a local
+    ``out``, the distances come from the last final epoch's result and the edges from the
+    final epochs' input, read again (:meth:`replay`): the output holds the distances only.
     """
 
     name = PRODUCER
@@ -247,21 +350,30 @@ class SsspJob(EpochJob):
     result_type = SsspResult
 
     def __init__(self, spark, edges, source: int, *, weighted: bool = False,
-                 undirected: bool = False, **options):
+                 undirected: bool = False, partitioner: str = "locality", **options):
         if isinstance(source, bool) or not isinstance(source, (int, np.integer)) or not (
                 0 <= int(source) < (1 << 63)):
             raise ValueError(f"source must be a vertex id, a non-negative int64, got "
                              f"{source!r}")
+        if partitioner not in PARTITIONERS:
+            raise ValueError(f"partitioner must be one of {', '.join(PARTITIONERS)}, got "
+                             f"{partitioner!r}")
         # the kernels run on the CPU; the driver reads every epoch (it computes the seeds)
         super().__init__(spark, edges, backend="cpu", executor_input=False, **options)
         self.source, self.weighted, self.undirected = int(source), weighted, undirected
+        self.partitioner = partitioner
         self.dtype = np.float64 if weighted else np.int64
         self.vertices = np.array([self.source], np.int64)
         self.dist = np.zeros(1, self.dtype)
-        self.n_edges = 0
-        self.backlog: list = []      # edges not yet in the partitions' CSRs (a resume's)
-        self.csr = None              # the partitions' CSRs: an RDD of (csr, added)
+        self.part = None             # partition per vertex, once on Spark
+        self.n_edges = self.n_cut = 0
+        self.held: list = []         # the edges, while the driver holds them
+        self.backlog: list = []      # edges not yet in the partitions: (src, dst, w, fresh)
+        self.unsent = 0              # edges replayed by a resume, not yet reported sent
+        self.csr = None              # the partitions' edges: an RDD of (owned, csr, added)
         self.csr_ids: set = set()
+        self.on_spark = False
+        self.driver_rows = 0
         self.active = (np.zeros(0, np.int64), np.zeros(0, self.dtype))
         self.decisions: list = []
 
@@ -295,6 +407,9 @@ class SsspJob(EpochJob):
     def input_columns(self):
         return ("src", "dst", "weight") if self.weighted else ("src", "dst")
 
+    def start(self):
+        self.driver_rows = driver_finish_rows(self.spark)[0]
+
     def prepare(self):
         # the driver's kernels load (or compile, once) on the tracking thread meanwhile
         bar = self.bar
@@ -317,11 +432,48 @@ class SsspJob(EpochJob):
         return s, d, w
 
     def _grow(self, s, d) -> None:
-        """Every vertex of the edges ``s -> d`` is seen: new ones are unreached."""
+        """Every vertex of the edges ``s -> d`` is seen: new ones are unreached (and, on
+        Spark, unplaced until :meth:`_place`)."""
         grown = np.union1d(self.vertices, np.concatenate([s, d]))
+        if len(grown) == len(self.vertices):
+            return
+        at = np.searchsorted(grown, self.vertices)
         dist = np.full(len(grown), unreached(self.dtype), self.dtype)
-        dist[np.searchsorted(grown, self.vertices)] = self.dist
+        dist[at] = self.dist
+        if self.part is not None:
+            part = np.full(len(grown), -1, np.int32)
+            part[at] = self.part
+            self.part = part
         self.vertices, self.dist = grown, dist
+
+    def _add(self, s, d, w) -> None:
+        """The edges join the driver's (while it holds them) or the partitions' backlog."""
+        self.n_edges += len(s)
+        if self.on_spark:
+            self._place(s, d)
+            self.backlog.append((s, d, w, True))
+        else:
+            self.held.append((s, d, w))
+
+    def _place(self, s, d) -> None:
+        """Give every unplaced vertex a partition: ``hash`` ``v % P``; ``locality`` the first
+        time a breadth-first order of the edges ``s -> d`` cut into ``P`` ranges of equal
+        out-degree, later the streaming greedy placement over them
+        (:mod:`gpu_kernels.locality`). Counts the cut edges among ``s -> d``."""
+        P = self.P
+        si, di = np.searchsorted(self.vertices, s), np.searchsorted(self.vertices, d)
+        if self.part is None:
+            self.part = np.full(len(self.vertices), -1, np.int32)
+        new = self.part < 0
+        if new.any():
+            weight = np.bincount(si, minlength=len(self.vertices)) + 1.0
+            if self.partitioner == "hash":
+                self.part[new] = (self.vertices[new] % P).astype(np.int32)
+            elif new.all():
+                self.part = range_parts(bfs_order(len(self.vertices), si, di), weight, P)
+            else:
+                self.part = ldg_parts(self.part, si, di, weight, P)
+        self.n_cut += cut_edges(si, di, self.part)
 
     # -- resuming ----------------------------------------------------------------------------
     def resume(self, table):
@@ -330,93 +482,181 @@ class SsspJob(EpochJob):
         self.dist = table.column("distance").to_numpy().astype(self.dtype)
 
     def replay(self, e, source):
-        # the edges of a final epoch join the partitions' CSRs with the first epoch computed
+        # the edges of a final epoch join the driver's or the partitions' edges with the
+        # first epoch computed
         s, d, w = self._edges_of(source.read())
         self._grow(s, d)
-        self.backlog.append((s, d, w))
-        self.n_edges += len(s)
+        self._to_spark_if_needed(len(s))
+        self._add(s, d, w)
+        self.unsent += len(s)
+
+    def _to_spark_if_needed(self, more: int) -> None:
+        """Past the driver's budget the edges it holds move to the Spark partitions (placed
+        on them first), for good."""
+        if self.on_spark or self.n_edges + more <= self.driver_rows:
+            return
+        self.on_spark = True
+        if self.held:
+            s, d, w = (np.concatenate(x) for x in zip(*self.held))
+            self.held = []
+            self._place(s, d)
+            # consumed on the driver already, unless a resume replayed them just now
+            self.backlog.append((s, d, w, self.unsent > 0))
+        elif self.part is None:
+            self.part = np.full(len(self.vertices), -1, np.int32)
 
     # -- the algorithm -----------------------------------------------------------------------
     def input_report(self, e, inp):
-        """The input sends the epoch's edges to ``relax.in1`` (with a resume's replayed
+        """The input sends the epoch's edges to ``step.in1`` (with a resume's replayed
         ones) and the seeds -- the source in epoch 0, then the reached sources of the new
-        edges -- to ``relax.in2``, and moves its seeds capability on (the framework moves
+        edges -- to ``step.in2``, and moves its seeds capability on (the framework moves
         the edges')."""
         s, d, w = self._edges_of(inp.table())
         self.new_edges = len(s)
-        self.n_edges += len(s)
         self._grow(s, d)
-        self.backlog.append((s, d, w))
+        self._to_spark_if_needed(len(s))
+        self._add(s, d, w)
+        self.sent, self.unsent = self.unsent + len(s), 0
         seeds = np.array([self.source], np.int64) if e == 0 else np.unique(s)
         seed_d = self.dist[np.searchsorted(self.vertices, seeds)]
         keep = seed_d != unreached(self.dtype)
         self.active = (seeds[keep], seed_d[keep])
-        sent = sum(len(x[0]) for x in self.backlog)
-        report = Report().produced(INPUT, 0, (e,), sent).produced(INPUT, 1, (e,), int(keep.sum()))
-        report.capabilities(INPUT, 1, (e,), -1)
+        report = Report().produced(INPUT, 0, (e,), self.sent)
+        report.produced(INPUT, 1, (e,), int(keep.sum())).capabilities(INPUT, 1, (e,), -1)
         return report.capabilities(INPUT, 1, (e + 1,), 1) if inp.more else report
 
     def epoch(self, e, inp):
-        """Bellman-Ford rounds from the seeds until the frontier at ``relax.in0`` has no
-        element of epoch ``e``; the result is the distances of the reached vertices."""
-        d = self.driver
-        old_ids = self.csr_ids
-        self._merge_new_edges()
-        active_v, active_d = self.active
-        it = 0
-        while True:
-            cv, cd = self._relax_round(e, it, active_v, active_d)
-            if it == 0:   # the partitions' CSRs of the last epoch are superseded
-                d.checkpoints.release(old_ids)
-            # min: consumes the candidates, sends the lowered distances around the loop
-            active_v, active_d = improve(self.vertices, self.dist, cv,
-                                         cd.astype(self.dtype, copy=False))
-            k = len(active_v)
-            d.report(Report().consumed(MIN, 0, (e, it), len(cv)).produced(MIN, 0, (e, it), k)
-                     .consumed(FEEDBACK, 0, (e, it), k).produced(FEEDBACK, 0, (e, it + 1), k))
-            fr, fm = d.round_passed(e, it, (RELAX, 0), (MIN, 0))
-            self.decisions.append((e, it, "round", (tuple(fr), tuple(fm))))
-            self.bar.round(e, it + 1, fr, "relax.in0")
-            if d.converged(e, fr):   # nothing of epoch e can reach relax again
-                self.decisions.append((e, it, "converged", tuple(fr)))
-                break
-            it += 1
+        """Finish the epoch on the driver, or on Spark round by round until the frontier at
+        ``step.in3`` has no element of epoch ``e``; the result is the distances of the
+        reached vertices."""
+        if self.on_spark:
+            it, local = self._spark_rounds(e)
+        else:
+            it, local = self._finish_on_driver(e), self.local_rounds
         reached = self.dist != unreached(self.dtype)
         table = pa.table({"vertex": pa.array(self.vertices[reached]),
                           "distance": pa.array(self.dist[reached])})
         return EpochOutcome(table, int(reached.sum()), it, it + 1, stats={
-            "max_distance": float(self.dist[reached].max()) if reached.any() else 0.0})
+            "max_distance": float(self.dist[reached].max()) if reached.any() else 0.0,
+            "local_rounds": local})
+
+    def _decide(self, e, g, what) -> bool:
+        """The frontier decisions after global round ``g``: the round is complete (else the
+        job's protocol error), and whether the relaxation converged."""
+        d = self.driver
+        fr, fm = d.round_passed(e, g, (STEP, STEP_ACTIVE), (MIN, 0), what=what)
+        self.decisions.append((e, g, "round", (tuple(fr), tuple(fm))))
+        self.bar.round(e, g + 1, fr, "step.in3")
+        if d.converged(e, fr):   # nothing of epoch e can reach step again
+            self.decisions.append((e, g, "converged", tuple(fr)))
+            return True
+        return False
+
+    def _min_report(self, e, g, received: int, lowered: int) -> Report:
+        """``min`` consumed what the round sent it and sent the vertices a candidate lowered
+        around ``feedback`` to round ``g + 1``."""
+        return (Report().consumed(MIN, 0, (e, g), received).produced(MIN, 0, (e, g), lowered)
+                .consumed(FEEDBACK, 0, (e, g), lowered)
+                .produced(FEEDBACK, 0, (e, g + 1), lowered))
+
+    def _finish_on_driver(self, e) -> int:
+        """One Dijkstra over every edge the driver holds, from the seeds: the epoch's fixed
+        point in global round 0 (no Spark job). Reported as the driver's own batch: ``step``
+        consumed the seeds and the new edges and went through its local rounds, ``min``
+        consumed what it produced and sent nothing around the loop."""
+        d = self.driver
+        s, dst, w = (np.concatenate(x) for x in zip(*self.held))
+        self.held = [(s, dst, w)]
+        n = len(self.vertices)
+        d.steps.step("driver dijkstra", e, 0)
+        idx = np.arange(n, dtype=np.int64)
+        csr = local_csr(idx, np.searchsorted(self.vertices, s),
+                        np.searchsorted(self.vertices, dst), w)
+        av, ad = self.active
+        res = local_fixpoint(csr, self.dist, np.searchsorted(self.vertices, av), ad)
+        self.dist[res.updated] = res.distances
+        self.local_rounds = len(res.settled_rounds)
+        d.count_kernels(None, f"driver dijkstra, epoch {e}", [("cpu", CPU_ONLY)])
+        report = local_report(e, 0, res, active=len(av), seeds=True, edges=self.sent)
+        d.report(Report.concat([report, self._min_report(e, 0, len(res.updated), 0)]))
+        if not self._decide(e, 0, "the driver finished the loop"):
+            raise SsspProtocolError(f"epoch {e}: the driver finished the loop, but the frontier "
+                                    f"at step.in3 has not passed epoch {e}")
+        return 0
+
+    def _spark_rounds(self, e):
+        """Global rounds on Spark from the seeds until the frontier at ``step.in3`` has no
+        element of epoch ``e``. Returns the last round and the most local rounds of a task."""
+        d = self.driver
+        old_ids = self.csr_ids
+        self._merge_new_edges()
+        active_v, active_d = self.active
+        it, local = 0, 0
+        while True:
+            upd, cand, rounds = self._round(e, it, active_v, active_d)
+            local = max(local, rounds)
+            if it == 0:   # the partitions' CSRs of the last epoch are superseded
+                d.checkpoints.release(old_ids)
+            # min: the distances the tasks lowered, then the candidates that lower more
+            improve(self.vertices, self.dist, upd[0], upd[1].astype(self.dtype, copy=False))
+            active_v, active_d = improve(self.vertices, self.dist, cand[0],
+                                         cand[1].astype(self.dtype, copy=False))
+            d.report(self._min_report(e, it, len(upd[0]) + len(cand[0]), len(active_v)))
+            if self._decide(e, it, "every task reported"):
+                return it, local
+            it += 1
 
     def _merge_new_edges(self) -> None:
-        """The edges not yet in the partitions' CSRs (partitioned by source) are merged in
-        by round 0 of the epoch, which reports them consumed at ``relax.in1``."""
+        """The edges not yet in the partitions (each on the partition of its source) are
+        merged in by round 0 of the epoch, which reports them consumed at ``step.in1``."""
         sc, P = self.spark.sparkContext, self.P
-        s, dst, w = (np.concatenate(x) for x in zip(*self.backlog))
+        if self.backlog:
+            s, dst, w = (np.concatenate(x) for x in list(zip(*self.backlog))[:3])
+            fresh = np.concatenate([np.full(len(b[0]), b[3]) for b in self.backlog])
+        else:
+            s = dst = np.zeros(0, np.int64)
+            w = np.zeros(0, self.dtype if self.weighted else np.int64)
+            fresh = np.zeros(0, bool)
         self.backlog = []
-        part = s % P
-        new = sc.parallelize([(s[part == p], dst[part == p], w[part == p]) for p in range(P)], P)
+        part = self.part[np.searchsorted(self.vertices, s)]
+        self.owned = [np.flatnonzero(self.part == p) for p in range(P)]
+        new = sc.parallelize([(self.vertices[self.owned[p]], s[part == p], dst[part == p],
+                               w[part == p], int(np.count_nonzero(fresh[part == p])))
+                              for p in range(P)], P)
         old = self.csr if self.csr is not None else sc.parallelize([None] * P, P)
         self.csr, self.csr_ids = self.driver.checkpoints.checkpoint_rdd(old.zip(new).map(_merge))
 
-    def _relax_round(self, e, it, active_v, active_d):
-        """One Spark job: every partition's ``relax`` task over its share of the active
-        vertices; its reports applied as stage ``seq``. Returns the candidates."""
+    def _round(self, e, it, active_v, active_d):
+        """One Spark job: every partition's ``step`` task from its share of the active
+        vertices to its local fixpoint; its reports applied as stage ``seq``. Returns what
+        left the partitions: the lowered distances and the candidates, and the most local
+        rounds of a task."""
         d, sc, P = self.driver, self.spark.sparkContext, self.P
-        s = d.new_stage("relax", e, it)
-        split = active_v % P
-        shares = [(active_v[split == p], active_d[split == p]) for p in range(P)]
-        # a small active set travels with the task; a large one is broadcast once
-        bc = sc.broadcast(shares) if len(active_v) > BROADCAST_ACTIVE else None
+        s = d.new_stage("round", e, it)
+        ai = np.searchsorted(self.vertices, active_v)
+        split = self.part[ai]
+        shares = []
+        for p in range(P):
+            mine = split == p
+            local = np.searchsorted(self.owned[p], ai[mine])
+            shares.append((self.dist[self.owned[p]], local, active_d[mine]))
+        # small shares travel with the task; large ones are broadcast once
+        big = len(self.dist) + len(active_v) > BROADCAST_VALUES
+        bc = sc.broadcast(shares) if big else None
         got = self.csr.mapPartitionsWithIndex(
-            _Relax(e, it, shares if bc is None else bc, self.task_wrapper)).collect()
+            _LocalRound(e, it, shares if bc is None else bc, self.task_wrapper)).collect()
         if bc is not None:
             bc.destroy()
-        d.apply_stage({f"{PRODUCER}-{p}": Report.from_arrays(**cols) for p, _, _, cols in got},
-                      s, f"relax, epoch {e} round {it}",
-                      [("cpu", CPU_ONLY)] * len(got))
-        cv = np.concatenate([g[1] for g in got]) if got else np.zeros(0, np.int64)
-        cd = np.concatenate([g[2] for g in got]) if got else np.zeros(0, self.dtype)
-        return cv, cd
+        d.apply_stage({f"{PRODUCER}-{p}": Report.from_arrays(**cols)
+                       for p, _, _, _, cols in got},
+                      s, f"round, epoch {e} round {it}", [("cpu", CPU_ONLY)] * len(got))
+
+        def cat(i, k, dtype):
+            parts = [g[i][k] for g in got]
+            return np.concatenate(parts) if parts else np.zeros(0, dtype)
+        upd = (cat(1, 0, np.int64), cat(1, 1, self.dtype))
+        cand = (cat(2, 0, np.int64), cat(2, 1, self.dtype))
+        return upd, cand, max((g[3] for g in got), default=0)
 
     def output_report(self, e, outcome, more):
         # min sends the epoch's distances to the output and moves its capability on
@@ -436,7 +676,9 @@ class SsspJob(EpochJob):
         self.decisions.append((e, outcome.iteration, "final", frontier))
         return SsspEpoch(e, len(self.vertices), outcome.rows, self.n_edges, outcome.rounds,
                          seconds, outcome.stats["max_distance"], frontier, source,
-                         self.new_edges)
+                         self.new_edges, where="spark" if self.on_spark else "driver",
+                         cut=self.n_cut / self.n_edges if self.on_spark and self.n_edges
+                         else 0.0, local_rounds=outcome.stats["local_rounds"])
 
     def run(self) -> SsspResult:
         result = super().run()
@@ -449,7 +691,8 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
              weighted: bool = False, undirected: bool = False, partitions: int | None = None,
              progress: bool | int | None = None, on_epoch=None, task_wrapper=None,
              follow: float | None = None, checkpoint_dir: str | None = None,
-             progress_log=None, overwrite: bool = False) -> SsspResult:
+             progress_log=None, overwrite: bool = False,
+             partitioner: str = "locality") -> SsspResult:
     """Run the incremental shortest-paths job from ``source`` (:class:`SsspJob`).
 
     Parameters
@@ -477,7 +720,14 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
     undirected : bool
         Every edge also leads from ``dst`` to ``src``.
     partitions : int, optional
-        Spark partitions (one ``relax`` producer each); default the session's parallelism.
+        Spark partitions (one ``step`` task each per round on Spark); default the session's
+        parallelism.
+    partitioner : str
+        How vertices are placed on the partitions once the epochs run on Spark (the edges
+        so far past :func:`driver_finish_rows`): ``locality`` (default: a breadth-first
+        order cut into ranges, later vertices by a streaming greedy placement; neighbours
+        stay together, so rounds follow how often a shortest path crosses partitions) or
+        ``hash`` (``v % P``). The epoch line says the share of cut edges.
     progress : bool or int, optional
         As for :func:`~spark_plugin.jobs.wcc.job.run_wcc`: on a terminal a bar of final epochs
         (default), ``2`` also a line per round on stderr, ``False``/``0`` nothing.
@@ -499,9 +749,11 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
     SsspProtocolError, spark_plugin.errors.MissingBatchError
         A frontier did not advance as required (a task's report was lost).
     ValueError
-        ``source`` or ``partitions`` is not a non-negative / positive integer.
+        ``source`` or ``partitions`` is not a non-negative / positive integer, or
+        ``partitioner`` is not one of :data:`PARTITIONERS`.
     """
     return SsspJob(spark, edges, source, weighted=weighted, undirected=undirected,
+                   partitioner=partitioner,
                    epochs=epochs, out=out, partitions=partitions, progress=progress,
                    on_epoch=on_epoch, task_wrapper=task_wrapper, follow=follow,
                    checkpoint_dir=checkpoint_dir, progress_log=progress_log,

@@ -34,7 +34,6 @@ only ever decides from frontiers (docs/wcc.md):
 from __future__ import annotations
 
 import logging
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -54,7 +53,9 @@ from spark_plugin.service.device import KernelPlacement, place_kernels
 from spark_plugin.jobs.framework import EpochJob, EpochOutcome, JobProtocolError, JobResult, StageTask
 from spark_plugin.jobs.arrow import arrow_bool, arrow_fixed, arrow_numpy, from_ipc, to_ipc
 from spark_plugin.jobs.progress_bar import fmt_frontier
-from spark_plugin.session.config import driver_heap_bytes
+from spark_plugin.jobs.budget import (DRIVER_FINISH_ROWS, DRIVER_JVM_BYTES_PER_ROW,  # noqa: F401
+                                      DRIVER_PYTHON_BYTES_PER_ROW, DRIVER_RESULT_BYTES_PER_ROW)
+from spark_plugin.jobs.budget import driver_finish_rows as budget_rows
 from spark_plugin.jobs.edges import EdgeInputError, edge_files, edge_format, even_cuts, read_edges
 from spark_plugin.jobs.recovery import LOOP_DIR
 
@@ -73,17 +74,9 @@ OUTPUT = "wcc-output"
 #: :func:`driver_finish_rows` rows is *finished on the driver*: the contract stage's output
 #: (data and deltas) is collected in the same Spark job that computes it, and the driver runs
 #: the small-star stage of iteration 0 as one global union-find (its deltas reported like a
-#: stage's). The limit follows the driver's memory: per loop-input row, the driver JVM holds
-#: about :data:`DRIVER_JVM_BYTES_PER_ROW` (the shipped input and the collected results as
-#: serialized blobs, with the copies made while they move), of which the collected results
-#: are about :data:`DRIVER_RESULT_BYTES_PER_ROW` (bounded by ``spark.driver.maxResultSize``),
-#: and the Python driver about :data:`DRIVER_PYTHON_BYTES_PER_ROW` (the rows, the union-find,
-#: the labels). ``$TFRONT_WCC_DRIVER_ROWS`` overrides it (``0``: every round on Spark).
-DRIVER_JVM_BYTES_PER_ROW = 128
-DRIVER_RESULT_BYTES_PER_ROW = 40
-DRIVER_PYTHON_BYTES_PER_ROW = 256
-#: The limit for a driver with Spark's default 1g heap (about 8.4M rows).
-DRIVER_FINISH_ROWS = (1 << 30) // DRIVER_JVM_BYTES_PER_ROW
+#: stage's). The limit is the jobs' shared sizing rule (:mod:`spark_plugin.jobs.budget`);
+#: ``$TFRONT_WCC_DRIVER_ROWS`` overrides it (``0``: every round on Spark).
+DRIVER_ROWS_ENV = "TFRONT_WCC_DRIVER_ROWS"
 
 
 #: Seconds between two loop checkpoints of an epoch (:func:`run_wcc` ``loop_checkpoint``).
@@ -921,41 +914,12 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
 
 def driver_finish_rows(spark) -> tuple[int, str]:
     """The largest loop input (rows) of an epoch finished on the driver, and how it was chosen:
-    ``$TFRONT_WCC_DRIVER_ROWS`` when set, else the smallest of the driver JVM's heap over
-    :data:`DRIVER_JVM_BYTES_PER_ROW`, ``spark.driver.maxResultSize`` over
-    :data:`DRIVER_RESULT_BYTES_PER_ROW`, and the memory outside the JVM
-    (:func:`~spark_plugin.session.config.machine_memory` less the heap) over
-    :data:`DRIVER_PYTHON_BYTES_PER_ROW`.
+    ``$TFRONT_WCC_DRIVER_ROWS`` when set, else the jobs' sizing rule
+    (:func:`spark_plugin.jobs.budget.driver_finish_rows`).
 
     Raises
     ------
     ConfigError
         ``$TFRONT_WCC_DRIVER_ROWS`` is not a non-negative integer.
     """
-    from spark_plugin.session.config import format_memory, machine_memory, parse_memory
-    from spark_plugin.errors import ConfigError
-
-    env = os.environ.get("TFRONT_WCC_DRIVER_ROWS")
-    if env is not None and env.strip() != "":
-        try:
-            rows = int(env)
-        except ValueError:
-            rows = -1
-        if rows < 0:
-            raise ConfigError(f"$TFRONT_WCC_DRIVER_ROWS must be a non-negative integer, "
-                              f"got {env!r}")
-        return rows, "$TFRONT_WCC_DRIVER_ROWS"
-    heap = driver_heap_bytes(spark)
-    limits = {f"driver heap {format_memory(heap)}": heap // DRIVER_JVM_BYTES_PER_ROW}
-    result_size = spark.sparkContext.getConf().get("spark.driver.maxResultSize", "1g")
-    try:
-        cap = parse_memory(result_size if result_size[-1:].isalpha() else result_size + "b")
-    except Exception:   # an unusual value: Spark checks it; leave this bound out
-        cap = 0
-    if cap > 0:
-        limits[f"spark.driver.maxResultSize {result_size}"] = cap // DRIVER_RESULT_BYTES_PER_ROW
-    outside = machine_memory() - heap
-    if outside > 0:
-        limits[f"{format_memory(outside)} outside the JVM"] = outside // DRIVER_PYTHON_BYTES_PER_ROW
-    why, rows = min(limits.items(), key=lambda kv: kv[1])
-    return int(rows), why
+    return budget_rows(spark, DRIVER_ROWS_ENV)

@@ -55,10 +55,21 @@ def check_epochs(out, src, dst, w, source, epochs, undirected=False):
             assert got[e][v] == pytest.approx(t), f"epoch {e} vertex {v}"
 
 
-@settings(max_examples=2 * SCALE, deadline=None,
+@settings(max_examples=3 * SCALE, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(weighted_edge_lists(max_vertices=8, max_edges=20), st.integers(1, 2), st.data())
-def test_every_epoch_equals_scipy_on_random_graphs(spark, tmp_path_factory, g, epochs, data):
+@given(weighted_edge_lists(max_vertices=8, max_edges=20), st.integers(1, 3),
+       st.sampled_from(["driver", "spark", "both"]), st.sampled_from(["locality", "hash"]),
+       st.data())
+def test_every_epoch_equals_scipy_on_random_graphs(spark, tmp_path_factory, monkeypatch, g,
+                                                    epochs, where, partitioner, data):
+    """Every epoch equal to scipy's, whether the driver finishes every epoch, Spark runs every
+    one (``$TFRONT_SSSP_DRIVER_ROWS=0``), or the edges outgrow the driver's budget after the
+    first epoch; with either partitioner."""
+    budget = {"driver": None, "spark": "0", "both": "6"}[where]
+    if budget is None:
+        monkeypatch.delenv("TFRONT_SSSP_DRIVER_ROWS", raising=False)
+    else:
+        monkeypatch.setenv("TFRONT_SSSP_DRIVER_ROWS", budget)
     src, dst, w = g
     if len(src) < epochs:
         src, dst, w = np.r_[src, [0] * epochs], np.r_[dst, [1] * epochs], np.r_[w, [1] * epochs]
@@ -68,8 +79,11 @@ def test_every_epoch_equals_scipy_on_random_graphs(spark, tmp_path_factory, g, e
     table = pa.table({"src": src, "dst": dst, "weight": w})
     out = str(tmp_path_factory.mktemp("sssp") / "out")
     res = run_sssp(spark, table, source, epochs=epochs, out=out, weighted=weighted,
-                   partitions=2)
+                   partitions=2, partitioner=partitioner)
     check_epochs(out, src, dst, w, source, epochs)
+    ran = [x.where for x in res.epochs]
+    assert ran == {"driver": ["driver"] * epochs, "spark": ["spark"] * epochs}.get(where, ran)
+    assert res.stages == sum(x.rounds for x in res.epochs if x.where == "spark")
     assert res.service.counts().num_rows == 0   # everything consumed, every capability dropped
 
 
@@ -89,38 +103,53 @@ def test_grid_and_rmat_of_the_benchmark_equal_scipy_every_epoch(spark, tmp_path)
     assert res.epochs[-1].edges == 2 * len(s)
 
 
-def test_every_decision_came_from_a_frontier_and_epochs_are_written_after_it(spark, tmp_path):
-    """Rounds complete only when the frontiers at relax.in0 and min.in0 passed (e, i); an epoch
-    converges when relax.in0 has no element of epoch e; it is written only after output.in0
-    passed e. The frontiers each decision recorded are checked against an independent record
-    -- the progress log's frontier events, replayed up to the step the decision closed -- and
-    against what is on disk when each epoch is announced."""
+@pytest.mark.parametrize("where", ["driver", "spark"])
+def test_every_decision_came_from_a_frontier_and_epochs_are_written_after_it(
+        spark, tmp_path, monkeypatch, where):
+    """Rounds complete only when the frontiers at step.in3 and min.in0 passed (e, i); an epoch
+    converges when step.in3 has no element of epoch e; it is written only after output.in0
+    passed e -- whether the driver finished the epoch (one round, no Spark job) or Spark ran
+    it (``$TFRONT_SSSP_DRIVER_ROWS=0``, hash partitions: a round per crossing). The frontiers
+    each decision recorded are checked against an independent record -- the progress log's
+    frontier events, replayed up to the step the decision closed -- and against what is on
+    disk when each epoch is announced."""
+    if where == "spark":
+        monkeypatch.setenv("TFRONT_SSSP_DRIVER_ROWS", "0")
     src = np.array([0, 1, 2, 10, 0], np.int64)   # epoch 1 (rows 3-5) links 2 -> 10 -> 4
     dst = np.array([1, 2, 10, 4, 6], np.int64)
     out = str(tmp_path / "out")
     log = tmp_path / "progress.jsonl"
     seen = []
     res = run_sssp(spark, pa.table({"src": src, "dst": dst}), 0, epochs=2, out=out,
-                   progress_log=str(log), on_epoch=lambda s: seen.append(
+                   progress_log=str(log), partitions=2, partitioner="hash",
+                   on_epoch=lambda s: seen.append(
                        (s.epoch, sorted(written(out)), s.output_frontier)))
     for e, on_disk, fo in seen:
         assert on_disk == list(range(e + 1))            # nothing of a later epoch yet
         assert all(t[0] > e for t in fo)                  # output frontier passed e
     kinds = [(e, what) for e, _, what, _ in res.decisions]
     rounds = {e: sum(1 for x in kinds if x == (e, "round")) for e in (0, 1)}
-    assert [r.rounds for r in res.epochs] == [rounds[0], rounds[1]] == [3, 3]
+    # on the driver one round; on Spark (v % 2) a round per partition crossing: 0 -> 1 -> 2
+    # crosses twice, epoch 1's 2 -> 10 -> 4 and 0 -> 6 stay in partition 0
+    assert [r.rounds for r in res.epochs] == [rounds[0], rounds[1]] == (
+        [1, 1] if where == "driver" else [3, 1])
+    assert [r.where for r in res.epochs] == [where, where]
+    assert res.stages == (0 if where == "driver" else 4)   # a Spark job per round
     assert kinds.index((0, "final")) < kinds.index((1, "round"))
 
     # the log: the frontier at each input after the batches of every step up to a given one
     events = [json.loads(x) for x in log.read_text().splitlines()]
     steps = [(ev["epoch"], ev["iteration"], ev["step"]) for ev in events if ev["event"] == "step"]
-    at = {"relax.in0": res.dataflow.target("loop/relax", 0),
+    at = {"step.in3": res.dataflow.target("loop/local/step", 3),
           "min.in0": res.dataflow.target("loop/min", 0),
           "output.in0": res.dataflow.target("output", 0)}
 
+    width = {"step.in3": 3, "min.in0": 2, "output.in0": 1}
+
     def logged(name, step):
         """The frontier at ``name`` once every batch of the steps up to ``step`` is applied
-        (batches are logged in the order they were applied)."""
+        (batches are logged in the order they were applied; timestamps padded to the widest
+        location's, cut back here)."""
         last = steps.index(step)
         front = []
         for ev in events:
@@ -129,34 +158,36 @@ def test_every_decision_came_from_a_frontier_and_epochs_are_written_after_it(spa
             if ev["event"] == "frontier" and ev["loc"] == at[name] and (
                     steps.index(key) if key in steps else -1) <= last:
                 front = ev["frontier"]
-        return tuple(tuple(t) for t in front)
+        return tuple(tuple(t[:width[name]]) for t in front)
 
+    step = "driver dijkstra" if where == "driver" else "round"
     for e, it, what, frontier in res.decisions:
         if what == "round":
             fr, fm = frontier
-            assert (fr, fm) == (logged("relax.in0", (e, it, "relax")),
-                                logged("min.in0", (e, it, "relax")))
+            assert (fr, fm) == (logged("step.in3", (e, it, step)),
+                                logged("min.in0", (e, it, step)))
             assert not any(all(x <= y for x, y in zip(t, (e, it))) for t in fr + fm)
         elif what == "converged":
-            assert frontier == logged("relax.in0", (e, it, "relax"))
+            assert frontier == logged("step.in3", (e, it, step))
             assert not any(t[0] <= e for t in frontier)
         else:
-            # output is outside the loop: its timestamps are (epoch,), logged padded
-            assert what == "final" and frontier == tuple(
-                t[:1] for t in logged("output.in0", (e, it, "output")))
+            # output is outside the loop: its timestamps are (epoch,)
+            assert what == "final" and frontier == logged("output.in0", (e, it, "output"))
             assert not any(t[0] <= e for t in frontier)
     assert written(out) == {0: {0: 0, 1: 1, 2: 2}, 1: {0: 0, 1: 1, 2: 2, 10: 3, 4: 4, 6: 1}}
     assert res.service.counts().num_rows == 0
 
 
-def test_an_under_reported_count_stops_the_epoch_before_it_is_written(spark, tmp_path):
-    """Every report arrives and passes the guards, but partition 1's relax task of epoch 1
-    round 0 reports consuming one edge fewer at relax.in1 than it did: that message stays in
-    flight at (1, 0), so the frontier at min.in0 cannot pass round 0 (nor relax.in0 the
-    round after) and the job stops with SsspProtocolError naming both frontiers -- epoch 1 is
-    never written."""
+def test_an_under_reported_count_stops_the_epoch_before_it_is_written(spark, tmp_path,
+                                                                      monkeypatch):
+    """On Spark (``$TFRONT_SSSP_DRIVER_ROWS=0``, hash partitions), every report arrives and
+    passes the guards, but partition 1's step task of epoch 1 round 0 reports consuming one
+    edge fewer at step.in1 than it did: that message stays in flight at (1, 0, 0), so the
+    frontier at min.in0 cannot pass round 0 (nor step.in3 the round after) and the job stops
+    with SsspProtocolError naming both frontiers -- epoch 1 is never written."""
     from engine.operate.report import ReportKind
 
+    monkeypatch.setenv("TFRONT_SSSP_DRIVER_ROWS", "0")
     src = np.arange(0, 4, dtype=np.int64)   # epoch 0: 0 -> 1 -> 2; epoch 1: 2 -> 3 -> 4
     dst = src + 1
     out = str(tmp_path / "out")
@@ -167,26 +198,28 @@ def test_an_under_reported_count_stops_the_epoch_before_it_is_written(spark, tmp
             self.run, self.at = run, (task.epoch, task.it)
 
         def __call__(self, p, rows):
-            for part, v, d, cols in self.run(p, rows):
+            for part, *data, cols in self.run(p, rows):
                 edges = ((cols["kind"] == ReportKind.CONSUMED) & (cols["port"] == 1)
-                         & (np.array(cols["ops"], object)[cols["op"]] == "loop/relax"))
+                         & (np.array(cols["ops"], object)[cols["op"]] == "loop/local/step"))
                 if self.at == (1, 0) and part == 1:
                     assert cols["count"][edges].tolist() == [1]   # the edge 3 -> 4
                     cols["count"][np.flatnonzero(edges)[0]] -= 1
-                yield part, v, d, cols
+                yield part, *data, cols
 
     with pytest.raises(SsspProtocolError, match=r"epoch 1 round 0: every task reported, but "
-                       r"the frontier at relax\.in0 \{\(1, 1\)\} / min\.in0 \{\(1, 0\)\} "
-                       r"has not passed \(1, 0\)"):
+                       r"the frontier at step\.in3 \{\(1, 1, 0\)\} / min\.in0 "
+                       r"\{\(1, 0\)\} has not passed \(1, 0\)"):
         run_sssp(spark, pa.table({"src": src, "dst": dst}), 0, epochs=2, out=out,
-                 partitions=2, task_wrapper=UnderReport)
+                 partitions=2, task_wrapper=UnderReport, partitioner="hash")
     assert written(out) == {0: {0: 0, 1: 1, 2: 2}}
 
 
-def test_a_lost_report_stops_the_epoch_before_it_is_written(spark, tmp_path):
-    """Partition 1's reports of epoch 1 never arrive: the stage's batch of producer sssp-1 is
-    missing, the job fails with MissingBatchError naming it before any frontier is read,
-    and only epoch 0 is on disk (a report that arrives but under-counts: the test above)."""
+def test_a_lost_report_stops_the_epoch_before_it_is_written(spark, tmp_path, monkeypatch):
+    """On Spark, partition 1's reports of epoch 1 never arrive: the stage's batch of producer
+    sssp-1 is missing, the job fails with MissingBatchError naming it before any frontier is
+    read, and only epoch 0 is on disk (a report that arrives but under-counts: the test
+    above)."""
+    monkeypatch.setenv("TFRONT_SSSP_DRIVER_ROWS", "0")
     src = np.arange(0, 4, dtype=np.int64)
     dst = src + 1
     out = str(tmp_path / "out")
@@ -196,10 +229,10 @@ def test_a_lost_report_stops_the_epoch_before_it_is_written(spark, tmp_path):
             self.run, self.epoch = run, run.__self__.epoch
 
         def __call__(self, p, rows):
-            for part, v, d, report in self.run(p, rows):
-                if self.epoch == 1 and part == 1:
+            for got in self.run(p, rows):
+                if self.epoch == 1 and got[0] == 1:
                     continue   # the candidates and the report are lost together
-                yield part, v, d, report
+                yield got
 
     with pytest.raises(MissingBatchError, match="sssp-1"):
         run_sssp(spark, pa.table({"src": src, "dst": dst}), 0, epochs=2, out=out,
@@ -207,32 +240,42 @@ def test_a_lost_report_stops_the_epoch_before_it_is_written(spark, tmp_path):
     assert sorted(written(out)) == [0]
 
 
-def test_a_relax_task_sends_the_candidates_of_every_element_of_its_partition():
-    """The relax task on a partition of several ``(csr, added)`` elements (the task level,
-    no Spark): its candidates are those of every element, and the count it reports produced
-    at relax.out0 is theirs -- not the last element's while consuming every element's
-    edges."""
+def test_a_step_task_reaches_its_local_fixpoint_and_reports_its_local_rounds():
+    """The step task on one partition (the task level, no Spark): from its active vertex it
+    settles the owned vertices of a local path 0 -> 1 -> 2 in local rounds 1 and 2, sends
+    the distances it lowered and the candidates for vertices owned elsewhere (3 twice: only
+    the smaller leaves), and reports each local round around local/feedback; every count it
+    reports produced is consumed in the same report, except what leaves for min."""
     from engine import Report
-    from gpu_kernels.shortest_paths import csr_by_source, relax
-    from spark_plugin.jobs.sssp.job import _Relax
+    from gpu_kernels.shortest_paths import local_csr, unreached
+    from spark_plugin.jobs.sssp.job import _LocalRound, sssp_dataflow
 
-    one = csr_by_source(np.array([0, 0]), np.array([1, 2]), np.array([1, 4]))
-    two = csr_by_source(np.array([0, 2]), np.array([3, 4]), np.array([2, 1]))
-    av, ad = np.array([0, 2], np.int64), np.array([0, 5], np.int64)
-    [(p, cv, cd, cols)] = list(_Relax(0, 0, [None, (av, ad)])(1, [(one, 2), (two, 2)]))
-    expect = [relax(c, av, ad) for c in (one, two)]
-    assert p == 1
-    assert sorted(zip(cv.tolist(), cd.tolist())) == sorted(
-        (v, d) for ev, ed in expect for v, d in zip(ev.tolist(), ed.tolist()))
-    assert len(cv) == 4   # 0 -> 1, 0 -> 2, 0 -> 3, 2 -> 4
+    owned = np.array([0, 1, 2], np.int64)
+    csr = local_csr(owned, np.array([0, 1, 2, 0]), np.array([1, 2, 3, 3]),
+                    np.array([1, 1, 1, 9]))
+    dist = np.array([0, unreached(np.int64), unreached(np.int64)], np.int64)
+    shares = [None, (dist, np.array([0]), np.array([0], np.int64))]
+    [(p, (uv, ud), (cv, cd), local, cols)] = list(
+        _LocalRound(0, 0, shares)(1, [(owned, csr, 4)]))
+    assert p == 1 and local == 3
+    assert (uv.tolist(), ud.tolist()) == ([1, 2], [1, 2])
+    assert (cv.tolist(), cd.tolist()) == ([3], [3])          # 2 -> 3 beats 0 -> 3
     rep = Report.from_arrays(**cols).to_arrays()
     got: dict = {}
-    for o, k, q, c in zip(rep["op"], rep["kind"], rep["port"], rep["count"]):
-        key = (rep["ops"][o], int(k), int(q))
+    for o, k, q, t, c in zip(rep["op"], rep["kind"], rep["port"], rep["ts"], rep["count"]):
+        key = (rep["ops"][o].split("/")[-1], int(k), int(q), tuple(t[:3]))
         got[key] = got.get(key, 0) + int(c)
-    assert got == {("loop/relax", 1, 2): 2,    # consumed: the two seeds at relax.in2
-                   ("loop/relax", 1, 1): 4,    # consumed: both elements' new edges
-                   ("loop/relax", 2, 0): 4}    # produced: every candidate
+    assert got == {("step", 1, 2, (0, 0, 0)): 1,       # consumed: the seed at step.in2
+                   ("step", 1, 1, (0, 0, 0)): 4,       # consumed: the new edges
+                   ("step", 2, 0, (0, 0, 0)): 1,       # vertex 1 around local/feedback
+                   ("feedback", 1, 0, (0, 0, 0)): 1, ("feedback", 2, 0, (0, 0, 1)): 1,
+                   ("step", 1, 0, (0, 0, 1)): 1,
+                   ("step", 2, 0, (0, 0, 1)): 1,       # vertex 2 around local/feedback
+                   ("feedback", 1, 0, (0, 0, 1)): 1, ("feedback", 2, 0, (0, 0, 2)): 1,
+                   ("step", 1, 0, (0, 0, 2)): 1,
+                   ("step", 2, 1, (0, 0, 1)): 1,       # vertex 1's distance
+                   ("step", 2, 1, (0, 0, 2)): 2}       # vertex 2's and the candidate 2 -> 3
+    sssp_dataflow().pointstamps(Report.from_arrays(**cols))   # every path and port exists
 
 
 def test_weighted_input_is_validated_naming_file_and_line(tmp_path):
@@ -319,10 +362,11 @@ def test_tfront_sssp_prints_epoch_lines_and_writes_distances(spark, tmp_path, ca
     out = tmp_path / "dist"
     assert main(["sssp", str(edges), "--source", "0", "--epochs", "2", "--out", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("epoch 0: vertices 4, reached 4, edges 3, rounds 3, max distance 2")
+    assert lines[0].startswith("epoch 0: vertices 4, reached 4, edges 3, rounds 1, max distance "
+                               "2, on the driver, ")
     assert lines[0].endswith(f" s; input {edges} rows 1-3")
-    assert lines[1].startswith("epoch 1: vertices 7, reached 5, edges 6, rounds 2, max distance 3")
-    assert lines[2].startswith("total: 2 epochs, 5 rounds") and lines[2].endswith(f"distances in {out}")
+    assert lines[1].startswith("epoch 1: vertices 7, reached 5, edges 6, rounds 1, max distance 3")
+    assert lines[2].startswith("total: 2 epochs, 2 rounds") and lines[2].endswith(f"distances in {out}")
     assert written(str(out)) == {0: {0: 0, 1: 1, 2: 1, 3: 2}, 1: {0: 0, 1: 1, 2: 1, 3: 2, 5: 3}}
     assert not spark.sparkContext._jsc.sc().isStopped()
     assert main(["sssp", str(tmp_path / "nope.txt"), "--source", "0"]) == 2

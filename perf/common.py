@@ -30,7 +30,7 @@ import numpy as np
 __all__ = ["ROOT", "git", "commit_info", "machine", "commit_label", "utc_now", "int_list", "name_list",
            "add_output_args", "progress", "require_backend", "repo_path", "repo_relative",
            "write_results", "save_results", "figure", "timed", "maxrss_kib", "reset_peak_rss", "ChildRun",
-           "child_env", "run_child_process", "child_main"]
+           "child_env", "run_child_process", "child_main", "JOB_START_MARK", "job_started"]
 
 #: The repository root (the parent of ``perf/``).
 ROOT = Path(__file__).resolve().parent.parent
@@ -269,11 +269,22 @@ def reset_peak_rss() -> bool:
 
 # --- child processes -----------------------------------------------------------------------
 
+#: The line a child prints when its timed job starts (:func:`job_started`), then the time.
+JOB_START_MARK = "BENCH_JOB_START "
+
+
+def job_started() -> None:
+    """The child's side: say that the timed job starts now (the wall clock, which parent and
+    child share), so that a parent that kills it on timeout knows how long the job ran."""
+    print(f"{JOB_START_MARK}{time.time()!r}", flush=True)
+
+
 @dataclass
 class ChildRun:
     """What :func:`run_child_process` saw of one child: its wall time from start to reaping,
     exit code, the record it printed (or None), its stderr's tail, the ``ru_maxrss`` of what it
-    reaped (KiB as the kernel reports it) and whether it ran past the timeout."""
+    reaped (KiB as the kernel reports it), whether it ran past the timeout, and when its job
+    started (:func:`job_started`; seconds after the child started, None if it never said)."""
 
     whole_s: float
     returncode: int
@@ -281,14 +292,22 @@ class ChildRun:
     stderr: str
     maxrss_kib: int | None
     timed_out: bool
+    job_started_s: float | None = None
 
     def outcome(self, rec: dict, timeout: float) -> dict | None:
-        """Set ``status`` (``ok`` / ``failed`` / ``timeout``) and ``error`` on ``rec``; with
-        ``ok``, merge the child's record and ``whole_s`` (the wall time less the child's
-        ``verify_s``) and return the child's record, else None."""
+        """Set ``status`` (``ok`` / ``failed`` / ``timeout``), ``timed_out`` and ``error`` on
+        ``rec``; with ``ok``, merge the child's record and ``whole_s`` (the wall time less the
+        child's ``verify_s``) and return the child's record, else None. A run killed at the
+        timeout gets lower bounds instead of times: ``whole_s_at_least`` (the wall time until
+        the kill) and ``job_s_at_least`` (from its job's start to the kill; None if the job
+        never started)."""
         child = self.result
+        rec["timed_out"] = self.timed_out
         if self.timed_out:
-            rec.update(status="timeout", error=f"no result within --timeout {timeout:g} s")
+            rec.update(status="timeout", error=f"no result within the timeout of {timeout:g} s",
+                       whole_s_at_least=self.whole_s,
+                       job_s_at_least=(None if self.job_started_s is None
+                                       else self.whole_s - self.job_started_s))
             return None
         if child is None or "error" in child:
             rec.update(status="failed", error=(child or {}).get("error")
@@ -322,11 +341,12 @@ def run_child_process(cmd: Sequence[str], *, timeout: float, mark: str,
                       env: dict[str, str] | None = None) -> ChildRun:
     """Run ``cmd`` in the repository in its own session, wait at most ``timeout`` seconds,
     then kill its whole process group (a JVM it started included) and read the last stdout
-    line starting with ``mark`` as its JSON record (:func:`child_main` prints it)."""
+    line starting with ``mark`` as its JSON record (:func:`child_main` prints it), and the
+    last :data:`JOB_START_MARK` line as the time its job started."""
     with tempfile.TemporaryDirectory(prefix="bench-child-") as tmp:
         out_p, err_p = Path(tmp) / "stdout", Path(tmp) / "stderr"
         with open(out_p, "wb") as fo, open(err_p, "wb") as fe:
-            t0 = time.perf_counter()
+            wall0, t0 = time.time(), time.perf_counter()
             proc = subprocess.Popen(list(cmd), cwd=ROOT, env=env, stdout=fo, stderr=fe,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
             deadline = t0 + timeout
@@ -345,13 +365,14 @@ def run_child_process(cmd: Sequence[str], *, timeout: float, mark: str,
             proc.returncode = os.waitstatus_to_exitcode(status)
             _kill_group(proc.pid)   # the child's session: make sure nothing is left behind
         stdout, stderr = out_p.read_text(errors="replace"), _tail(err_p)
-    result = None
+    result = started = None
     for line in reversed(stdout.splitlines()):
-        if line.startswith(mark):
+        if result is None and line.startswith(mark):
             result = json.loads(line[len(mark):])
-            break
+        if started is None and line.startswith(JOB_START_MARK):
+            started = float(line[len(JOB_START_MARK):]) - wall0
     return ChildRun(whole, proc.returncode, result, stderr,
-                    int(rusage.ru_maxrss) if rusage else None, timed_out)
+                    int(rusage.ru_maxrss) if rusage else None, timed_out, started)
 
 
 def _kill_group(pgid: int) -> None:

@@ -1,4 +1,4 @@
-"""Deterministic graph generators for the WCC benchmark (``perf.bench_wcc``).
+"""Deterministic graph generators for the job benchmarks (``perf.bench_wcc``, ``perf.bench_sssp``).
 
 Every generator is vectorised (numpy; no per-edge Python loop) and deterministic: the same
 arguments and ``seed`` give the same ``(src, dst)`` int64 arrays, edge for edge.
@@ -10,6 +10,11 @@ arguments and ``seed`` give the same ``(src, dst)`` int64 arrays, edge for edge.
   so the file has exactly ``m`` lines; vertices that no edge touches do not exist.
 * :func:`grid` -- the ``n x n`` grid graph: vertex ``r * n + c``, an edge to the right and
   one downwards, ``2 n (n - 1)`` edges, one component of diameter ``2 (n - 1)``.
+* :func:`path` -- the path ``0 - 1 - ... - (n - 1)``: ``n - 1`` edges ``i -> i + 1``, diameter
+  ``n - 1`` (one hop per vertex: the longest chain of rounds a job can meet).
+* :func:`road` -- a road-like planar graph: the ``n x n`` grid plus, for each vertex with
+  probability ``p``, one *local shortcut* to a uniformly drawn vertex at most ``reach`` rows and
+  columns away (never itself): large diameter, low degree, locality in the vertex ids.
 * :func:`small_components` -- ``k`` components of random sizes in ``[min_size, max_size]``,
   each a random recursive tree (vertex ``i`` of a component links to a uniformly chosen
   earlier one) plus ``extra`` random intra-component edges per component on average;
@@ -29,6 +34,7 @@ and returns the paths; a later call with the same parameters reuses the files.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import time
@@ -83,6 +89,38 @@ def grid(n: int) -> tuple[np.ndarray, np.ndarray]:
     right_src, right_dst = ids[:, :-1].ravel(), ids[:, 1:].ravel()
     down_src, down_dst = ids[:-1, :].ravel(), ids[1:, :].ravel()
     return (np.concatenate([right_src, down_src]), np.concatenate([right_dst, down_dst]))
+
+
+def path(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The path of ``n`` vertices: ``i -> i + 1`` for ``i < n - 1``.
+
+    >>> [a.tolist() for a in path(4)]
+    [[0, 1, 2], [1, 2, 3]]
+    """
+    if n < 1:
+        raise ValueError(f"n must be positive, got {n}")
+    ids = np.arange(n, dtype=np.int64)
+    return ids[:-1].copy(), ids[1:].copy()
+
+
+def road(n: int, *, p: float = 0.05, reach: int = 3,
+         seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n x n`` :func:`grid` plus local shortcuts: each vertex ``(r, c)`` with probability
+    ``p`` gets one edge to ``(r + dr, c + dc)``, ``dr, dc`` uniform in ``[-reach, reach]``
+    (clipped to the grid; a draw that lands on the vertex itself is dropped). The grid's edges
+    come first, then the shortcuts in vertex order."""
+    if n < 1:
+        raise ValueError(f"n must be positive, got {n}")
+    if not 0 <= p <= 1 or reach < 0:
+        raise ValueError(f"need 0 <= p <= 1 and reach >= 0, got p={p}, reach={reach}")
+    rng = np.random.default_rng(seed)
+    gs, gd = grid(n)
+    v = np.flatnonzero(rng.random(n * n) < p).astype(np.int64)
+    r = np.clip(v // n + rng.integers(-reach, reach + 1, v.size), 0, n - 1)
+    c = np.clip(v % n + rng.integers(-reach, reach + 1, v.size), 0, n - 1)
+    u = r * n + c
+    keep = u != v
+    return np.concatenate([gs, v[keep]]), np.concatenate([gd, u[keep]])
 
 
 def small_components(k: int, *, min_size: int = 2, max_size: int = 20, extra: float = 0.5,
@@ -141,10 +179,20 @@ class GraphSpec:
     name: str
     kind: str
     params: dict = field(default_factory=dict)
+    #: The graph stands for an undirected one (a path, roads): shortest paths follow every
+    #: edge both ways (``tfront sssp --undirected``). Components do not depend on it.
+    undirected: bool = False
 
     def generate(self) -> tuple[np.ndarray, np.ndarray]:
-        fn = {"rmat": rmat, "grid": grid, "small": small_components}[self.kind]
+        fn = {"rmat": rmat, "grid": grid, "path": path, "road": road,
+              "small": small_components}[self.kind]
         return fn(**self.params)
+
+    def diameter(self) -> int | None:
+        """The diameter where the generator fixes it (a grid: ``2 (n - 1)``, also from its
+        corner along the directed edges; a path: ``n - 1``), else None."""
+        n = self.params.get("n")
+        return {"grid": lambda: 2 * (n - 1), "path": lambda: n - 1}.get(self.kind, lambda: None)()
 
     def key(self) -> str:
         """File stem: name plus parameters, so changed parameters never reuse old files."""
@@ -165,7 +213,36 @@ GRAPHS: dict[str, GraphSpec] = {
     "grid1000": GraphSpec("grid1000", "grid", {"n": 1000}),
     "small": GraphSpec("small", "small", {"k": 100_000, "min_size": 2, "max_size": 20,
                                           "extra": 0.5, "seed": 1}),
+    "path100k": GraphSpec("path100k", "path", {"n": 100_000}, undirected=True),
+    # 320 x 320 = 102,400 vertices, 204,160 grid edges and ~5,000 shortcuts
+    "road": GraphSpec("road", "road", {"n": 320, "p": 0.05, "reach": 3, "seed": 1},
+                      undirected=True),
 }
+
+#: The graphs of issue 22's benchmarks (``--graphs all``), smallest first.
+ISSUE_GRAPHS = ("grid100", "grid300", "path100k", "road", "rmat1m", "rmat10m")
+
+
+def graph_names(text: str) -> list[str]:
+    """argparse type: comma-separated names of :data:`GRAPHS`; ``all`` is :data:`ISSUE_GRAPHS`.
+
+    >>> graph_names("tiny,all")[:3]
+    ['tiny', 'grid100', 'grid300']
+    """
+    out = []
+    for name in (t.strip() for t in text.split(",")):
+        if not name:
+            continue
+        if name == "all":
+            out += [g for g in ISSUE_GRAPHS if g not in out]
+        elif name not in GRAPHS:
+            raise argparse.ArgumentTypeError(f"unknown graph {name!r}; choose from all, "
+                                             f"{', '.join(GRAPHS)}")
+        elif name not in out:
+            out.append(name)
+    if not out:
+        raise argparse.ArgumentTypeError("no graph named")
+    return out
 
 
 def write_parquet(path: str | os.PathLike, src: np.ndarray, dst: np.ndarray) -> None:
@@ -206,9 +283,10 @@ def ensure_graph(name: str | GraphSpec, cache_dir: str | os.PathLike) -> dict:
     cache.mkdir(parents=True, exist_ok=True)
     stem = cache / spec.key()
     paths = {"parquet": f"{stem}.parquet", "txt": f"{stem}.txt", "meta": f"{stem}.json"}
+    known = {"undirected": spec.undirected, "diameter": spec.diameter()}
     if all(os.path.exists(p) for p in paths.values()):
         meta = json.loads(Path(paths["meta"]).read_text())
-        return {**meta, **paths}
+        return {**meta, **known, **paths}
     t0 = time.perf_counter()
     src, dst = spec.generate()
     gen_s = time.perf_counter() - t0
@@ -224,4 +302,4 @@ def ensure_graph(name: str | GraphSpec, cache_dir: str | os.PathLike) -> dict:
     os.replace(paths["txt"] + ".tmp", paths["txt"])
     Path(paths["meta"] + ".tmp").write_text(json.dumps(meta, indent=1) + "\n")
     os.replace(paths["meta"] + ".tmp", paths["meta"])
-    return {**meta, **paths}
+    return {**meta, **known, **paths}

@@ -6,6 +6,7 @@ through the JVM gateway on a few edges."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from graph_cases import union_find_components
 from perf import bench_wcc as bw
 from perf import graphs as G
+from perf.spark_jobs import JobCount
 
 
 # --- generators ----------------------------------------------------------------------------
@@ -159,26 +161,39 @@ def test_table_speedups_and_targets_on_synthetic_runs():
     runs = [
         {"graph": "grid300", "system": "ours", "status": "ok", "whole_s": 10.0, "job_s": 4.0,
          "tracking_share": 0.02, "components": 1, "components_ok": True},
+        {"graph": "grid300", "system": "ours-spark", "status": "ok", "whole_s": 20.0,
+         "job_s": 14.0, "spark_jobs": 40, "spark_jobs_exact": True, "spark_jobs_per_epoch": 40.0,
+         "rounds": 5, "components": 1, "components_ok": True},
         {"graph": "grid300", "system": "graphx", "status": "ok", "whole_s": 120.0, "job_s": 110.0,
          "components": 1, "components_ok": True},
         {"graph": "grid300", "system": "scipy", "status": "failed", "error": "boom"},
-        {"graph": "grid1000", "system": "ours", "status": "timeout", "error": "slow"},
+        {"graph": "grid1000", "system": "ours", "status": "timeout", "error": "slow",
+         "timed_out": True, "whole_s_at_least": 400.0, "job_s_at_least": 390.0},
     ]
-    sp = bw.speedups(runs, ["grid300", "grid1000"])
-    assert sp["grid300"]["whole"] == pytest.approx(12.0)
-    assert sp["grid300"]["job"] == pytest.approx(27.5)
-    targets = {t["target"]: t["verdict"] for t in bw.evaluate_targets(runs, ["grid300", "grid1000"], sp)}
-    assert targets[bw.TARGETS[1][3]] == "PASS"
-    assert targets[bw.TARGETS[3][3]] == "FAIL"
-    assert targets[bw.TARGETS[4][3]] == "PASS"
-    assert targets[bw.TARGETS[0][3]] == "n/a"
-    results = {"runs": runs, "speedups": sp, "targets": bw.evaluate_targets(runs, ["grid300"], sp),
+    graphs = ["grid300", "grid1000"]
+    metas = {"grid300": {"diameter": 598}, "grid1000": {"diameter": 1998}}
+    sp = bw.speedups(runs, graphs)
+    assert sp["grid300"]["ours"]["whole"] == pytest.approx(12.0)
+    assert sp["grid300"]["ours"]["job"] == pytest.approx(27.5)
+    assert sp["grid300"]["ours-spark"]["whole"] == pytest.approx(6.0)
+    assert sp["grid300"]["ours"]["whole_bound"] == "="
+    targets = {t["target"]: t for t in bw.evaluate_targets(bw.TARGETS, runs, graphs, metas, sp)}
+    by = {t.text: targets[t.text]["verdict"] for t in bw.TARGETS}
+    assert by[bw.TARGETS[0].text] == "PASS"                        # 12x >= 10x on grid300
+    assert by[bw.TARGETS[1].text] == "n/a"                         # rmat10m not run
+    assert by[bw.TARGETS[2].text] == "PASS"                        # 40 <= 59.8 jobs per epoch
+    assert targets[bw.TARGETS[2].text]["limit"] == pytest.approx(59.8)
+    assert by[bw.TARGETS[3].text] == "FAIL"                        # grid1000 timed out
+    assert by[bw.TARGETS[4].text] == "PASS"
+    results = {"runs": runs, "speedups": sp,
+               "targets": bw.evaluate_targets(bw.TARGETS, runs, graphs, metas, sp),
                "parameters": {"master": "local[2]", "partitions": 2, "driver_memory": "8g",
-                              "checkpoint_interval": 10, "graphs": ["grid300", "grid1000"],
-                              "systems": ["ours", "graphx", "scipy"]},
+                              "checkpoint_interval": 10, "graphs": graphs,
+                              "systems": list(bw.SYSTEMS)},
                "commit": "abc", "dirty": False, "machine": {"cpu_count": 2}}
     table = bw.format_table(results)
     assert "grid300" in table and "12.00x" in table and "timeout" in table
+    assert ">400.0" in table and "40.0" in table                  # lower bound, jobs per epoch
 
 
 # --- GraphX through the JVM gateway --------------------------------------------------------
@@ -202,11 +217,26 @@ def test_graphx_connected_components_tiny(tmp_path):
         sc = spark.sparkContext
         if not shared:
             assert sc.getConf().get("spark.graphx.pregel.checkpointInterval") == "2"
+        scheduled = int(sc._jsc.sc().dagScheduler().nextJobId())   # Spark's own job ids
         out = bw.graphx_connected_components(sc, str(path), 2)
         mem = bw._spark_memory(sc)
+        # the count sees jobs of any job group and thread, as the scheduler numbers them
+        count = JobCount(sc)
+        before = int(sc._jsc.sc().dagScheduler().nextJobId())
+        sc.setJobGroup("other", "a job group of its own")
+        sc.parallelize(range(4), 2).count()
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        worker = threading.Thread(target=lambda: sc.parallelize(range(4), 2).sum())
+        worker.start()
+        worker.join()
+        counted = count.stop()
+        ran = int(sc._jsc.sc().dagScheduler().nextJobId()) - before
     finally:
         if not shared:
             spark.stop()
     assert out["vertices"] == 10
     assert out["components"] == 4
     assert mem["jvm_hwm_kib"] and mem["jvm_hwm_kib"] > 0
+    # GraphX's timed part ran Spark jobs (loading, Pregel supersteps); the check after it more
+    assert out["spark_jobs_exact"] and 1 <= out["spark_jobs"] < before - scheduled
+    assert counted == {"spark_jobs": ran, "spark_jobs_exact": True} and ran == 2

@@ -373,6 +373,30 @@ def test_tfront_sssp_prints_epoch_lines_and_writes_distances(spark, tmp_path, ca
     assert "does not exist" in capsys.readouterr().err
 
 
+def test_tfront_sssp_on_spark_says_so_with_its_cut_share(spark, tmp_path, capsys, monkeypatch):
+    """Past the driver's budget (``$TFRONT_SSSP_DRIVER_ROWS=0``) the epoch line says the
+    epoch ran on Spark and which share of the edges the partitioner cut: a path split in
+    two by ``locality`` has one cut edge of 5, ``hash`` (``v % 2``) cuts every one; the
+    distances are the same."""
+    from engine.cli.main import main
+
+    monkeypatch.setenv("TFRONT_SSSP_DRIVER_ROWS", "0")
+    edges = tmp_path / "path.txt"
+    edges.write_text("".join(f"{v} {v + 1}\n" for v in range(5)))
+    lines = {}
+    for partitioner in ("locality", "hash"):
+        out = tmp_path / partitioner
+        assert main(["sssp", str(edges), "--source", "0", "--partitions", "2", "--out",
+                     str(out), "--partitioner", partitioner]) == 0
+        lines[partitioner] = capsys.readouterr().out.splitlines()[0]
+        assert written(str(out)) == {0: {v: v for v in range(6)}}
+    assert ", rounds 2, max distance 5, on Spark, cut 20.0%, " in lines["locality"]
+    assert ", rounds 6, max distance 5, on Spark, cut 100.0%, " in lines["hash"]
+    with pytest.raises(SystemExit):
+        main(["sssp", str(edges), "--source", "0", "--partitioner", "random"])
+    assert "invalid choice: 'random'" in capsys.readouterr().err
+
+
 def only_named_files(out) -> dict:
     """The manifest of ``out``, after checking that ``out`` holds nothing else than the files
     it names and that it lists every epoch once, in order."""

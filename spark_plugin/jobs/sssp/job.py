@@ -67,7 +67,8 @@ import pyarrow as pa
 from engine import Report
 from engine.jit import CompileWatch
 from gpu_kernels.locality import bfs_order, cut_edges, ldg_parts, range_parts
-from gpu_kernels.shortest_paths import (improve, local_csr, local_fixpoint, unreached)
+from gpu_kernels.shortest_paths import (improve, local_csr, local_fixpoint, sorted_distinct,
+                                        unreached)
 
 from spark_plugin.jobs.budget import driver_finish_rows as budget_rows
 from spark_plugin.jobs.framework import EpochJob, EpochOutcome, JobProtocolError, JobResult
@@ -434,7 +435,7 @@ class SsspJob(EpochJob):
     def _grow(self, s, d) -> None:
         """Every vertex of the edges ``s -> d`` is seen: new ones are unreached (and, on
         Spark, unplaced until :meth:`_place`)."""
-        grown = np.union1d(self.vertices, np.concatenate([s, d]))
+        grown = sorted_distinct(self.vertices, s, d)
         if len(grown) == len(self.vertices):
             return
         at = np.searchsorted(grown, self.vertices)
@@ -517,7 +518,7 @@ class SsspJob(EpochJob):
         self._to_spark_if_needed(len(s))
         self._add(s, d, w)
         self.sent, self.unsent = self.unsent + len(s), 0
-        seeds = np.array([self.source], np.int64) if e == 0 else np.unique(s)
+        seeds = np.array([self.source], np.int64) if e == 0 else sorted_distinct(s)
         seed_d = self.dist[np.searchsorted(self.vertices, seeds)]
         keep = seed_d != unreached(self.dtype)
         self.active = (seeds[keep], seed_d[keep])

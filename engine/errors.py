@@ -26,6 +26,7 @@ __all__ = [
     "CountOverflowError",
     "WorkloadFormatError",
     "RollbackFormatError",
+    "RollbackLimitError",
     "RollbackStateError",
     "BackendError",
     "ConvergenceError",
@@ -146,11 +147,31 @@ class RollbackFormatError(TimelyFrontierError, ValueError):
     line : int or None
         The 1-based line of the file that is wrong (the number of lines plus one for a problem
         found only at the end), or None for a problem built in code rather than read from a file.
+    path : str or None
+        The file the problem was read from, when it was (:func:`engine.rollback.format.read_rollback`):
+        the message then starts ``FILE:LINE: `` instead of ``line LINE: ``.
+    reason : str
+        The message without its place.
     """
 
-    def __init__(self, message: str, line: int | None = None):
-        super().__init__(message if line is None else f"line {line}: {message}")
-        self.line = line
+    def __init__(self, message: str, line: int | None = None, path: str | None = None):
+        where = (f"{path}:{line}: " if path is not None and line is not None else
+                 f"{path}: " if path is not None else
+                 f"line {line}: " if line is not None else "")
+        super().__init__(where + message)
+        self.line, self.path, self.reason = line, path, message
+
+    def at(self, path) -> "RollbackFormatError":
+        """The same error, placed in the file ``path``."""
+        return type(self)(self.reason, self.line, str(path))
+
+
+class RollbackLimitError(RollbackFormatError):
+    """A rollback problem exceeds a documented limit: its size (``max_states``: the
+    ``(location, time)`` states of its could-result-in, named at the line that crosses it) or
+    its search (``max_search``: fixed points computed where some availability list is not
+    closed under union; no line). Not malformed, but refused the same way; the message names
+    the limit and how to raise it."""
 
 
 class RollbackStateError(TimelyFrontierError, ValueError):

@@ -9,6 +9,10 @@ CPU twins (NumPy + Numba). Inputs are the columnar batch ``loc: int32[n]``,
   are packed into one integer key and sorted by an LSD radix sort (11-bit digits, only as
   many passes as the key has bits): O(n * passes), no comparisons. Otherwise a lexicographic
   ``np.lexsort`` (O(n log n)) is used. Either way a Numba pass does the segmented sum.
+  A sum that leaves int64 raises :class:`SumOverflow` (never a wrapped count): when every
+  ``|diff| <= INT64_MAX // n`` (:func:`may_overflow`, two reductions) no sum of the batch
+  can leave int64 and the sums are plain; otherwise each run of two or more rows is summed
+  again exactly (:func:`sum_overflows`, in 32-bit halves).
 * :func:`merge_counts` merges a consolidated batch into the table (sorted the same way) in one
   linear two-pointer pass: O(r + n) for a table of ``r`` rows. It reports every location
   whose set of positive-count timestamps changed, the first pointstamp whose count would
@@ -38,12 +42,70 @@ from .summary_rows import ts_cmp
 
 __all__ = ["consolidate", "merge_counts", "overflow_row", "add_overflows", "pack_plan",
            "pack_key", "unpack_key", "row_cmp", "consolidate_sorting_cuda",
-           "merge_counts_cuda"]
+           "merge_counts_cuda", "SumOverflow", "may_overflow", "sum_overflows",
+           "overflow_on_host"]
 
 RADIX_BITS = 11
 
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
+
+
+class SumOverflow(ArithmeticError):
+    """The ``diff`` of equal ``(loc, ts)`` rows sum outside int64: raised by every
+    consolidation (CPU twins and CUDA kernels alike) for the first such run in ``(loc, ts)``
+    order, instead of a wrapped sum. ``loc`` (int), ``ts`` (the row's ``W`` coordinates, a
+    tuple), ``total`` (the exact sum, a Python int)."""
+
+    def __init__(self, loc, ts, total):
+        self.loc, self.ts, self.total = int(loc), tuple(int(x) for x in ts), int(total)
+        super().__init__(f"the diffs of location {self.loc}, timestamp {self.ts} sum to "
+                         f"{self.total}, outside int64")
+
+
+def may_overflow(diff: np.ndarray) -> bool:
+    """Whether some sum of entries of ``diff`` (``int64[n]``, host) could leave int64: False
+    when every ``|d| <= INT64_MAX // n``, since then no sum of at most ``n`` of them can. The
+    cheap test (two reductions) that keeps exact summing off the common path."""
+    n = diff.shape[0]
+    if n < 2:
+        return False
+    lim = INT64_MAX // n
+    return int(diff.max()) > lim or int(diff.min()) < -lim
+
+
+@njit(cache=True, inline="always")
+def sum_overflows(vals, a, b):
+    """Whether ``vals[a:b]`` (int64) sums outside int64, exactly: the sum is kept as
+    ``hi * 2**32 + lo`` with ``0 <= lo < 2**32``, so nothing wraps however long the run
+    (scalar core shared with the CUDA kernels)."""
+    hi = 0
+    lo = 0
+    for j in range(a, b):
+        d = vals[j]
+        lo += d & 0xFFFFFFFF
+        hi += (d >> 32) + (lo >> 32)
+        lo &= 0xFFFFFFFF
+    return hi < -(1 << 31) or hi >= (1 << 31)
+
+
+def _overflow(loc, ts_row, diffs) -> SumOverflow:
+    return SumOverflow(loc, ts_row, sum(int(x) for x in diffs))
+
+
+def overflow_on_host(loc, ts, diff, W: int) -> SumOverflow:
+    """The :class:`SumOverflow` the CPU twin finds in these columns (device arrays are copied
+    back: one sync each), for a CUDA kernel that flagged an overflow: so every backend names
+    the same pointstamp and exact sum. ``ts`` may be narrower than ``W`` (zero padded) and
+    the columns of any integer dtype. A ``RuntimeError`` if the twin finds none."""
+    h_loc, h_ts, h_diff = (np.asarray(_cuda.read(a)) for a in (loc, ts, diff))
+    t = np.zeros((h_ts.shape[0], W), np.int64)
+    t[:, :h_ts.shape[1]] = h_ts
+    try:
+        consolidate(h_loc.astype(np.int32), t, h_diff.astype(np.int64))
+    except SumOverflow as e:
+        return e
+    raise RuntimeError("the device flagged a sum outside int64 that the CPU twin does not find")
 
 
 def overflow_row(bad: int) -> int:
@@ -141,9 +203,11 @@ def _radix_sort_pairs(keys, vals, nbits):
 
 
 @njit(cache=True, nogil=True)
-def _segment_sum_keys(sorted_keys, sorted_diff, widths):
+def _segment_sum_keys(sorted_keys, sorted_diff, widths, exact):
     """Sum diffs over runs of equal packed keys (equal keys are equal rows), drop zero sums,
-    and unpack the surviving keys back into ``(loc, ts)``."""
+    and unpack the surviving keys back into ``(loc, ts)``. With ``exact``, stop at the first
+    run whose sum leaves int64: it is the last output row, and ``(a, b)`` its sorted rows
+    (``(-1, -1)`` when none)."""
     n = sorted_keys.shape[0]
     W = widths.shape[0] - 1
     out_loc = np.empty(n, dtype=np.int32)
@@ -158,12 +222,15 @@ def _segment_sum_keys(sorted_keys, sorted_diff, widths):
         while j < n and sorted_keys[j] == key:
             total += sorted_diff[j]
             j += 1
+        if exact and j - i > 1 and sum_overflows(sorted_diff, i, j):
+            out_loc[k] = unpack_key(key, widths, out_ts[k], W)
+            return out_loc[:k + 1], out_ts[:k + 1], out_diff[:k + 1], i, j
         if total != 0:
             out_loc[k] = unpack_key(key, widths, out_ts[k], W)
             out_diff[k] = total
             k += 1
         i = j
-    return out_loc[:k], out_ts[:k], out_diff[:k]
+    return out_loc[:k], out_ts[:k], out_diff[:k], -1, -1
 
 
 @njit(cache=True, nogil=True)
@@ -181,8 +248,10 @@ def _column_max(loc, ts):
 
 
 @njit(cache=True, nogil=True)
-def _segment_sum(loc, ts, diff, perm):
-    """Sum diffs over runs of equal ``(loc, ts)`` in ``perm`` order; drop zero sums."""
+def _segment_sum(loc, ts, diff, perm, sorted_diff, exact):
+    """Sum diffs over runs of equal ``(loc, ts)`` in ``perm`` order; drop zero sums. With
+    ``exact`` (``sorted_diff = diff[perm]``), stop at the first run whose sum leaves int64,
+    as :func:`_segment_sum_keys` does."""
     n, W = ts.shape
     out_loc = np.empty(n, dtype=np.int32)
     out_ts = np.empty((n, W), dtype=np.int64)
@@ -199,6 +268,11 @@ def _segment_sum(loc, ts, diff, perm):
                 break
             total += diff[b]
             j += 1
+        if exact and j - i > 1 and sum_overflows(sorted_diff, i, j):
+            out_loc[k] = loc[a]
+            for c in range(W):
+                out_ts[k, c] = ts[a, c]
+            return out_loc[:k + 1], out_ts[:k + 1], out_diff[:k + 1], i, j
         if total != 0:
             out_loc[k] = loc[a]
             for c in range(W):
@@ -206,7 +280,7 @@ def _segment_sum(loc, ts, diff, perm):
             out_diff[k] = total
             k += 1
         i = j
-    return out_loc[:k], out_ts[:k], out_diff[:k]
+    return out_loc[:k], out_ts[:k], out_diff[:k], -1, -1
 
 
 def consolidate(loc: np.ndarray, ts: np.ndarray, diff: np.ndarray):
@@ -221,20 +295,43 @@ def consolidate(loc: np.ndarray, ts: np.ndarray, diff: np.ndarray):
     Returns
     -------
     (loc int32[k], ts int64[k, W], diff int64[k]) sorted lexicographically by ``(loc, ts)``.
+
+    Raises
+    ------
+    SumOverflow
+        The diffs of some ``(loc, ts)`` sum outside int64 (the first such in that order).
+
+    Examples
+    --------
+    >>> big = 1 << 62
+    >>> loc, ts = np.zeros(3, np.int32), np.zeros((3, 1), np.int64)
+    >>> consolidate(loc, ts, np.array([big, big, -big]))[2]
+    array([4611686018427387904])
+    >>> consolidate(loc[:2], ts[:2], np.array([big, big]))
+    Traceback (most recent call last):
+    ...
+    gpu_kernels.consolidate.SumOverflow: the diffs of location 0, timestamp (0,) sum to 9223372036854775808, outside int64
     """
     n, W = ts.shape
     if n == 0:
         return loc[:0].astype(np.int32), ts[:0], diff[:0]
+    exact = may_overflow(diff)
     lmax, cmax = _column_max(loc, ts)
     plan = pack_plan(lmax, cmax)
     if plan is not None:
         widths, total = plan
         keys, vals = _radix_sort_pairs(_pack(loc, ts, widths), diff, total)
-        return _segment_sum_keys(keys, vals, widths)
-    else:
-        keys = [ts[:, c] for c in range(W - 1, -1, -1)] + [loc]
-        perm = np.lexsort(keys)
-    return _segment_sum(loc, ts, diff, perm)
+        *out, a, b = _segment_sum_keys(keys, vals, widths, exact)
+        if a >= 0:
+            raise _overflow(out[0][-1], out[1][-1], vals[a:b])
+        return tuple(out)
+    keys = [ts[:, c] for c in range(W - 1, -1, -1)] + [loc]
+    perm = np.lexsort(keys)
+    sorted_diff = diff[perm] if exact else diff[:0]
+    *out, a, b = _segment_sum(loc, ts, diff, perm, sorted_diff, exact)
+    if a >= 0:
+        raise _overflow(out[0][-1], out[1][-1], sorted_diff[a:b])
+    return tuple(out)
 
 
 @njit(cache=True, nogil=True)
@@ -336,6 +433,7 @@ def _kernels():
     cmp_rows = _cuda.device(row_cmp)
     upper_bound_n = _cuda.device(_cuda.upper_bound_n)
     overflows = _cuda.device(add_overflows)
+    sum_over = _cuda.device(sum_overflows)
 
     @cuda.jit
     def pack_rows(loc, ts, widths, keys):
@@ -346,16 +444,20 @@ def _kernels():
             keys[i] = pack(loc[i], ts[i], widths, ts.shape[1])
 
     @cuda.jit
-    def key_heads(keys, head):
-        """head[i] <- row i starts a run of equal sorted keys; thread per row; 16 -> 1 bytes."""
+    def key_heads(keys, head, vals, lim, ovf):
+        """head[i] <- row i starts a run of equal sorted keys; ovf[0] <- the first row whose
+        sorted diff ``vals[i]`` lies outside ``[-lim, lim]`` (atomic min); thread per row;
+        24 -> 1 bytes."""
         i = cuda.grid(1)
         if i < keys.shape[0]:
             head[i] = 1 if i == 0 or keys[i] != keys[i - 1] else 0
+            if vals[i] > lim or vals[i] < -lim:
+                cuda.atomic.min(ovf, 0, np.int64(i))
 
     @cuda.jit
-    def row_heads(loc, ts, perm, head):
-        """head[i] <- sorted row perm[i] differs from perm[i - 1]; thread per row (the
-        unpackable path, rows gathered through perm)."""
+    def row_heads(loc, ts, perm, head, vals, lim, ovf):
+        """head[i] <- sorted row perm[i] differs from perm[i - 1]; ovf[0] as ``key_heads``;
+        thread per row (the unpackable path, rows gathered through perm)."""
         i = cuda.grid(1)
         if i < perm.shape[0]:
             if i == 0:
@@ -364,18 +466,26 @@ def _kernels():
                 a = perm[i - 1]
                 b = perm[i]
                 head[i] = 1 if cmp_rows(loc[a], ts[a], loc[b], ts[b], ts.shape[1]) != 0 else 0
+            if vals[i] > lim or vals[i] < -lim:
+                cuda.atomic.min(ovf, 0, np.int64(i))
 
     @cuda.jit
-    def run_sums(starts, csum, total):
-        """total[s] <- sum of diffs of run s = csum[end - 1] - csum[start - 1]; thread per run."""
+    def run_sums(starts, csum, vals, ovf, total):
+        """total[s] <- sum of diffs of run s = csum[end - 1] - csum[start - 1]; thread per run.
+        When some diff is large (ovf[0] < n), a run of two or more rows is also summed
+        exactly (``sum_overflows``) and ovf[1] <- the first run outside int64 (atomic min)."""
         s = cuda.grid(1)
         if s < starts.shape[0]:
+            n = csum.shape[0]
             a = starts[s]
-            b = starts[s + 1] if s + 1 < starts.shape[0] else csum.shape[0]
+            b = starts[s + 1] if s + 1 < starts.shape[0] else n
             t = csum[b - 1]
             if a > 0:
                 t = t - csum[a - 1]
             total[s] = t
+            if ovf[0] < n and b - a > 1:
+                if sum_over(vals, a, b):
+                    cuda.atomic.min(ovf, 1, np.int64(s))
 
     @cuda.jit
     def emit_keys(keys, starts, keep, total, widths, out_loc, out_ts, out_diff):
@@ -509,19 +619,30 @@ def consolidate_sorting_cuda(loc, ts, diff, plan, *, tpb=None):
     -------
     (loc int32[k], ts int64[k, W], diff int64[k]) as :func:`consolidate`.
 
+    Raises
+    ------
+    SumOverflow
+        As :func:`consolidate` (the pointstamp and its exact sum found again by the CPU twin
+        on a copy of the columns).
+
     Notes
     -----
     Steps: ``pack_rows`` (thread per row) into uint32 keys when the packing needs at most 32
     bits, else uint64; ``argsort`` (CUB radix sort carrying an 8-byte index) and a gather of
-    the keys; ``key_heads`` (or ``row_heads`` after ``lexsort``); ``cumsum`` of the gathered
-    diffs; ``flatnonzero`` of the heads -- **sync** for the number of runs; ``run_sums``;
-    ``flatnonzero`` of the non-zero sums -- **sync**; ``emit_keys``/``emit_rows``.
-    3 or 4 launches, 6 or 7 primitives, 2 syncs.
+    the keys; a gather of the diffs; ``key_heads`` (or ``row_heads`` after ``lexsort``), which
+    also flag a diff large enough that a sum could leave int64 (:func:`may_overflow`'s
+    bound); ``cumsum`` of the gathered diffs; ``flatnonzero`` of the heads -- **sync** for the
+    number of runs; ``run_sums`` (exact sums of the runs only when a diff was flagged);
+    **sync** reading the overflow words (16 bytes); ``flatnonzero`` of the non-zero sums --
+    **sync**; ``emit_keys``/``emit_rows``. 3 or 4 launches, 6 or 7 primitives, 3 syncs.
     """
     xp = _cuda.namespace(loc, ts, diff)
     n, W = ts.shape
     k = _kernels()
     head = _cuda.alloc(xp, n, xp.uint8)
+    # [first row with a large diff, first run whose sum leaves int64], n when none
+    ovf = _cuda.alloc(xp, 2, xp.int64, n)
+    lim = INT64_MAX // n
     if plan is not None:
         widths = xp.asarray(plan[0])
         # keys of at most 32 bits sort as uint32: half the radix passes and bytes per pass
@@ -529,16 +650,20 @@ def consolidate_sorting_cuda(loc, ts, diff, plan, *, tpb=None):
         _cuda.launch(k.pack_rows, n, loc, ts, widths, keys, tpb=tpb)
         perm = _cuda.op(xp.argsort(keys))
         keys = _cuda.op(keys[perm])
-        _cuda.launch(k.key_heads, n, keys, head, tpb=tpb)
+        vals = _cuda.op(diff[perm])
+        _cuda.launch(k.key_heads, n, keys, head, vals, lim, ovf, tpb=tpb)
     else:
         perm = _cuda.op(xp.lexsort(xp.concatenate([ts.T[::-1],
                                                    loc[None, :].astype(xp.int64)])), 3)
-        _cuda.launch(k.row_heads, n, loc, ts, perm, head, tpb=tpb)
-    csum = _cuda.op(xp.cumsum(diff[perm]), 2)
+        vals = _cuda.op(diff[perm])
+        _cuda.launch(k.row_heads, n, loc, ts, perm, head, vals, lim, ovf, tpb=tpb)
+    csum = _cuda.op(xp.cumsum(vals))
     starts = _cuda.op(xp.flatnonzero(head))
     _cuda.COUNTS.syncs += 1  # flatnonzero reads the number of runs back
     total = _cuda.alloc(xp, starts.shape[0], xp.int64)
-    _cuda.launch(k.run_sums, starts.shape[0], starts, csum, total, tpb=tpb)
+    _cuda.launch(k.run_sums, starts.shape[0], starts, csum, vals, ovf, total, tpb=tpb)
+    if int(_cuda.read(ovf)[1]) < n:
+        raise overflow_on_host(loc, ts, diff, W)
     keep = _cuda.op(xp.flatnonzero(total))
     _cuda.COUNTS.syncs += 1
     c = keep.shape[0]

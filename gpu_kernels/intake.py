@@ -23,6 +23,12 @@ Consolidation of the sorted keys: a row ends a run when the next key differs abo
 ``idx_bits``; the run's sum is ``csum[end] - csum[start - 1]`` over the scan of the sorted
 diffs (int64 wrap-around cancels in the difference), ``start`` found by :func:`run_start`
 (galloping back, ``O(log run length)``); runs with a non-zero sum are kept, in order.
+A run whose sum leaves int64 is never kept wrapped: when some diff is large enough that a
+sum of ``n`` could leave int64 (``|d| > INT64_MAX // n``, flagged while the diffs are
+gathered), each run of two or more rows is also summed exactly
+(``consolidate.sum_overflows``), and the first that leaves int64 is flagged; the host then
+raises ``consolidate.SumOverflow``, naming the pointstamp and the exact sum its CPU twin
+finds.
 
 CPU twins: :func:`check_pack` (validation, maxima, packing), :func:`runs_from_sorted`
 (run sums and compaction) and :func:`intake` (the whole step). CUDA: :func:`intake_cuda`, the
@@ -40,7 +46,8 @@ import numpy as np
 from numba import int64, njit
 
 from . import _cuda
-from .consolidate import consolidate, consolidate_sorting_cuda, pack_plan, unpack_key
+from .consolidate import (INT64_MAX, SumOverflow, consolidate, consolidate_sorting_cuda,
+                          may_overflow, overflow_on_host, pack_plan, sum_overflows, unpack_key)
 
 __all__ = ["LOC", "WIDTH", "RANGE", "PADDING", "KINDS", "MAX_COORD", "MAX_WIDTH",
            "SHARED_SLOTS", "stats_size", "Intake", "row_error", "row_key", "run_start",
@@ -60,8 +67,11 @@ MAX_WIDTH = SHARED_SLOTS - KINDS - 1
 
 def stats_size(W: int) -> int:
     """Entries of the statistics array: first bad row per kind (``KINDS``), the location
-    maximum, ``W`` column maxima, and the number of consolidated rows."""
-    return KINDS + 1 + W + 1
+    maximum, ``W`` column maxima, the first row whose diff is large (``|d| > INT64_MAX //
+    n``: some sum could leave int64), the first run (its last sorted row) whose sum leaves
+    int64 -- both ``n`` when none -- and the number of consolidated rows: the last three at
+    ``S - 3``, ``S - 2``, ``S - 1``."""
+    return KINDS + 1 + W + 3
 
 
 class Intake(NamedTuple):
@@ -174,20 +184,37 @@ def check_pack(loc, ts, depth, m, L, widths, idx_bits, validate, pack, keys, sta
             keys[i] = row_key(l, ts[i], w, widths, W, i, idx_bits)
 
 
-@njit(cache=True, nogil=True)
 def runs_from_sorted(keys, diff, idx_bits, widths):
     """CPU twin of the run kernels: sum ``diff`` (through each sorted key's row index) over
     runs of keys equal above ``idx_bits``, keep the non-zero runs, unpack them.
 
-    Returns ``(loc int32[k], ts int64[k, W], diff int64[k])`` in key order."""
+    Returns ``(loc int32[k], ts int64[k, W], diff int64[k])`` in key order; raises
+    ``consolidate.SumOverflow`` for the first run whose sum leaves int64."""
+    exact = may_overflow(diff)
+    out_loc, out_ts, out_diff, vals, a, b = _runs_from_sorted(keys, diff, idx_bits, widths,
+                                                              exact)
+    if a >= 0:
+        raise SumOverflow(out_loc[-1], out_ts[-1], sum(int(x) for x in vals[a:b]))
+    return out_loc, out_ts, out_diff
+
+
+@njit(cache=True, nogil=True)
+def _runs_from_sorted(keys, diff, idx_bits, widths, exact):
+    """:func:`runs_from_sorted`; with ``exact``, a run of two or more rows is also summed
+    exactly and the first one outside int64 ends the pass: it is the last output row, its
+    sorted diffs ``vals[a:b]`` (``a = -1`` when none)."""
     n = keys.shape[0]
     W = widths.shape[0] - 1
     sh = np.uint64(idx_bits)
     mask = (np.uint64(1) << sh) - np.uint64(1)
     csum = np.empty(n, dtype=np.int64)
+    vals = np.empty(n if exact else 0, dtype=np.int64)
     acc = np.int64(0)
     for i in range(n):
-        acc += diff[np.int64(np.uint64(keys[i]) & mask)]
+        d = diff[np.int64(np.uint64(keys[i]) & mask)]
+        if exact:
+            vals[i] = d
+        acc += d
         csum[i] = acc
     out_loc = np.empty(n, dtype=np.int32)
     out_ts = np.empty((n, W), dtype=np.int64)
@@ -200,16 +227,20 @@ def runs_from_sorted(keys, diff, idx_bits, widths):
         s = csum[i]
         if a > 0:
             s -= csum[a - 1]
+        if exact and i > a and sum_overflows(vals, a, i + 1):
+            out_loc[k] = unpack_key(np.uint64(keys[i]) >> sh, widths, out_ts[k], W)
+            return out_loc[:k + 1], out_ts[:k + 1], out_diff[:k + 1], vals, a, i + 1
         if s != 0:
             out_loc[k] = unpack_key(np.uint64(keys[i]) >> sh, widths, out_ts[k], W)
             out_diff[k] = s
             k += 1
-    return out_loc[:k], out_ts[:k], out_diff[:k]
+    return out_loc[:k], out_ts[:k], out_diff[:k], vals, -1, -1
 
 
 def _fresh_stats(n: int, W: int) -> np.ndarray:
     s = np.zeros(stats_size(W), np.int64)
     s[:KINDS] = n
+    s[-3:-1] = n
     return s
 
 
@@ -232,6 +263,11 @@ def intake(loc, ts, diff, depth, m: int, L: int, W: int) -> Intake:
     Returns
     -------
     Intake
+
+    Raises
+    ------
+    gpu_kernels.consolidate.SumOverflow
+        The diffs of a valid batch's ``(loc, ts)`` sum outside int64.
     """
     n, w = ts.shape
     stats = _fresh_stats(n, W)
@@ -281,6 +317,7 @@ def _kernels():
     key = _cuda.device(row_key)
     start = _cuda.device(run_start)
     unpack = _cuda.device(unpack_key)
+    sum_over = _cuda.device(sum_overflows)
 
     @cuda.jit
     def check_pack(loc, ts, depth, m, L, widths, idx_bits, validate, pack, keys, stats):
@@ -323,17 +360,25 @@ def _kernels():
                 cuda.atomic.max(stats, s, v)
 
     @cuda.jit
-    def run_values(keys, idx_bits, diff, vals):
-        """vals[i] <- diff[row index of sorted key i]; thread per row; a random 8-byte read."""
+    def run_values(keys, idx_bits, diff, vals, lim, stats):
+        """vals[i] <- diff[row index of sorted key i]; thread per row; a random 8-byte read.
+        A value outside ``[-lim, lim]`` (``lim = INT64_MAX // n``: some sum could leave
+        int64) sets stats[S - 3] to the least such i (atomic min; none on ordinary diffs)."""
         i = cuda.grid(1)
         if i < keys.shape[0]:
             mask = (np.uint64(1) << np.uint64(idx_bits)) - np.uint64(1)
-            vals[i] = diff[np.int64(np.uint64(keys[i]) & mask)]
+            d = diff[np.int64(np.uint64(keys[i]) & mask)]
+            vals[i] = d
+            if d > lim or d < -lim:
+                cuda.atomic.min(stats, stats.shape[0] - 3, np.int64(i))
 
     @cuda.jit
-    def run_tails(keys, idx_bits, csum, keep, total):
+    def run_tails(keys, idx_bits, csum, vals, keep, total, stats):
         """At the last row of each run: total <- the run's sum (``csum`` differences,
-        ``run_start`` galloping back), keep <- sum != 0; keep <- 0 elsewhere."""
+        ``run_start`` galloping back), keep <- sum != 0; keep <- 0 elsewhere. When
+        ``run_values`` flagged a large diff, a run of two or more rows is also summed exactly
+        (``sum_overflows``, O(run length)) and stats[S - 2] <- the least last row of a run
+        outside int64 (atomic min)."""
         i = cuda.grid(1)
         n = keys.shape[0]
         if i < n:
@@ -347,6 +392,10 @@ def _kernels():
                     s = s - csum[a - 1]
                 total[i] = s
                 keep[i] = 1 if s != 0 else 0
+                S = stats.shape[0]
+                if stats[S - 3] < n and i > a:
+                    if sum_over(vals, a, i + 1):
+                        cuda.atomic.min(stats, S - 2, np.int64(i))
 
     @cuda.jit
     def emit_runs(keys, idx_bits, widths, keep, pos, total, out_loc, out_ts, out_diff, stats):
@@ -390,9 +439,9 @@ def _carve(xp, n_bytes_parts):
 
 
 def _runs(xp, k, keys, diff, idx_bits, widths_d, W, stats, tpb):
-    """Sorted keys -> consolidated rows (``n`` rows allocated; ``stats[-1]`` gets the count).
-    Launches: sort (1 primitive), ``run_values``, scan (1), ``run_tails``, scan (1),
-    ``emit_runs``; no synchronisation."""
+    """Sorted keys -> consolidated rows (``n`` rows allocated; ``stats[-1]`` gets the count,
+    ``stats[-2]`` a run outside int64). Launches: sort (1 primitive), ``run_values``, scan
+    (1), ``run_tails``, scan (1), ``emit_runs``; no synchronisation."""
     n = keys.shape[0]
     pos_t = np.int32 if n < 2 ** 31 else np.int64
     vals, csum, total, keep, pos = _carve(xp, [(np.int64, (n,)), (np.int64, (n,)),
@@ -401,9 +450,9 @@ def _runs(xp, k, keys, diff, idx_bits, widths_d, W, stats, tpb):
     out_loc, out_ts, out_diff = _carve(xp, [(np.int32, (n,)), (np.int64, (n, W)),
                                             (np.int64, (n,))])
     _cuda.op(keys.sort())
-    _cuda.launch(k.run_values, n, keys, idx_bits, diff, vals, tpb=tpb)
+    _cuda.launch(k.run_values, n, keys, idx_bits, diff, vals, INT64_MAX // n, stats, tpb=tpb)
     _cuda.op(xp.cumsum(vals, out=csum))
-    _cuda.launch(k.run_tails, n, keys, idx_bits, csum, keep, total, tpb=tpb)
+    _cuda.launch(k.run_tails, n, keys, idx_bits, csum, vals, keep, total, stats, tpb=tpb)
     _cuda.op(xp.cumsum(keep, out=pos))
     _cuda.launch(k.emit_runs, n, keys, idx_bits, widths_d, keep, pos, total, out_loc, out_ts,
                  out_diff, stats, tpb=tpb)
@@ -417,14 +466,19 @@ def _fits(maxima, widths) -> bool:
 def deferred_verdict(stats: np.ndarray, n: int, spec: np.ndarray):
     """What the host statistics of a deferred intake say: ``("bad", bad)`` (some row breaks a
     rule: ``bad`` the first row per rule), ``("redo", maxima)`` (a maximum outgrew its guessed
-    field: the keys were packed wrongly and the batch must be taken again, unguessed), or
-    ``("ok", maxima, count)``."""
+    field: the keys were packed wrongly and the batch must be taken again, unguessed),
+    ``("overflow", maxima)`` (a valid batch, correctly packed, some of whose sums leave int64:
+    :func:`~gpu_kernels.consolidate.overflow_on_host` names it), or ``("ok", maxima,
+    count)``."""
+    S = stats_size(len(spec) - 1)
     bad, maxima = stats[:KINDS].copy(), stats[KINDS:KINDS + len(spec)].copy()
     if (bad < n).any():
         return ("bad", bad)
     if not _fits(maxima, spec):
         return ("redo", maxima)
-    return ("ok", maxima, int(stats[stats_size(len(spec) - 1) - 1]))
+    if int(stats[S - 2]) < n:
+        return ("overflow", maxima)
+    return ("ok", maxima, int(stats[S - 1]))
 
 
 def intake_cuda(loc, ts, diff, depth, m: int, L: int, W: int, *, validate: bool = True,
@@ -457,6 +511,12 @@ def intake_cuda(loc, ts, diff, depth, m: int, L: int, W: int, *, validate: bool 
         Host ``bad`` and ``maxima``; device ``loc int32[k]``, ``ts int64[k, W]``,
         ``diff int64[k]``.
 
+    Raises
+    ------
+    gpu_kernels.consolidate.SumOverflow
+        (Not deferred) the diffs of some ``(loc, ts)`` of a valid batch sum outside int64:
+        found again by the CPU twin on a copy of the columns, to name it.
+
     Notes
     -----
     Launch shape: thread per row, ``ceil(n / 256)`` blocks of 256 threads.
@@ -464,12 +524,12 @@ def intake_cuda(loc, ts, diff, depth, m: int, L: int, W: int, *, validate: bool 
     **With a guess that holds** (the steady state of a stream of batches): ``check_pack``
     validates, takes the maxima and packs with the guessed widths in one pass; the key-only
     sort; ``run_values``, scan, ``run_tails``, scan, ``emit_runs``; then **one sync** reads
-    the statistics (first bad rows, maxima, output count: ``8 (6 + W)`` bytes). That is 4
-    Numba launches, 3 CuPy primitives (sort, 2 scans), 1 sync and 3 allocations (a small
-    upload of statistics and widths, a workspace, the output) -- whatever ``n``. An invalid
-    row, or a maximum wider than its guessed field, is seen at that sync: the first returns
-    without output, the second redoes the packing with the exact plan (below, less its
-    first pass and sync).
+    the statistics (first bad rows, maxima, overflow flags, output count: ``8 (8 + W)``
+    bytes). That is 4 Numba launches, 3 CuPy primitives (sort, 2 scans), 1 sync and 3
+    allocations (a small upload of statistics and widths, a workspace, the output) --
+    whatever ``n``. An invalid row, or a maximum wider than its guessed field, is seen at
+    that sync: the first returns without output, the second redoes the packing with the
+    exact plan (below, less its first pass and sync); a sum outside int64 raises.
 
     **Without a guess**: ``check_pack`` validates and takes the maxima only; **sync**; the
     exact plan (``pack_plan``); ``check_pack`` packs; the same five steps; **sync** for the
@@ -507,6 +567,8 @@ def intake_cuda(loc, ts, diff, depth, m: int, L: int, W: int, *, validate: bool 
         if (bad < n).any():
             return Intake(bad, None, None, None, None)
         if _fits(maxima, spec):
+            if int(got[S - 2]) < n:
+                raise overflow_on_host(loc, ts, diff, W)
             c = int(got[S - 1])
             return Intake(bad, maxima, out[0][:c], out[1][:c], out[2][:c])
     else:
@@ -528,7 +590,9 @@ def intake_cuda(loc, ts, diff, depth, m: int, L: int, W: int, *, validate: bool 
     _cuda.launch(k.check_pack, n, loc, ts, dep, m, L, widths_d, idx_bits, False, True, keys,
                  stats, tpb=tpb)
     out = _runs(xp, k, keys, diff, idx_bits, widths_d, W, stats, tpb)
-    c = int(_cuda.read(stats[S - 1:])[0])
+    over, c = (int(v) for v in _cuda.read(stats[S - 2:]))
+    if over < n:
+        raise overflow_on_host(loc, ts, diff, W)
     return Intake(bad, maxima, out[0][:c], out[1][:c], out[2][:c])
 
 

@@ -56,6 +56,144 @@ def check_consolidate(rng, dev, host, *, n=24, W=2, L=4, keys="uint32", tpb=None
         _same(a, b, host)
 
 
+# -- sums outside int64 (issue 23, item 2) --------------------------------------------------
+
+BIG = 1 << 62
+I64_MAX, I64_MIN = (1 << 63) - 1, -(1 << 63)
+#: Diffs of one pointstamp within a batch, and the exact sum the consolidation must give or,
+#: where it leaves int64, report (``SumOverflow.total``). Sums that fit although a partial
+#: sum leaves int64 must be exact, as with unbounded integers.
+SUM_CASES = [
+    ([BIG, BIG], 1 << 63),                          # issue 23: two rows of 2**62
+    ([I64_MIN, -1], I64_MIN - 1),
+    ([I64_MAX, I64_MAX, I64_MAX], 3 * I64_MAX),
+    ([BIG, BIG, -BIG], None),                       # fits: 2**62
+    ([I64_MAX, 1, -1, -I64_MAX], None),             # cancels (dropped)
+    ([I64_MIN, I64_MIN, I64_MAX, I64_MAX, 2], None),  # cancels too
+    ([I64_MIN, 5], None),
+]
+#: Paths through the consolidations: packed keys with the row index in 32 or 64 bits, packed
+#: keys argsorted (no room for the index), and a lexsort (no packing at all).
+SUM_KEYS = ("uint32", "uint64", "argsort", "lexsort")
+
+
+def _sum_batch(rng, diffs, keys, *, n_other=6, W=2, L=4):
+    """A shuffled batch: ``diffs`` at one pointstamp of location 1, small diffs elsewhere
+    (and one row of 2**62 at another pointstamp, so that the exact path sums ordinary runs
+    too), with coordinates that send it down the ``keys`` path. Returns the batch and the
+    pointstamp ``(loc, ts)``."""
+    base = np.zeros(W, np.int64)
+    base[0] = {"uint32": 0, "uint64": 1 << 30, "argsort": 1 << 57, "lexsort": 1 << 40}[keys]
+    if keys == "lexsort":
+        base[1:] = 1 << 40
+    o_loc = np.r_[rng.integers(0, L, n_other), 3].astype(np.int32)
+    o_ts = base + 2 + rng.integers(0, 3, (n_other + 1, W))
+    o_diff = np.r_[rng.integers(-2, 3, n_other), BIG].astype(np.int64)
+    loc = np.r_[np.ones(len(diffs), np.int32), o_loc].astype(np.int32)
+    ts = np.concatenate([np.tile(base, (len(diffs), 1)), o_ts]).astype(np.int64)
+    diff = np.r_[np.array(diffs, dtype=object).astype(np.int64), o_diff]
+    perm = rng.permutation(len(loc))
+    return (loc[perm], np.ascontiguousarray(ts[perm]), diff[perm]), \
+        (1, tuple(int(x) for x in base))
+
+
+def _python_consolidate(loc, ts, diff):
+    """Consolidation with unbounded integers: ``{(loc, ts): sum}``, zeros dropped."""
+    out: dict = {}
+    for l, t, d in zip(loc.tolist(), ts.tolist(), diff.tolist()):
+        out[(l, tuple(t))] = out.get((l, tuple(t)), 0) + d
+    return {k: v for k, v in out.items() if v}
+
+
+def check_sum_overflow(rng, dev=None, host=None, *, tpb=None):
+    """Issue 23, item 2: every consolidation -- the CPU twins ``consolidate`` and ``intake``,
+    and with ``dev`` the CUDA ``consolidate_cuda`` and ``intake_cuda`` (no guess, a guess, and
+    deferred) -- sums exactly: a sum that fits is the unbounded integer sum, even where a
+    partial sum leaves int64; one that does not raises ``SumOverflow`` naming the first such
+    pointstamp in ``(loc, ts)`` order and its exact sum, never a wrapped count."""
+    from gpu_kernels import intake as gi
+    from gpu_kernels.consolidate import SumOverflow
+    W, L = 2, 4
+    depth = np.zeros(L, np.int64)
+    for keys in SUM_KEYS:
+        for diffs, total in SUM_CASES:
+            (loc, ts, diff), p = _sum_batch(rng, diffs, keys, W=W, L=L)
+            want = _python_consolidate(loc, ts, diff)
+            runs = [lambda: consolidate.consolidate(loc, ts, diff),
+                    lambda: gi.intake(loc, ts, diff, depth, W, L, W)[2:5]]
+            if dev is not None:
+                d = (dev(loc), dev(ts), dev(diff))
+                spec = gi.speculative_widths(np.r_[loc.max(), ts.max(axis=0)], L, len(loc))
+                runs += [lambda: intake.consolidate_cuda(*d, tpb=tpb),
+                         lambda: gi.intake_cuda(*d, dev(depth), W, L, W, tpb=tpb)[2:5]]
+                if spec is not None:
+                    runs.append(lambda: gi.intake_cuda(*d, dev(depth), W, L, W, guess=spec,
+                                                       tpb=tpb)[2:5])
+                    runs.append(lambda: _deferred_intake(gi, d, dev(depth), W, L, spec, tpb))
+            for run in runs:
+                if total is None:
+                    got = [host(a) if host is not None else np.asarray(a) for a in run()]
+                    assert _python_consolidate(*got) == want, (keys, diffs)
+                    assert list(zip(got[0].tolist(), map(tuple, got[1].tolist()))) == \
+                        sorted(want), (keys, diffs)
+                else:
+                    with pytest.raises(SumOverflow) as info:
+                        run()
+                    assert (info.value.loc, info.value.ts, info.value.total) == (*p, total), \
+                        (keys, diffs)
+
+
+def _deferred_intake(gi, d, depth, W, L, spec, tpb):
+    """``intake_cuda`` deferred: its statistics judged afterwards (``deferred_verdict``), an
+    overflow named by ``overflow_on_host`` as the cuda backend does."""
+    from gpu_kernels.consolidate import overflow_on_host
+    r = gi.intake_cuda(*d, depth, W, L, W, guess=spec, defer=True, tpb=tpb)
+    n = len(d[0])
+    verdict = gi.deferred_verdict(_cuda.to_host(r.pending), n, r.spec)
+    if verdict[0] == "overflow":
+        raise overflow_on_host(*d, W)
+    assert verdict[0] == "ok", verdict
+    c = verdict[2]
+    return r.loc[:c], r.ts[:c], r.diff[:c]
+
+
+def check_batch_sum_overflow(make, strict):
+    """Issue 23, item 2, through a tracker: a batch whose changes to one pointstamp sum
+    outside int64 (two rows of 2**62) raises the reference's ``CountOverflowError``, message
+    for message, and changes nothing; first on a fresh tracker, then after batches (on the
+    cuda backend: the deferred intake); a batch whose sum fits though a partial sum does
+    not is applied exactly."""
+    from engine import CountOverflowError
+    from engine.core.workload import example_graph
+
+    graph = example_graph()
+    W = graph.m + graph.max_depth
+    a, b = graph.source(1, 0), graph.target(2, 0)
+    ts = np.zeros((3, W), np.int64)
+    ts[:, 0] = [0, 0, 3]
+    bad = (np.array([a, a, b], np.int32), ts, np.array([BIG, BIG, 1], np.int64))
+    zero = np.zeros((3, W), np.int64)
+    fine = (np.array([a, a, a], np.int32), zero, np.array([BIG, BIG, -BIG], np.int64))
+    undo = (fine[0], zero, -fine[2])
+    eng, ref = make(graph), ImpliedFrontierTracker(graph, strict=strict)
+    for batch in (bad, fine, bad, undo, bad):
+        if batch is bad:
+            before = (sorted(eng.counts.items()), eng.frontiers())
+            with pytest.raises(CountOverflowError) as want:
+                ref.update(*batch)
+            with pytest.raises(CountOverflowError) as got:
+                eng.update(*batch)
+            assert str(got.value) == str(want.value)
+            assert f"({a}, (0, 0))" in str(got.value) and str(1 << 63) in str(got.value)
+            assert (sorted(eng.counts.items()), eng.frontiers()) == before
+        else:
+            assert eng.update(*batch) == ref.update(*batch)
+        assert sorted(eng.counts.items()) == sorted(ref.counts.items())
+        assert eng.frontiers() == ref.frontiers()
+        if batch is fine:
+            assert ref.counts.count(a, (0, 0)) == BIG
+
+
 def check_merge_counts(rng, dev, host, *, r=16, n=10, W=2, L=4, tpb=None):
     table = _table(rng, r, L, W)
     batch = _table(rng, n, L, W)

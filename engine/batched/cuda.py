@@ -474,6 +474,8 @@ class CudaKernels(KernelSet):
         the guess, takes one more launch and sync. See ``docs/performance-model.md``.
         """
         from gpu_kernels import intake as gi
+        from gpu_kernels.consolidate import SumOverflow, overflow_on_host
+        from engine.batched.kernels import count_overflow
         m, W = graph.m, graph.m + graph.max_depth
         cols = self._device_columns(loc, ts, diff, W)
         if cols is None:
@@ -485,9 +487,12 @@ class CudaKernels(KernelSet):
                 d_loc, d_ts, d_diff = self.stage(*cols)
             else:
                 d_loc, d_ts, d_diff = cols
-            r = gi.intake_cuda(d_loc, d_ts, d_diff, self._device_depth(depth), m,
-                               graph.num_locations, W, guess=guess,
-                               defer=deferred is not None and guess is not None)
+            try:
+                r = gi.intake_cuda(d_loc, d_ts, d_diff, self._device_depth(depth), m,
+                                   graph.num_locations, W, guess=guess,
+                                   defer=deferred is not None and guess is not None)
+            except SumOverflow as e:
+                raise count_overflow(graph, e) from None
         if r.pending is not None:  # judged when the batch's first transfer brings it back
             S = gi.stats_size(W)
 
@@ -499,6 +504,9 @@ class CudaKernels(KernelSet):
                     self._guesses.pop(W, None)
                     from engine.batched.kernels import RedoBatch
                     raise RedoBatch(f"maxima {verdict[1].tolist()} outgrew the packing guess")
+                if verdict[0] == "overflow":
+                    with self._scope():
+                        raise count_overflow(graph, overflow_on_host(*cols, W))
                 nxt = gi.speculative_widths(verdict[1], graph.num_locations, n)
                 if nxt is not None:
                     self._guesses[W] = nxt

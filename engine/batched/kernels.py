@@ -19,7 +19,15 @@ import abc
 import numpy as np
 
 __all__ = ["KernelSet", "CpuKernels", "cpu_kernels", "Deferred", "RedoBatch",
-           "StrictViolation", "OverflowViolation"]
+           "StrictViolation", "OverflowViolation", "count_overflow"]
+
+
+def count_overflow(graph, e):
+    """The :class:`~engine.errors.CountOverflowError` for a consolidation's
+    ``gpu_kernels.consolidate.SumOverflow`` ``e`` (its padded timestamp cut to the
+    location's width)."""
+    from engine.core.counts import sum_overflow_error
+    return sum_overflow_error(graph, e.loc, e.ts[:graph.m + graph.depth(e.loc)], e.total)
 
 
 class RedoBatch(Exception):
@@ -147,10 +155,18 @@ class KernelSet(abc.ABC):
         host and consolidates on the backend; a device backend may validate while packing,
         and with ``deferred`` (:meth:`deferred`) leave its checks for the batch's first
         transfer (then the arrays may hold spare rows past ``deferred.batch_count``).
+        The diffs of a pointstamp that sum outside int64 raise
+        :class:`~engine.errors.CountOverflowError` (:func:`count_overflow`), never a wrapped
+        count.
         """
         from engine.batched.batch_arrays import batch_arrays
+        from gpu_kernels.consolidate import SumOverflow
         b_loc, b_ts, b_diff = batch_arrays(graph, depth, loc, ts, diff)
-        return self.consolidate(self.asarray(b_loc), self.asarray(b_ts), self.asarray(b_diff))
+        try:
+            return self.consolidate(self.asarray(b_loc), self.asarray(b_ts),
+                                    self.asarray(b_diff))
+        except SumOverflow as e:
+            raise count_overflow(graph, e) from None
 
     # consolidation and the count table: gpu_kernels.consolidate
     @abc.abstractmethod

@@ -20,9 +20,10 @@ chooses here and why, with versions (also of PySpark, PyArrow and Java) and CUDA
 ``tfront --version`` prints the package version.
 
 ``rollback FILE [--guard full|simple] [--solver auto|reference|batched] [--backend
-auto|cpu|cuda]`` prints the largest consistent rollback of a ``timely-rollback v1`` problem
-(:mod:`engine.rollback.problem`, read by :mod:`engine.rollback.format`, ``docs/rollback.md``); a
-malformed file gives ``error: line N: ...`` and status 2. Both solvers print the same answer
+auto|cpu|cuda] [--max-states N] [--max-choices N] [--max-search N]`` prints the largest
+consistent rollback of a ``timely-rollback v1`` problem (:mod:`engine.rollback.problem`, read
+by :mod:`engine.rollback.format`, ``docs/rollback.md``); a malformed file (or one past a
+limit) gives ``tfront rollback: error: FILE:LINE: ...`` and status 2. Both solvers print the same answer
 (both assemble it with :func:`engine.rollback.problem.decide`); ``auto`` takes the batched one
 for all but tiny problems (:func:`engine.rollback.batched.choose_solver`), on the backend
 ``--backend`` picks.
@@ -210,6 +211,17 @@ def _parser(plugins: bool = True) -> argparse.ArgumentParser:
                     help="where the batched solver runs (given, it implies --solver batched "
                          "under --solver auto): cpu, cuda (a GPU), or auto (cuda only where a "
                          "device is usable and the estimate says it pays; default)")
+    rb.add_argument("--max-states", type=positive_int, default=None, metavar="N",
+                    help="refuse a problem of more than N (location, time) states, (nodes + "
+                         "internal edges) x NE x NI, before building anything (default "
+                         "10,000,000)")
+    rb.add_argument("--max-choices", type=positive_int, default=None, metavar="N",
+                    help="list at most N maximal choices of a nolargest answer: the search "
+                         "stops at N and the answer says 'cut' (default 100)")
+    rb.add_argument("--max-search", type=positive_int, default=None, metavar="N",
+                    help="where some availability list is not closed under union, compute at "
+                         "most N fixed points searching the combinations, else refuse "
+                         "(default 10,000)")
 
     i = sub.add_parser("info", help="show the backend chosen here and why, versions and CUDA devices")
     i.add_argument("--backend", choices=backends, default=None,
@@ -450,29 +462,32 @@ def _info_strategy(out, path: str, backend: Backend) -> None:
 
 
 def _rollback(args) -> int:
-    """``tfront rollback FILE``: print the answer; ``error: line N: ...`` and status 2 for a
-    malformed file (the answer format of docs/rollback.md)."""
-    from engine.errors import BackendError, RollbackFormatError
-    from engine.rollback.format import format_answer, read_rollback
-    from engine.rollback.problem import solve
+    """``tfront rollback FILE``: print the answer (the answer format of docs/rollback.md).
+    A malformed file, or one past ``--max-states``, raises ``RollbackFormatError`` naming
+    ``FILE:LINE``; a search past ``--max-search`` ``RollbackLimitError`` naming the file;
+    ``main`` prints them as ``tfront rollback: error: ...``, status 2. A ``nolargest`` answer
+    cut at ``--max-choices`` says so on stderr too."""
+    from engine.errors import RollbackFormatError
+    from engine.rollback.format import MAX_STATES, format_answer, read_rollback
+    from engine.rollback.problem import MAX_CHOICES, MAX_SEARCH, solve
     from engine.rollback.batched import choose_solver, solve_batched
-    try:
-        problem = read_rollback(args.file)
-    except RollbackFormatError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    problem = read_rollback(args.file, max_states=args.max_states or MAX_STATES)
+    limits = {"max_choices": args.max_choices or MAX_CHOICES,
+              "max_search": args.max_search or MAX_SEARCH}
     # an explicit --backend asks for the batched solver, whatever the size
     solver, _why = choose_solver(problem, "batched" if args.solver == "auto" and args.backend
                                  else args.solver)
-    if solver == "reference":
-        answer = solve(problem, args.guard)
-    else:
-        try:
-            answer = solve_batched(problem, args.guard, args.backend or "auto")
-        except BackendError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+    try:
+        if solver == "reference":
+            answer = solve(problem, args.guard, **limits)
+        else:
+            answer = solve_batched(problem, args.guard, args.backend or "auto", **limits)
+    except RollbackFormatError as e:   # the search's limit: name the file
+        raise e.at(args.file) from None
     sys.stdout.write(format_answer(problem, answer))
+    if answer.cut:
+        print(f"tfront rollback: the answer was cut: it lists the first {len(answer.choices)} "
+              f"maximal choices found, and there are more (--max-choices)", file=sys.stderr)
     return 0
 
 
@@ -526,10 +541,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TimelyFrontierError, OSError) as e:
         print(f"tfront {args.command}: error: {_for_cli(e)}", file=sys.stderr)
         return 2
+    except UnicodeDecodeError as e:   # a built-in command's input file that is not text
+        where = getattr(args, "file", None) or getattr(args, "log", None) or "input"
+        print(f"tfront {args.command}: error: {where}: not UTF-8 text (byte "
+              f"0x{e.object[e.start]:02x} at offset {e.start})", file=sys.stderr)
+        return 2
 
 
 def _for_cli(e: BaseException) -> str:
-    """The error's message, with the API's advice turned into the command line's."""
+    """The error's message, with the API's advice turned into the command line's; a file
+    that cannot be read or written as ``FILE: what`` (no errno)."""
+    if isinstance(e, OSError) and e.filename is not None and e.strerror:
+        return f"{e.filename}: {e.strerror}"
     text = str(e)
     if isinstance(e, ZeroAdvanceCycleError) or isinstance(e.__cause__, ZeroAdvanceCycleError):
         text = text.replace("pass allow_zero_cycles=True", "pass --allow-zero-cycles")

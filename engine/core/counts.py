@@ -27,7 +27,8 @@ from engine.errors import BatchError, CountOverflowError, NegativeCountError, Un
 from engine.core.graph import Graph
 from engine.core.timestamp import Timestamp, check_timestamp
 
-__all__ = ["Pointstamp", "FrontierChange", "PointstampCounts", "batch_length"]
+__all__ = ["Pointstamp", "FrontierChange", "PointstampCounts", "batch_length",
+           "sum_overflow_error"]
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -46,6 +47,15 @@ def batch_length(loc, ts, diff) -> int:
     except TypeError:
         raise BatchError("batch columns loc, ts and diff must be sequences or arrays") from None
     return n
+
+
+def sum_overflow_error(graph: Graph, loc: int, ts: Timestamp, total: int) -> CountOverflowError:
+    """The error for a batch whose changes to ``(loc, ts)`` sum to ``total``, outside int64:
+    one message for every backend (a consolidated change must fit int64, whatever the count
+    it is added to)."""
+    return CountOverflowError(
+        f"pointstamp ({loc}, {tuple(ts)}) at {graph.describe(loc)}: the batch's changes to it "
+        f"sum to {total}, which would overflow 64 bits; batch rejected, nothing applied")
 
 
 class FrontierChange(NamedTuple):
@@ -95,7 +105,9 @@ class PointstampCounts:
         Changes nothing. Raises a :class:`~engine.errors.BatchError` subclass naming the row
         (0-based) for an unknown location, a timestamp of the wrong width or range, a
         non-integer diff, columns of unequal length, or, in strict mode, a pointstamp whose
-        count would become negative.
+        count would become negative; :class:`~engine.errors.CountOverflowError` when the
+        batch's changes to one pointstamp sum outside int64 (the first in ``(loc, ts)``
+        order, as the batched engine reports it), or a count would leave int64.
         """
         graph = self.graph
         n = batch_length(loc, ts, diff)
@@ -114,6 +126,10 @@ class PointstampCounts:
             key = (l, t)
             delta[key] = delta.get(key, 0) + int(d)
         delta = {k: v for k, v in delta.items() if v != 0}
+        wide = [k for k, v in delta.items() if not INT64_MIN <= v <= INT64_MAX]
+        if wide:
+            l, t = min(wide)
+            raise sum_overflow_error(graph, l, t, delta[(l, t)])
         for (l, t), d in delta.items():
             new = self._by_loc[l].get(t, 0) + d
             if not INT64_MIN <= new <= INT64_MAX:

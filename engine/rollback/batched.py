@@ -22,13 +22,14 @@ from __future__ import annotations
 
 from engine.rollback.cuda import DeviceRollback, RollbackStats, choose_rollback_backend
 from engine.rollback.masks import RollbackArrays
-from engine.rollback.problem import Answer, Guard, RollbackProblem, decide
+from engine.rollback.problem import MAX_CHOICES, MAX_SEARCH, Answer, Guard, RollbackProblem, decide
 
 __all__ = ["solve_batched", "choose_solver", "SOLVER_AUTO_CELLS"]
 
 
 def solve_batched(problem: RollbackProblem, guard: Guard | str = Guard.FULL,
-                  backend: str = "cpu", *, stats=None, simulated: bool = False) -> Answer:
+                  backend: str = "cpu", *, stats=None, simulated: bool = False,
+                  max_choices: int = MAX_CHOICES, max_search: int = MAX_SEARCH) -> Answer:
     """The largest consistent rollback of ``problem``, equal to :func:`engine.rollback.problem.solve`.
 
     ``backend``: ``"cpu"`` (NumPy: :mod:`engine.rollback.masks`), ``"cuda"`` (the masks on a GPU:
@@ -37,6 +38,10 @@ def solve_batched(problem: RollbackProblem, guard: Guard | str = Guard.FULL,
     ``stats``, a :class:`engine.rollback.cuda.RollbackStats`, is filled in with the backend,
     the reason, the rounds and (cuda) the launches and syncs per round. ``simulated=True`` with
     ``backend="cuda"`` runs the device code on Numba's CUDA simulator (tests only).
+    ``max_choices`` (the most maximal choices a ``nolargest`` answer lists) and ``max_search``
+    (the most fixed points the search over lists not closed under union computes, else
+    :class:`~engine.errors.RollbackLimitError`) are :func:`engine.rollback.problem.decide`'s,
+    as for :func:`engine.rollback.problem.solve`.
     """
     guard = Guard(guard)
     stats = stats if stats is not None else RollbackStats()
@@ -46,7 +51,8 @@ def solve_batched(problem: RollbackProblem, guard: Guard | str = Guard.FULL,
         chosen, stats.reason = choose_rollback_backend(problem, guard, backend)
     if chosen == "cuda":
         solver = DeviceRollback(problem, guard, simulated=simulated, stats=stats)
-        return decide(problem, guard, solver.largest_consistent)
+        return decide(problem, guard, solver.largest_consistent, max_choices=max_choices,
+                      max_search=max_search)
     stats.backend = "cpu"
     arrays = RollbackArrays(problem, guard)
 
@@ -55,7 +61,7 @@ def solve_batched(problem: RollbackProblem, guard: Guard | str = Guard.FULL,
         stats.rounds.append(arrays.rounds)
         return out
 
-    return decide(problem, guard, gfp)
+    return decide(problem, guard, gfp, max_choices=max_choices, max_search=max_search)
 
 
 #: ``auto`` takes the reference solver below this many mask cells (``n |T|``): both answer at

@@ -31,13 +31,21 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from engine.errors import RollbackFormatError
+from engine.errors import RollbackFormatError, RollbackLimitError
 from engine.rollback.problem import Answer, EdgeDecl, RollbackProblem, Time, _fmt, maximal
 
-__all__ = ["HEADER", "ANSWER_HEADER", "parse_rollback", "read_rollback", "format_answer"]
+__all__ = ["HEADER", "ANSWER_HEADER", "MAX_STATES", "MAX_DIGITS", "parse_rollback",
+           "read_rollback", "format_answer"]
 
 HEADER = "timely-rollback v1"
 ANSWER_HEADER = "# timely-rollback answer v1"
+#: The most ``(location, time)`` states a problem may have by default (``--max-states``):
+#: ``(nodes + internal edges) x NE x NI``, the states of its could-result-in and the cells of
+#: the solvers' masks. The batched solver takes about a second and a few hundred MB at the
+#: limit; ``times 10000 10000`` alone (10**8) took 1.6 GB and 15 s before this limit.
+MAX_STATES = 10_000_000
+#: The most digits of a number in a problem file (node, edge, time, ``NE``, ``NI``).
+MAX_DIGITS = 18
 
 
 # --- printing the answer ----------------------------------------------------------------------
@@ -47,7 +55,9 @@ def _times(ts) -> str:
 
 
 def format_answer(problem: RollbackProblem, answer: Answer) -> str:
-    """The answer in the printed format (format section 5)."""
+    """The answer in the printed format (format section 5); a ``nolargest`` answer cut at
+    ``max_choices`` (:attr:`~engine.rollback.problem.Answer.cut`) has a line ``cut`` after
+    its result line."""
     lines = [ANSWER_HEADER, f"guard {answer.guard.value}", ""]
     if answer.result == "ok":
         lines.append("result ok")
@@ -56,6 +66,8 @@ def format_answer(problem: RollbackProblem, answer: Answer) -> str:
             lines += [f"c {p} {_times(x)}" for p, x in enumerate(answer.fc)]
     elif answer.result == "nolargest":
         lines.append(f"result nolargest {len(answer.choices)}")
+        if answer.cut:
+            lines.append("cut")
         for j, f in enumerate(answer.choices, 1):
             lines.append(f"choice {j}")
             lines += [f"f {p} {_times(x)}" for p, x in enumerate(f)]
@@ -71,30 +83,57 @@ def format_answer(problem: RollbackProblem, answer: Answer) -> str:
 # --- reading the format ----------------------------------------------------------------------
 
 _INT = re.compile(r"[0-9]+\Z")
+
+
+def _short(token: str) -> str:
+    """A token for a message: quoted, its middle left out when it is long."""
+    return repr(token) if len(token) <= 40 else repr(token[:20] + "..." + token[-8:])
 _DATA = {"phi", "need", "step", "avail", "consumed", "notified", "inflight"}
 _EDGES = {"in", "edge", "out"}
 
 
-def read_rollback(path) -> RollbackProblem:
-    """Read a ``timely-rollback v1`` file; see :func:`parse_rollback`."""
-    return parse_rollback(Path(path).read_text())
+def read_rollback(path, *, max_states: int = MAX_STATES) -> RollbackProblem:
+    """Read a ``timely-rollback v1`` file; see :func:`parse_rollback`. Errors name the file
+    and the line (``FILE:LINE: ...``, :attr:`RollbackFormatError.path`); bytes that are not
+    UTF-8 are one (at their line). ``OSError`` when the file cannot be read."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        before = data[:e.start].decode("utf-8")
+        lines = (before + "x").splitlines()
+        raise RollbackFormatError(f"not UTF-8 text: byte 0x{data[e.start]:02x} at column "
+                                  f"{len(lines[-1])} ({e.reason})", len(lines),
+                                  str(path)) from None
+    try:
+        return parse_rollback(text, max_states=max_states)
+    except RollbackFormatError as e:
+        raise e.at(path) from None
 
 
-def parse_rollback(text: str) -> RollbackProblem:
+def parse_rollback(text: str, *, max_states: int = MAX_STATES) -> RollbackProblem:
     """Parse a rollback problem (format sections 4 and 6) and run the end-of-file checks.
 
-    Raises :class:`RollbackFormatError` with the 1-based line number of the offending line.
+    Raises :class:`RollbackFormatError` with the 1-based line number of the offending line;
+    :class:`~engine.errors.RollbackLimitError` (a subclass), at the line that crosses it,
+    for a problem of more than ``max_states`` ``(location, time)`` states
+    (``(nodes + internal edges) x NE x NI``, :data:`MAX_STATES`) -- checked before anything
+    of that size is built -- and for a number of more than :data:`MAX_DIGITS` digits.
     """
-    return _Parser(text).parse()
+    if isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1:
+        raise ValueError(f"max_states must be a positive integer, got {max_states!r}")
+    return _Parser(text, max_states).parse()
 
 
 class _Parser:
-    def __init__(self, text: str):
+    def __init__(self, text: str, max_states: int = MAX_STATES):
+        self.max_states = max_states
         self.lines = text.splitlines()
         self.ne = self.ni = None
         self.buffer: list[bool] = []
         self.node_line: list[int] = []
         self.edges: list[EdgeDecl] = []
+        self.internal = 0   # internal edges so far
         self.phase = "times"  # times -> nodes -> edges -> data
         self.p = None
 
@@ -120,8 +159,22 @@ class _Parser:
     def ints(self, no, toks) -> list[int]:
         for x in toks:
             if not _INT.match(x):
-                raise RollbackFormatError(f"expected a non-negative integer, got {x!r}", no)
+                raise RollbackFormatError(f"expected a non-negative integer, got {_short(x)}", no)
+            if len(x) > MAX_DIGITS:
+                raise RollbackLimitError(f"number {_short(x)} has {len(x):,} digits; numbers "
+                                         f"have at most {MAX_DIGITS}", no)
         return [int(x) for x in toks]
+
+    def check_size(self, no, what: str) -> None:
+        """Refuse, at line ``no``, a problem that has grown past ``max_states`` states."""
+        locs = max(len(self.buffer) + self.internal, 1)
+        states = locs * self.ne * self.ni
+        if states > self.max_states:
+            raise RollbackLimitError(
+                f"{what}: the problem has {states:,} (location, time) states ((nodes + internal "
+                f"edges) x NE x NI = {locs} x {self.ne} x {self.ni}), more than "
+                f"max_states = {self.max_states:,}; raise the limit (--max-states) to solve "
+                f"it", no)
 
     def times(self, no, toks, *, required=True) -> list[Time]:
         vals = self.ints(no, toks)
@@ -166,6 +219,7 @@ class _Parser:
             self.ne, self.ni = self.ints(no, tok[1:])
             if self.ne == 0 or self.ni == 0:
                 raise RollbackFormatError(f"NE and NI must be >= 1, got {self.ne} {self.ni}", no)
+            self.check_size(no, f"times {self.ne} {self.ni}")
             self.phase = "nodes"
         elif kw == "times":
             raise RollbackFormatError("a second 'times' line", no)
@@ -180,6 +234,7 @@ class _Parser:
                 raise RollbackFormatError(f"expected 'buffer' or nothing after the node ID, got {tok[2]!r}", no)
             self.buffer.append(len(tok) == 3)
             self.node_line.append(no)
+            self.check_size(no, f"node {v}")
         elif kw in _EDGES:
             if not self.buffer:
                 raise RollbackFormatError(f"'{kw}' before any 'node' line", no)
@@ -216,6 +271,8 @@ class _Parser:
             if a == b:
                 raise RollbackFormatError(f"edge {k} from node {a} to itself", no)
             self.edges.append(EdgeDecl("edge", a, b, no))
+            self.internal += 1
+            self.check_size(no, f"edge {k}")
 
     def _start_data(self) -> None:
         self.p = RollbackProblem(self.ne, self.ni, list(self.buffer), list(self.edges),

@@ -328,6 +328,8 @@ class RollbackArrays:
         n, ne, ni = self.shape
         owner, masks = [], []
         for p in range(n):
+            if p in fixed and fixed[p] is None:
+                continue  # every frontier (decide's relaxation)
             if p in fixed:
                 lst = [fixed[p]]
             elif self.every[p]:
@@ -349,7 +351,7 @@ class RollbackArrays:
     def availability(self, fixed: dict | None = None):
         """``largest_available(d)``: per processor, the largest available frontier within the
         downward-closed ``d`` (``bool[n, NE, NI]``), with the processors in ``fixed`` fixed to
-        theirs. Also sets ``self.avail_kind`` (``EVERY``/``CHAIN``/``LISTED`` of
+        theirs (to every frontier where ``fixed[p]`` is None). Also sets ``self.avail_kind`` (``EVERY``/``CHAIN``/``LISTED`` of
         :mod:`gpu_kernels.rollback` per processor), ``self.chain_k``, ``self.member_owner``,
         ``self.member_masks`` (what the device's ``select`` kernel takes)."""
         fixed = fixed or {}

@@ -11,9 +11,10 @@ reachability over ``(location, time)`` states. The guards of *RollbackL* are the
 greatest auxiliary ``f_c`` (:func:`greatest_fc`). Section 7.3's *largest* consistent choice is
 a greatest fixed point that shrinks frontiers from the largest available ones
 (:func:`largest_consistent`); when some processor's available frontiers are not closed under
-union, :func:`solve` searches the combinations of those lists exactly, and reports
-``nolargest`` or ``conflict`` where there is no largest choice. ``docs/rollback.md`` explains it
-with the paper's examples.
+union, :func:`solve` searches the combinations of those lists exactly (branch and bound, within
+a budget of :data:`MAX_SEARCH` fixed points), and reports ``nolargest`` (at most
+:data:`MAX_CHOICES` of the maximal choices listed) or ``conflict`` where there is no largest
+choice. ``docs/rollback.md`` explains it with the paper's examples.
 
 Problems are read, and answers printed, in the ``timely-rollback v1`` format by
 :mod:`engine.rollback.format`; :mod:`engine.rollback.batched` solves the same problems over
@@ -22,20 +23,30 @@ bitmask frontiers, sharing :func:`decide`.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable, Iterable, Iterator
 
-from engine.errors import RollbackFormatError
+from engine.errors import RollbackFormatError, RollbackLimitError
 
 __all__ = [
     "Guard", "Time", "Antichain", "Frontier", "Avail", "EdgeDecl", "RollbackProblem", "Answer",
     "down", "maximal", "up", "phi", "could_result_in", "notification_demands",
     "c1", "c2", "c3", "c4", "c5", "s", "greatest_fc", "consistent", "largest_consistent",
-    "solve", "decide",
+    "solve", "decide", "MAX_CHOICES", "MAX_SEARCH",
 ]
+
+#: The most maximal choices an answer lists by default (``--max-choices``): with more, the
+#: search stops at the cap and the ``nolargest`` answer is cut (:attr:`Answer.cut`).
+MAX_CHOICES = 100
+#: The most greatest fixed points the search over availability lists that are not closed
+#: under union computes by default (``--max-search``) before it gives up with
+#: :class:`~engine.errors.RollbackLimitError`: the number of combinations of such lists, and
+#: of maximal choices, can be exponential in the number of processors.
+MAX_SEARCH = 10_000
 
 Time = tuple[int, int]
 #: A frontier in canonical form: its maximal elements, sorted.
@@ -487,8 +498,9 @@ def largest_consistent(problem: RollbackProblem, guard: Guard = Guard.FULL,
     (or S2 with ``fc*``) and C5 forbid at ``q``".
 
     ``fixed`` maps processors to one frontier (canonical form) that replaces their list: their
-    availability is then ``{{}, fixed[p]}``. Returns ``(f, fc)``, lists of canonical forms
-    (``fc`` is None for the full guard).
+    availability is then ``{{}, fixed[p]}``; or to None: every frontier is then available to
+    them (the relaxation :func:`decide` bounds a part of its search with). Returns ``(f, fc)``,
+    lists of canonical forms (``fc`` is None for the full guard).
     """
     guard = Guard(guard)
     ne, ni = problem.ne, problem.ni
@@ -498,7 +510,8 @@ def largest_consistent(problem: RollbackProblem, guard: Guard = Guard.FULL,
     T = frozenset(problem.times)
     lists = {p: [down(a, ne, ni) for a in ([(), fixed[p]] if p in fixed
                                           else problem.avail[p].frontiers(ne, ni))]
-             for p in range(problem.n) if p in fixed or not problem.avail[p].every}
+             for p in range(problem.n)
+             if fixed.get(p, ()) is not None and (p in fixed or not problem.avail[p].every)}
 
     def largest_available(p, x):
         if p not in lists:
@@ -548,8 +561,10 @@ class Answer:
     """The answer to a rollback problem (format section 3), frontiers in canonical form.
 
     ``result`` is ``"ok"`` (``choice``, and ``fc`` for the simple guard), ``"nolargest"``
-    (``choices``, sorted) or ``"none"`` (``lost`` rows ``(node, "C1"|"C2", edge, times)``,
-    ``bound`` = ``M``; ``conflict`` when there is no lost row).
+    (``choices``, sorted; ``cut`` when there are more maximal choices than the cap
+    ``max_choices`` and the search stopped: the choices listed are maximal, the others are
+    not listed) or ``"none"`` (``lost`` rows ``(node, "C1"|"C2", edge, times)``, ``bound`` =
+    ``M``; ``conflict`` when there is no lost row).
     """
 
     guard: Guard
@@ -559,21 +574,28 @@ class Answer:
     choices: list | None = None
     lost: list | None = None
     bound: list | None = None
+    cut: bool = False
 
     @property
     def conflict(self) -> bool:
         return self.result == "none" and not self.lost
 
 
-def solve(problem: RollbackProblem, guard: Guard | str = Guard.FULL) -> Answer:
-    """The largest consistent rollback of ``problem`` under ``guard`` (the reference solver)."""
+def solve(problem: RollbackProblem, guard: Guard | str = Guard.FULL, *,
+          max_choices: int = MAX_CHOICES, max_search: int = MAX_SEARCH) -> Answer:
+    """The largest consistent rollback of ``problem`` under ``guard`` (the reference solver).
+
+    ``max_choices`` and ``max_search`` bound the answer and the search where some availability
+    list is not closed under union (:func:`decide`)."""
     guard = Guard(guard)
     demands = notification_demands(problem) if guard is Guard.FULL else None
     return decide(problem, guard,
-                  lambda fixed: largest_consistent(problem, guard, fixed, demands))
+                  lambda fixed: largest_consistent(problem, guard, fixed, demands),
+                  max_choices=max_choices, max_search=max_search)
 
 
-def decide(problem: RollbackProblem, guard: Guard, gfp: Callable) -> Answer:
+def decide(problem: RollbackProblem, guard: Guard, gfp: Callable, *,
+           max_choices: int = MAX_CHOICES, max_search: int = MAX_SEARCH) -> Answer:
     """Assemble the answer from a greatest-fixed-point solver ``gfp(fixed) -> (f, fc)``
     (shared by the reference and the batched solver).
 
@@ -582,26 +604,155 @@ def decide(problem: RollbackProblem, guard: Guard, gfp: Callable) -> Answer:
     set of consistent choices with those processors fixed is closed under union, so its largest
     element is a fixed point; the maximal ones among those passing C1 and C2 are the maximal
     consistent choices, and the union of all the fixed points is ``M``.
+
+    The combinations are searched by branch and bound, one open processor fixed per level: a
+    level's fixed point with the processors not yet fixed given every frontier
+    (``fixed[p] = None``) bounds every combination below it (``gfp`` is monotone in what is
+    available). A branch is cut when its bound keeps less than C1 and C2 require, or lies
+    within a maximal choice found already -- and, while none is found, within the union of
+    the fixed points so far (nothing below could add to ``M``). Branches are taken largest
+    bound first (by the number of kept times), so a choice found is never below one found
+    later: each is maximal when it is found, and the search can stop at ``max_choices``.
+    The answers are those of the plain enumeration.
+
+    Parameters
+    ----------
+    max_choices : int
+        A ``nolargest`` answer lists at most this many maximal choices: the search stops
+        when it finds one more, and the answer is *cut* (:attr:`Answer.cut`): the choices
+        listed are maximal, but there are others.
+    max_search : int
+        The most fixed points the search may compute.
+
+    Raises
+    ------
+    RollbackLimitError
+        The search needs more than ``max_search`` fixed points; it stops there, with no answer.
+    ValueError
+        ``max_choices`` or ``max_search`` below 1.
+
+    Notes
+    -----
+    The combinations, and the maximal choices, can be exponential in the number of processors
+    with lists that are not closed under union (a chain of five processors with four
+    incomparable checkpoints each has 3,125 combinations and 192 maximal choices);
+    ``max_search`` bounds the work, ``max_choices`` the output and the comparisons between
+    choices (each new one is compared with at most ``max_choices`` others).
     """
+    for name, v in (("max_choices", max_choices), ("max_search", max_search)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
     ne, ni = problem.ne, problem.ni
     open_ = [p for p in range(problem.n) if not problem.avail[p].closed_under_union(ne, ni)]
-    lists = [problem.avail[p].frontiers(ne, ni) for p in open_]
-    found: list = []
-    bound = [()] * problem.n
-    for combo in itertools.product(*lists):
-        f, fc = gfp(dict(zip(open_, combo)) if open_ else None)
-        bound = [union(b, x) for b, x in zip(bound, f)]
+    if not open_:
+        f, fc = gfp(None)
         if _keeps_inputs_outputs(problem, f):
-            found.append((f, fc))
-    best = [(f, fc) for f, fc in found
-            if not any(g != f and all(within(x, y) for x, y in zip(f, g)) for g, _ in found)]
-    best = sorted({tuple(f): fc for f, fc in best}.items())
-    if len(best) == 1:
+            return Answer(guard, "ok", choice=list(f), fc=fc)
+        return Answer(guard, "none", lost=_lost(problem, f), bound=list(f))
+    search = _Search(problem, gfp, open_, max_choices, max_search)
+    best = sorted({tuple(f): fc for f, fc in search.found}.items())
+    if len(best) == 1 and not search.cut:
         f, fc = best[0]
         return Answer(guard, "ok", choice=list(f), fc=fc)
     if best:
-        return Answer(guard, "nolargest", choices=[list(f) for f, _ in best])
-    return Answer(guard, "none", lost=_lost(problem, bound), bound=bound)
+        return Answer(guard, "nolargest", choices=[list(f) for f, _ in best], cut=search.cut)
+    return Answer(guard, "none", lost=_lost(problem, search.bound), bound=search.bound)
+
+
+class _Search:
+    """:func:`decide`'s branch and bound over the combinations of the open lists, largest
+    bound first: ``found`` the maximal choices passing C1 and C2 (with their ``fc``), at most
+    ``max_choices`` (``cut`` when there are more), ``bound`` the union of every combination's
+    fixed point (``M``; exact only when nothing is found)."""
+
+    def __init__(self, problem, gfp, open_, max_choices, max_search):
+        ne, ni = problem.ne, problem.ni
+        self.problem, self.gfp, self.open = problem, gfp, open_
+        self.lists = [problem.avail[p].frontiers(ne, ni) for p in open_]
+        self.max_search, self.calls = max_search, 0
+        self.found: list = []
+        self.cut = False
+        self.bound = [()] * problem.n
+        # (-kept times, -level, tie, fixed, f, fc): the largest bound first, deeper first
+        heap = [self._node({})]
+        while heap:
+            _, _, _, fixed, f, fc = heapq.heappop(heap)
+            level = len(fixed)
+            if level == len(open_):
+                if self._leaf(f, fc) and len(self.found) > max_choices:
+                    self.found.pop()
+                    self.cut = True
+                    return
+                continue
+            if self._pruned(f):
+                continue
+            p = open_[level]
+            for a in self.lists[level]:
+                child = self._node({**fixed, p: a})
+                if level + 1 == len(open_) or not self._pruned(child[4]):
+                    heapq.heappush(heap, child)
+
+    def _node(self, fixed):
+        """A search node: the bound of the combinations below ``fixed`` and its heap key,
+        the most times any of them keeps. The fixed point with the open processors not in
+        ``fixed`` given every frontier bounds them; so does, for such a processor, the union
+        of its frontiers within that bound, and its largest frontier within the bound bounds
+        what it keeps."""
+        level = len(fixed)
+        f, fc = self._gfp({**fixed, **{p: None for p in self.open[level:]}})
+        f = list(f)
+        kept = sum(_size(x) for x in f)
+        for j in range(level, len(self.open)):
+            p = self.open[j]
+            fit = [a for a in self.lists[j] if within(a, f[p])]
+            kept += max(_size(a) for a in fit) - _size(f[p])   # () always fits
+            f[p] = maximal(t for a in fit for t in a)
+        return (-kept, -level, self.calls, fixed, f, fc)
+
+    def _pruned(self, f) -> bool:
+        """Nothing below a bound ``f`` can be a new maximal choice, nor (while none is
+        found) add to ``M``."""
+        if _keeps_inputs_outputs(self.problem, f) and not self._dominated(f):
+            return False
+        return bool(self.found) or all(within(x, y) for x, y in zip(f, self.bound))
+
+    def _gfp(self, fixed):
+        if self.calls >= self.max_search:
+            sizes = [len(x) for x in self.lists]
+            combos = 1
+            for k in sizes:
+                combos *= k
+            shown = ", ".join(map(str, self.open[:8])) + (", ..." if len(self.open) > 8 else "")
+            raise RollbackLimitError(
+                f"the search over the availability lists that are not closed under union "
+                f"({len(self.open)} processors: {shown}; {combos:,} combinations of their "
+                f"frontiers) needs more than max_search = {self.max_search:,} fixed points; "
+                f"raise the limit (--max-search), or make those lists closed under union "
+                f"(add the unions of their frontiers)")
+        self.calls += 1
+        return self.gfp(fixed)
+
+    def _dominated(self, f) -> bool:
+        return any(all(within(x, y) for x, y in zip(f, g)) for g, _ in self.found)
+
+    def _leaf(self, f, fc) -> bool:
+        """Record a combination's fixed point; whether it is a new maximal choice. No choice
+        found later lies above it (largest bound first), so it is maximal unless one found
+        already is above it."""
+        self.bound = [union(b, x) for b, x in zip(self.bound, f)]
+        if not _keeps_inputs_outputs(self.problem, f) or self._dominated(f):
+            return False
+        self.found.append((f, fc))
+        return True
+
+
+def _size(a: Antichain) -> int:
+    """``|down(a)|`` of an antichain of times: the area of its staircase."""
+    total, last_e = 0, -1
+    for e, i in sorted(a):  # epochs ascending, so iterations descending
+        total += (e - last_e) * (i + 1)
+        last_e = e
+    return total
 
 
 def _keeps_inputs_outputs(problem, f: list) -> bool:

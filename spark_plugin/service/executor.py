@@ -28,7 +28,9 @@ record batches with exactly the Arrow types Spark expects for :data:`~spark_plug
   after the consolidated rows, so that the driver's validation rejects the whole batch with
   a named error (:class:`~engine.errors.TimestampWidthError`, ...) instead of Spark retrying
   a task that can never succeed. The executor does not know the graph; the driver checks
-  locations against it.
+  locations against it. Likewise a ``(producer, seq)`` some of whose pointstamps' diffs sum
+  outside int64 is passed on unconsolidated (never wrapped), for the driver to reject with
+  :class:`~engine.errors.CountOverflowError`.
 
 >>> import pyarrow as pa
 >>> raw = pa.table({"loc": pa.array([1, 1, 2], pa.int32()),
@@ -206,6 +208,7 @@ def consolidate_table(table: pa.Table, width: int, *, device: int | None = None)
     pyarrow.Table
         Canonical rows sorted by ``(producer, seq, loc, ts)``, equal keys summed, zero sums
         dropped, and a marker row ``(0, 0..., 0)`` for every group whose sums are all zero.
+        A group with a sum outside int64 keeps its rows as they are (the driver rejects it).
     """
     n = table.num_rows
     if n == 0:
@@ -299,10 +302,13 @@ def _valid_rows(t: pa.Table, width: int) -> np.ndarray:
 
 
 def _consolidate_cpu(loc, ts, diff):
-    from gpu_kernels.consolidate import consolidate
+    from gpu_kernels.consolidate import SumOverflow, consolidate
 
-    return consolidate(np.ascontiguousarray(loc), np.ascontiguousarray(ts),
-                       np.ascontiguousarray(diff))
+    try:
+        return consolidate(np.ascontiguousarray(loc), np.ascontiguousarray(ts),
+                           np.ascontiguousarray(diff))
+    except SumOverflow:   # passed on as they are: the driver names the pointstamp
+        return loc, ts, diff
 
 
 def _consolidate_gpu(loc, ts, diff, slices, device: int):
@@ -310,6 +316,7 @@ def _consolidate_gpu(loc, ts, diff, slices, device: int):
     the sorted columns, one device-to-host copy per group's result."""
     import cupy
 
+    from gpu_kernels.consolidate import SumOverflow
     from gpu_kernels.intake import consolidate_cuda
 
     _gpu_allocator()
@@ -317,7 +324,11 @@ def _consolidate_gpu(loc, ts, diff, slices, device: int):
         d_loc, d_ts, d_diff = cupy.asarray(loc), cupy.asarray(ts), cupy.asarray(diff)
         outs = []
         for a, b in slices:
-            o = consolidate_cuda(d_loc[a:b], cupy.ascontiguousarray(d_ts[a:b]), d_diff[a:b])
+            try:
+                o = consolidate_cuda(d_loc[a:b], cupy.ascontiguousarray(d_ts[a:b]), d_diff[a:b])
+            except SumOverflow:   # passed on as they are, as on the CPU
+                outs.append((loc[a:b], ts[a:b], diff[a:b]))
+                continue
             outs.append(tuple(cupy.asnumpy(x) for x in o))
         return outs
 

@@ -757,8 +757,12 @@ class FrontierService:
             c_ts = ts_matrix(counts.column(TS), width)
             c_cnt = int_column(counts.column(CNT), CNT)
             b = batch_arrays(graph, self._depth, c_loc, c_ts, c_cnt)
-            from gpu_kernels.consolidate import consolidate
-            if (b[2] == 0).any() or len(consolidate(*b)[0]) != len(b[0]):
+            from gpu_kernels.consolidate import SumOverflow, consolidate
+            try:
+                twice = len(consolidate(*b)[0]) != len(b[0])
+            except SumOverflow:
+                twice = True
+            if (b[2] == 0).any() or twice:
                 raise BatchError("counts.parquet has a zero count or a pointstamp twice")
             self._update(*b)
             parts = _read_parts(held, graph, self._depth, width, self._describe)
@@ -898,7 +902,8 @@ def _read_parts(table: pa.Table, graph: Graph, depth, width: int, describe) -> l
     starts = np.flatnonzero(change)
     ends = np.r_[starts[1:], n]
     by_p, by_o = sorted(producers), sorted(origins)
-    from gpu_kernels.consolidate import consolidate
+    from gpu_kernels.consolidate import SumOverflow, consolidate
+    from engine.batched.kernels import count_overflow
     out = []
     for a, b in zip(starts.tolist(), ends.tolist()):
         rows = order[a:b]
@@ -908,9 +913,14 @@ def _read_parts(table: pa.Table, graph: Graph, depth, width: int, describe) -> l
             raise DeliveryConflictError(
                 f"delivery conflict: rows of (producer {prod!r}, seq {q}, part {k}) disagree "
                 f"on {PARTS} ({sorted(set(counts.tolist()))})", prod, q)
-        c_loc, c_ts, c_diff = consolidate(np.ascontiguousarray(b_loc[rows]),
-                                          np.ascontiguousarray(b_ts[rows]),
-                                          np.ascontiguousarray(b_diff[rows]))
+        try:
+            c_loc, c_ts, c_diff = consolidate(np.ascontiguousarray(b_loc[rows]),
+                                              np.ascontiguousarray(b_ts[rows]),
+                                              np.ascontiguousarray(b_diff[rows]))
+        except SumOverflow as e:
+            err = count_overflow(graph, e)
+            raise type(err)(f"(producer {prod!r}, seq {q}, part {k}): {err}; nothing of this "
+                            f"call was applied") from None
         out.append(_Part(prod, q, k, int(counts[0]), c_loc, c_ts, c_diff,
                          _digest(c_loc, c_ts, c_diff), by_o[int(keys[3][a])]))
     return out

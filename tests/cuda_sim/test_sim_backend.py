@@ -77,6 +77,15 @@ def test_count_overflow_is_rejected_like_the_reference(strict):
                             strict)
 
 
+@pytest.mark.parametrize("strict", [False, True])
+def test_gh23_a_batch_summing_outside_int64_is_rejected_like_the_reference(strict):
+    """Issue 23, item 2: the simulated cuda backend (device intake, deferred after the first
+    batch) rejects a batch whose changes to one pointstamp sum outside int64, as the
+    reference does, and changes nothing."""
+    cc.check_batch_sum_overflow(lambda g: cc.make_tracker(g, KERNELS, "edgewise",
+                                                          strict=strict), strict)
+
+
 @pytest.mark.parametrize("strategy", ["edgewise", "closure"])
 def test_example_workload(strategy):
     w = read_workload(EXAMPLE_PATH)

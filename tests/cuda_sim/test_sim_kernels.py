@@ -42,6 +42,16 @@ def test_consolidate_empty_and_cancelling():
     assert [len(a) for a in out] == [0, 0, 0]
 
 
+# the device's run sums are differences of a wrapping scan (exact whenever the sum fits);
+# the simulator computes them with NumPy scalars, which warn when they wrap
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_gh23_consolidation_sums_outside_int64_raise():
+    """Issue 23, item 2: ``consolidate_cuda`` and ``intake_cuda`` (every key path; no guess,
+    a guess, deferred) raise the CPU twin's ``SumOverflow`` for a sum outside int64 and sum
+    exactly where only a partial sum leaves it."""
+    cc.check_sum_overflow(np.random.default_rng(3), same, np.asarray, tpb=3)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_merge_counts(seed):
     cc.check_merge_counts(np.random.default_rng(seed), same, np.asarray, tpb=2)

@@ -65,6 +65,16 @@ def test_count_overflow_on_the_cuda_backend(kernels, strict):
                             strict)
 
 
+def test_gh23_consolidation_sums_outside_int64_raise(cp):
+    cc.check_sum_overflow(np.random.default_rng(3), cp.asarray, cp.asnumpy)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_gh23_batch_summing_outside_int64_on_the_cuda_backend(kernels, strict):
+    cc.check_batch_sum_overflow(lambda g: cc.make_tracker(g, kernels, "edgewise",
+                                                          strict=strict), strict)
+
+
 @pytest.mark.parametrize("m,W", [(1, 2), (2, 3)])
 @pytest.mark.parametrize("threads", [32, 64])
 def test_frontier_update(cp, m, W, threads):

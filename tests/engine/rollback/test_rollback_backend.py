@@ -95,7 +95,7 @@ def test_cli_backend_errors(tmp_path):
     if not ok:  # no device here: cuda is an error naming why, nothing printed on stdout
         for solver in (["--solver", "batched"], []):  # --backend implies the batched solver
             status, out, err = run_cli(["rollback", str(path), *solver, "--backend", "cuda"])
-            assert status == 2 and out == "" and err.startswith("error: rollback backend cuda")
+            assert status == 2 and out == "" and err.startswith("tfront rollback: error: rollback backend cuda")
             assert why in err
     with pytest.raises(SystemExit) as e, contextlib.redirect_stderr(io.StringIO()) as err:
         main(["rollback", str(path), "--solver", "reference", "--backend", "cpu"])

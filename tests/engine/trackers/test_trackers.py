@@ -214,3 +214,16 @@ def test_propagation_handles_nested_loop_reentry():
         assert prop.frontiers() == ref.frontiers()
     assert ref.frontier(g.target(head, 0)) == []
     assert frontier({}, 1) == []
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("backend", ["cpu", "reference", "timely"])
+def test_gh23_a_batch_summing_outside_int64_is_rejected_and_changes_nothing(backend, strict):
+    """Issue 23, item 2: two rows of 2**62 at one pointstamp in one batch wrapped to a count
+    of -2**63 on the cpu backend (the pointstamp vanished from the frontier; strict mode
+    called it a negative count). Every backend now raises the reference's
+    CountOverflowError, with the same message, and changes nothing."""
+    from cuda_cases import check_batch_sum_overflow
+    from engine import make_tracker
+
+    check_batch_sum_overflow(lambda g: make_tracker(g, backend, strict=strict), strict)

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from engine import (BatchError, ImpliedFrontierTracker, NegativeCountError, TimestampRangeError,
-                    TimestampWidthError, UnknownLocationError)
+from engine import (BatchError, CountOverflowError, ImpliedFrontierTracker, NegativeCountError,
+                    TimestampRangeError, TimestampWidthError, UnknownLocationError)
 from engine.core.workload import example_graph
 from spark_plugin import (FrontierService, MissingBatchError, SchemaError, ServiceStateError,
                           SubscriberError, delta_schema, delta_table, read_log)
@@ -175,6 +175,34 @@ def test_strict_rejection_rolls_back_the_whole_call(graph):
                                                  r"nothing of this apply call was applied"):
         svc.apply(table)
     assert full_state(svc) == before
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+def test_gh23_a_unit_summing_outside_int64_is_refused_with_nothing_applied(graph, backend):
+    """Issue 23, item 2: one delivery unit with two rows of 2**62 at one pointstamp was
+    accepted (the count wrapped to -2**63 and the pointstamp left the frontier). The service
+    now raises CountOverflowError naming the unit and the pointstamp and applies nothing of
+    the call -- whether the rows are in one part or in two parts that only overflow
+    together; the unit can then be delivered correctly."""
+    big = 1 << 62
+    loc = graph.target(2, 0)
+    svc = FrontierService(graph, backend=backend)
+    svc.apply(delta_table([loc], [[0, 0]], [1], "a", 0))
+    before = full_state(svc)
+    one_part = pa.concat_tables([delta_table([loc], [[1, 0]], [2], "b", 0),     # fine
+                                 delta_table([loc, loc], [[0, 0], [0, 0]], [big, big], "a", 1)])
+    with pytest.raises(CountOverflowError,
+                       match=rf"producer 'a', seq 1.*\({loc}, \(0, 0\)\).*sum to {1 << 63}"):
+        svc.apply(one_part)
+    assert full_state(svc) == before
+    halves = [delta_table([loc], [[0, 0]], [big], "a", 1).append_column(
+        "part", pa.array([k], pa.int64())).append_column("parts", pa.array([2], pa.int64()))
+        for k in (0, 1)]
+    with pytest.raises(CountOverflowError, match=rf"\({loc}, \(0, 0\)\).*sum to {1 << 63}"):
+        svc.apply(pa.concat_tables(halves))
+    assert full_state(svc) == before
+    svc.apply(delta_table([loc, loc], [[0, 0], [0, 0]], [big, -big], "a", 1))
+    assert svc.status().next_seq == {"a": 2}
 
 
 def test_subscribers_and_the_parquet_log(graph, rounds, tmp_path):

@@ -152,6 +152,26 @@ def test_consolidator_passes_invalid_rows_on_for_the_driver_to_reject():
         (1, [0, 0], 2), (1, [0, 0, 0], 1), (-1, [0, 0], 2), (2, [0, -3], 1)]
 
 
+def test_gh23_consolidator_passes_a_group_summing_outside_int64_on_unconsolidated():
+    """Issue 23, item 2: a (producer, seq) whose diffs at one pointstamp sum outside int64
+    is not wrapped on the executor: its rows go on as they are, and the driver refuses the
+    unit with CountOverflowError."""
+    from engine import CountOverflowError
+    from engine.core.workload import example_graph
+    from spark_plugin import FrontierService
+
+    big = 1 << 62
+    t = delta_table([1, 1, 2, 2], [[0, 0]] * 4, [big, big, 1, 2], ["a", "a", "b", "b"],
+                    [0, 0, 0, 0])
+    out = consolidate_table(t, 2).to_pydict()
+    assert list(zip(out["producer"], out["loc"], out["diff"])) == [
+        ("a", 1, big), ("a", 1, big), ("b", 2, 3)]
+    svc = FrontierService(example_graph())
+    with pytest.raises(CountOverflowError, match=r"producer 'a', seq 0.*overflow 64 bits"):
+        svc.apply(_run(PartitionConsolidator(2), t))
+    assert svc.status().next_seq == {}
+
+
 def test_consolidator_large_types_and_schema_errors():
     out = _run(PartitionConsolidator(2, producer="j", seq=0, large_types=True),
                _raw([(1, [0, 0], 1)]))

@@ -23,7 +23,7 @@ chooses here and why, with versions (also of PySpark, PyArrow and Java) and CUDA
 auto|cpu|cuda] [--max-states N] [--max-choices N] [--max-search N]`` prints the largest
 consistent rollback of a ``timely-rollback v1`` problem (:mod:`engine.rollback.problem`, read
 by :mod:`engine.rollback.format`, ``docs/rollback.md``); a malformed file (or one past a
-limit) gives ``tfront rollback: error: FILE:LINE: ...`` and status 2. Both solvers print the same answer
+limit) gives ``error: line N: ... (in FILE)`` (the line ``timely-rollback v1`` fixes) and status 2. Both solvers print the same answer
 (both assemble it with :func:`engine.rollback.problem.decide`); ``auto`` takes the batched one
 for all but tiny problems (:func:`engine.rollback.batched.choose_solver`), on the backend
 ``--backend`` picks.
@@ -45,7 +45,8 @@ import time
 from typing import Sequence
 
 from engine.batched.backend import Backend, make_tracker, resolve_backend
-from engine.errors import DependencyError, TimelyFrontierError, ZeroAdvanceCycleError
+from engine.errors import (DependencyError, RollbackFormatError, TimelyFrontierError,
+                           ZeroAdvanceCycleError)
 from engine.core.workload import REPLAY_HEADER, read_workload, write_frontier_report, write_psi_report
 
 __all__ = ["main", "plugin_commands", "positive_int", "positive_seconds", "COMMANDS_GROUP",
@@ -539,7 +540,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tfront {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (TimelyFrontierError, OSError) as e:
-        print(f"tfront {args.command}: error: {_for_cli(e)}", file=sys.stderr)
+        if isinstance(e, RollbackFormatError) and e.line is not None:
+            # the line format/rollback-v1 fixes (section 6): "error: line N: TEXT"
+            where = f" (in {e.path})" if e.path is not None else ""
+            print(f"error: line {e.line}: {e.reason}{where}", file=sys.stderr)
+        else:
+            print(f"tfront {args.command}: error: {_for_cli(e)}", file=sys.stderr)
         return 2
     except UnicodeDecodeError as e:   # a built-in command's input file that is not text
         where = getattr(args, "file", None) or getattr(args, "log", None) or "input"

@@ -51,7 +51,7 @@ def test_example1_without_buffer_is_rejected(tmp_path, capsys):
     path.write_text(text)
     assert main(["rollback", str(path)]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.startswith(f"tfront rollback: error: {path}:8: ") and "buffer" in err
+    assert out == "" and err.startswith("error: line 8: ") and "buffer" in err
 
 
 def test_cli_subprocess_exit_status(tmp_path):
@@ -69,7 +69,7 @@ def test_cli_subprocess_exit_status(tmp_path):
     assert r.stdout.endswith("result none\nlost 1 C1 0 1 1 0\nbound 0 1 1 0\nbound 1 0\n")
     r = run(bad)
     assert r.returncode == 2 and r.stdout == "" and r.stderr.startswith(
-        f"tfront rollback: error: {bad}:4: ")
+        "error: line 4: ")
 
 
 # --- answers: none, lost, conflict, nolargest -------------------------------------------------

@@ -1,5 +1,5 @@
 """``tfront rollback`` on hostile input (issue 23, items 4-6): every bad file is one line
-``tfront rollback: error: FILE:LINE: ...`` with status 2 -- bytes that are not UTF-8,
+``error: line N: ... (in FILE)`` with status 2 (format/rollback-v1, section 6) -- bytes that are not UTF-8,
 numbers of thousands of digits, a problem too large to build (``--max-states``) -- and the
 search over availability lists that are not closed under union is bounded: its output by
 ``--max-choices`` (the answer says ``cut``), its work by ``--max-search`` (a refusal); the
@@ -29,7 +29,7 @@ def refused(capsys, path, line, what, *options):
     """The file is refused with one line naming it, the line and ``what``; nothing on stdout."""
     status, out, err = run(capsys, path, *options)
     assert status == 2 and out == "", (status, out, err)
-    assert err.startswith(f"tfront rollback: error: {path}:{line}: ") and what in err, err
+    assert err.startswith(f"error: line {line}: ") and what in err and str(path) in err, err
     assert err.count("\n") == 1 and "Traceback" not in err
     return err
 
@@ -54,7 +54,7 @@ def test_gh23_bytes_that_are_not_utf8_name_their_line(tmp_path, capsys):
     with pytest.raises(RollbackFormatError) as info:
         read_rollback(path)
     assert (info.value.line, info.value.path) == (4, str(path))
-    assert err == f"tfront rollback: error: {info.value}\n"
+    assert err == f"error: line 4: {info.value.reason} (in {path})\n"
 
 
 @pytest.mark.parametrize(("body", "line"), [

@@ -2,7 +2,8 @@
 
 :func:`run_job_command` is the body of every job command (:mod:`spark_plugin.jobs.wcc.cli`,
 :mod:`spark_plugin.jobs.sssp.cli`): the progress-log directory and ``--overwrite``/``--out``
-checked, a rerun after success answered without Spark, the Spark settings chosen
+checked (:func:`check_out_before_spark`: what the job would refuse about ``--out``, before
+Spark starts), a rerun after success answered without Spark, the Spark settings chosen
 (:func:`~spark_plugin.session.config.session_conf`) and said on stderr, the verbosity applied
 (:func:`verbosity`: the progress bar, round lines, this package's log through the bar, Spark's
 log level), an out-of-memory JVM turned into a named error, one line per final epoch and the
@@ -29,8 +30,8 @@ from engine.errors import TimelyFrontierError
 from spark_plugin.session.config import driver_heap_bytes
 from spark_plugin.session.console import write_line
 
-__all__ = ["run_job_command", "verbosity", "SPARK_LOG_LEVELS", "master_url", "memory_size",
-           "conf_pair", "MASTER_FORMS"]
+__all__ = ["run_job_command", "check_out_before_spark", "verbosity", "SPARK_LOG_LEVELS",
+           "master_url", "memory_size", "conf_pair", "MASTER_FORMS"]
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,8 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
     ``run(spark, level, on_epoch)`` runs the job and returns its
     :class:`~spark_plugin.jobs.framework.JobResult`; ``what`` names its results (``labels``,
     ``distances``: the Ctrl-C line); ``fingerprint`` its options for
-    :func:`~spark_plugin.jobs.recovery.already_final` (default: WCC's). Optional hooks:
+    :func:`check_out_before_spark` and :func:`~spark_plugin.jobs.recovery.already_final`
+    (default: WCC's). Optional hooks:
     ``banner(spark)`` the end of the settings line (after the driver memory),
     ``on_summary(summary, warn)`` after each epoch's line, ``after(result, level, warn)``
     after the total line, ``memory_hint`` added to the out-of-memory error's advice.
@@ -122,7 +124,8 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
     Raises
     ------
     OutputStateError
-        ``--overwrite`` without ``--out`` (the command's parser refuses it first).
+        ``--overwrite`` without ``--out`` (the command's parser refuses it first); an
+        ``--out`` the job would refuse (:func:`check_out_before_spark`).
     FileNotFoundError
         The directory of ``--progress-log`` does not exist.
     """
@@ -142,6 +145,9 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
         from spark_plugin.errors import OutputStateError
 
         raise OutputStateError("--overwrite needs --out")
+    if args.out is not None:   # what OutputLog.open would refuse, before Spark starts
+        check_out_before_spark(args.out, args.edges, args.epochs or 1, follow,
+                               job=fingerprint, overwrite=overwrite)
     if not overwrite:
         from spark_plugin.jobs.recovery import already_final
 
@@ -260,6 +266,32 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
         for lg, lv in zip(ours, saved_levels[1]):
             lg.setLevel(lv)
     return 0
+
+
+def check_out_before_spark(out, edges, epochs: int, follow, *, job: dict | None = None,
+                           overwrite: bool = False) -> None:
+    """What the job would refuse about a local ``--out`` once Spark runs, checked before it
+    starts (a URI ``--out`` needs Hadoop's ``FileSystem``: the job checks it): no file on its
+    path, writable (:func:`~spark_plugin.jobs.recovery.check_out_path`), and what
+    :func:`~spark_plugin.jobs.recovery.check_out` checks against the job's fingerprint
+    ``job`` (default WCC's, :func:`~spark_plugin.jobs.recovery.job_fingerprint`): not the
+    input's directory, no files a job did not write, not another job's output (unless
+    ``overwrite``).
+
+    Raises
+    ------
+    OutputStateError
+        Naming ``--out`` and what is wrong.
+    """
+    from spark_plugin.jobs.out_store import LocalStore, is_local
+    from spark_plugin.jobs.recovery import check_out, check_out_path, job_fingerprint
+
+    if not is_local(out):
+        return
+    if job is None:
+        job = job_fingerprint(edges, epochs, follow)
+    check_out(LocalStore(out), job, overwrite=overwrite)
+    check_out_path(out)
 
 
 def _jvm_status():

@@ -6,16 +6,22 @@
 * what the job would refuse about ``--out`` -- a file on its path, another job's output, a
   read-only folder -- and a ``--weighted`` input without weights are refused before Spark
   starts, naming the option and the path (item 8);
-* a ``--source`` in no edge is said after the run (item 9).
+* a ``--source`` in no edge is said after the run (item 9);
+* Ctrl-C in the middle of a job, sent to the process group as a terminal does: one line,
+  exit status 130, no traceback (item 7), after ``starting Spark (MASTER) ...`` (item 11).
 """
 
 import json
 import os
+import select
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -24,6 +30,7 @@ from spark_plugin.errors import OutputStateError
 from spark_plugin.jobs.recovery import FORMAT, LOOP_DIR, MANIFEST, OutputLog, job_fingerprint
 
 ROOT = Path(__file__).resolve().parents[3]
+TFRONT = [sys.executable, "-c", "import sys; from engine.cli.main import main; sys.exit(main())"]
 
 
 def _manifest(out: Path, job: dict, files=()) -> None:
@@ -203,3 +210,49 @@ def test_a_source_in_no_edge_is_said_after_the_run_gh23(spark, tmp_path, capsys)
     assert "--source 2 has no outgoing edge" in capsys.readouterr().err
     assert main(["sssp", str(edges), "--source", "3"]) == 0   # reaches 2: nothing to say
     assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("job", ["wcc", "sssp"])
+def test_ctrl_c_in_the_middle_of_a_job_prints_one_line_and_exits_130_gh23(tmp_path, job):
+    """Items 7 and 11: the command first says it starts Spark (the master it uses); SIGINT
+    to its whole process group, as a terminal's Ctrl-C, while it computes epoch 1 of 40:
+    exit status 130, the ``interrupted after K epochs`` line last, and no other line --
+    no traceback of py4j or PySpark, no Python worker crash."""
+    rng = np.random.default_rng(23)
+    n = 4000
+    src, dst = rng.integers(0, n // 2, n), rng.integers(0, n // 2, n)
+    edges = tmp_path / "g.txt"
+    edges.write_text("".join(f"{s} {t}\n" for s, t in zip(src, dst)))
+    argv = TFRONT + [job, str(edges), "--epochs", "40", "--master", "local[2]",
+                     "--partitions", "2", "--out", str(tmp_path / "out")]
+    if job == "sssp":
+        argv += ["--source", str(src[0])]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        line, deadline = "", time.monotonic() + 500
+        while not line.startswith("epoch 0:") and time.monotonic() < deadline:
+            if select.select([proc.stdout], [], [], 5)[0]:
+                line = proc.stdout.readline()
+                if not line:
+                    break
+        assert line.startswith("epoch 0:"), (line, proc.poll(), proc.stderr.read())
+        os.killpg(proc.pid, signal.SIGINT)   # the terminal's Ctrl-C: the process group
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    lines = err.splitlines()
+    assert lines[0] == f"tfront {job}: starting Spark (local[2]) ...", err
+    assert lines[1].startswith(f"tfront {job}: Spark master local[2]; driver memory"), err
+    k = 1 + sum(x.startswith("epoch ") for x in out.splitlines())
+    said = (f"epochs 0-{k - 1} are" if k > 1 else "epoch 0 is")
+    assert lines[-1] == (f"tfront {job}: interrupted after {k} epoch{'s' if k > 1 else ''}; "
+                         f"{said} written to {tmp_path / 'out'}"), err
+    # nothing else: at most the note that the kernels are being compiled
+    assert all(x.startswith(f"{job}: compiling") for x in lines[2:-1]), err

@@ -423,7 +423,7 @@ def plot(results: dict, path: str | os.PathLike) -> None:
 # --- command line --------------------------------------------------------------------------
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m perf.bench_closure",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m perf.bench_closure",
                                 description="Time compute_psi (and optionally the reference "
                                             "closure) on the synthetic workload graphs.")
     p.add_argument("--sizes", type=int_list, default=list(DEFAULT_SIZES),

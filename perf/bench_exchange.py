@@ -344,7 +344,7 @@ def plot(results: dict, path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m perf.bench_exchange",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m perf.bench_exchange",
                                 description="Progress traffic and frontier latency of the "
                                             "exchange protocol as the workers grow.")
     p.add_argument("--nodes", type=int, default=100, help="chain operators of the workload (default 100)")

@@ -190,7 +190,7 @@ def plot(results: dict, path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m perf.bench_operate",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m perf.bench_operate",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int_list, default=[10_000, 100_000, 1_000_000],
                    help="messages consumed (and as many produced) per report")

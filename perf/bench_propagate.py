@@ -655,7 +655,7 @@ def _variant_list(text: str) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m perf.bench_propagate",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m perf.bench_propagate",
                                 description="Time load/churn/drain batches through the batched "
                                             "tracker's propagation strategies.")
     p.add_argument("--sizes", type=int_list, default=list(DEFAULT_SIZES),

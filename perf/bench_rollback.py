@@ -236,7 +236,7 @@ def plot(results, path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m perf.bench_rollback",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m perf.bench_rollback",
                                 description="Time the batched and reference rollback solvers.")
     p.add_argument("--procs", type=int_list, default=[10, 100, 1000],
                    help="processors, comma-separated (default 10,100,1000)")

@@ -284,7 +284,7 @@ def plot(results: dict, path) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m perf.bench_sssp",
+    ap = argparse.ArgumentParser(allow_abbrev=False, prog="python -m perf.bench_sssp",
                                  description=__doc__.split("\n")[0])
     add_system_args(ap, "sssp", DEFAULT_GRAPHS, driver_memory="4g")
     ap.add_argument("--undirected", action="store_true",

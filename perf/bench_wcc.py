@@ -525,7 +525,8 @@ def plot(results: dict, path: str | os.PathLike) -> None:
 # --- command line --------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m perf.bench_wcc", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, prog="python -m perf.bench_wcc",
+                                 description=__doc__.split("\n")[0])
     add_system_args(ap, "wcc", DEFAULT_GRAPHS, driver_memory="8g",
                     driver_memory_help="spark.driver.memory of both Spark systems; 'auto': sized "
                                        "from the machine like tfront wcc's default (default 8g)")

@@ -91,8 +91,9 @@ def format_table(results: dict) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m perf.count_witness", description=__doc__.split(
-        "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(allow_abbrev=False, prog="python -m perf.count_witness",
+                                 description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int_list, default=[100, 1000], help="chain sizes N")
     ap.add_argument("--batch", type=int_list, default=[1000, 100000], help="rows per batch")
     ap.add_argument("--seed", type=int, default=1)

@@ -350,7 +350,7 @@ def batch_columns(graph, batch: BatchSpec) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m perf.workloads",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m perf.workloads",
                                 description="Write a deterministic synthetic workload (format v1).")
     p.add_argument("--nodes", type=int, required=True, help="chain operators N")
     p.add_argument("--batch", type=int, required=True, help="changes per batch B")

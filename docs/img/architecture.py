@@ -200,7 +200,7 @@ def draw(out: Path) -> list[str]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path(__file__).with_name("architecture.png"))
     p.add_argument("--check", action="store_true", help="only list imports that break the layers")
     args = p.parse_args(argv)

@@ -49,7 +49,7 @@ from engine.errors import (DependencyError, RollbackFormatError, TimelyFrontierE
                            ZeroAdvanceCycleError)
 from engine.core.workload import REPLAY_HEADER, read_workload, write_frontier_report, write_psi_report
 
-__all__ = ["main", "plugin_commands", "positive_int", "positive_seconds", "COMMANDS_GROUP",
+__all__ = ["main", "Parser", "plugin_commands", "positive_int", "positive_seconds", "COMMANDS_GROUP",
            "RUNNERS_GROUP", "EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED"]
 
 #: Exit status when stdout is closed early (128 + SIGPIPE, what a shell reports for a tool
@@ -138,13 +138,23 @@ def _install_hint(ep, missing: str | None) -> str:
     return f"pip install {top}" if top else "reinstall the package that provides it"
 
 
+class Parser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` that takes options only as written: no
+    abbreviations (``allow_abbrev=False``; ``--overwrit`` is an error, not ``--overwrite``).
+    ``tfront``'s parser is one, and so is every command's -- subparsers are made of their
+    parent's class, the commands of other packages' too."""
+
+    def __init__(self, *args, allow_abbrev: bool = False, **kwargs):
+        super().__init__(*args, allow_abbrev=allow_abbrev, **kwargs)
+
+
 def _parser(plugins: bool = True) -> argparse.ArgumentParser:
     """``tfront``'s parser; ``plugins=False`` leaves out the commands of other packages
     (:func:`plugin_commands`), so that running a built-in command imports none of them."""
-    p = argparse.ArgumentParser(prog="tfront", description="Progress tracking for timely dataflow.")
+    p = Parser(prog="tfront", description="Progress tracking for timely dataflow.")
     p.add_argument("--version", action="version",
                    version=f"tfront (timely-frontier) {_version('timely-frontier')}")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     backends = [b.value for b in Backend]
 
     r = sub.add_parser("replay", help="replay a progress workload and print frontiers after each batch")

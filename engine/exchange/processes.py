@@ -1023,7 +1023,7 @@ def _recv_exactly(conn: socket.socket, n: int) -> bytes:
 
 
 def _worker_main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m engine.exchange.processes",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m engine.exchange.processes",
                                 description="One worker process of a ProcessExchange (started "
                                             "by its coordinator, not by hand).")
     p.add_argument("--control", required=True, help="READ_FD,WRITE_FD of the coordinator's pipes")

@@ -2,12 +2,16 @@
 
 :func:`run_job_command` is the body of every job command (:mod:`spark_plugin.jobs.wcc.cli`,
 :mod:`spark_plugin.jobs.sssp.cli`): the progress-log directory and ``--overwrite``/``--out``
-checked, a rerun after success answered without Spark, the Spark settings chosen
-(:func:`~spark_plugin.session.config.session_conf`) and said on stderr, the verbosity applied
+checked (:func:`check_out_before_spark`: what the job would refuse about ``--out``, before
+Spark starts), a rerun after success answered without Spark, the Spark settings chosen
+(:func:`~spark_plugin.session.config.session_conf`) and said on stderr (``starting Spark``
+first: the JVM takes seconds to start), the verbosity applied
 (:func:`verbosity`: the progress bar, round lines, this package's log through the bar, Spark's
 log level), an out-of-memory JVM turned into a named error, one line per final epoch and the
-totals on stdout, Ctrl-C answered with exit status 130, and the session stopped if the
-command started it. The job itself is a callable the command passes in. The option types
+totals on stdout, Ctrl-C answered with one line and exit status 130
+(:class:`~spark_plugin.session.interrupt.CtrlC`: the Spark jobs cancelled, no traceback, the
+JVM's lines about the cancelled jobs dropped), and the session stopped if the command
+started it. The job itself is a callable the command passes in. The option types
 every job command shares -- :func:`master_url`, :func:`memory_size`, :func:`conf_pair` --
 are here too. Importing this module loads neither PySpark nor any kernel.
 """
@@ -29,8 +33,8 @@ from engine.errors import TimelyFrontierError
 from spark_plugin.session.config import driver_heap_bytes
 from spark_plugin.session.console import write_line
 
-__all__ = ["run_job_command", "verbosity", "SPARK_LOG_LEVELS", "master_url", "memory_size",
-           "conf_pair", "MASTER_FORMS"]
+__all__ = ["run_job_command", "check_out_before_spark", "verbosity", "SPARK_LOG_LEVELS",
+           "master_url", "memory_size", "conf_pair", "MASTER_FORMS"]
 
 log = logging.getLogger(__name__)
 
@@ -98,14 +102,16 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
     ``run(spark, level, on_epoch)`` runs the job and returns its
     :class:`~spark_plugin.jobs.framework.JobResult`; ``what`` names its results (``labels``,
     ``distances``: the Ctrl-C line); ``fingerprint`` its options for
-    :func:`~spark_plugin.jobs.recovery.already_final` (default: WCC's). Optional hooks:
+    :func:`check_out_before_spark` and :func:`~spark_plugin.jobs.recovery.already_final`
+    (default: WCC's). Optional hooks:
     ``banner(spark)`` the end of the settings line (after the driver memory),
     ``on_summary(summary, warn)`` after each epoch's line, ``after(result, level, warn)``
     after the total line, ``memory_hint`` added to the out-of-memory error's advice.
 
     Output by :func:`verbosity`: ``--quiet`` prints only warnings and errors; the default
-    prints the settings line on stderr, each final epoch's line and the totals on stdout and,
-    on a terminal, a progress bar on stderr; ``-v`` adds a line per round and this package's
+    prints ``starting Spark (MASTER) ...`` (when it starts one) and the settings line on
+    stderr, each final epoch's line and the totals on stdout and, on a terminal, a progress
+    bar on stderr; ``-v`` adds a line per round and this package's
     INFO log and Spark's warnings, ``-vv`` DEBUG and Spark's INFO log. Every line goes
     through the bar (:func:`write_line`).
 
@@ -117,12 +123,18 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
     Spark session (a test, a notebook) that session is used -- its settings win -- and left
     running; a session this command started is stopped.
 
+    Ctrl-C (SIGINT, to this process or to its terminal's process group): the Spark jobs are
+    cancelled, ``interrupted after K epochs; ...`` is the one line said, and the status is
+    130 (:mod:`spark_plugin.session.interrupt`); a second Ctrl-C while Spark stops exits at
+    once.
+
     Returns the exit status: 0 done (or nothing to do), 130 interrupted.
 
     Raises
     ------
     OutputStateError
-        ``--overwrite`` without ``--out`` (the command's parser refuses it first).
+        ``--overwrite`` without ``--out`` (the command's parser refuses it first); an
+        ``--out`` the job would refuse (:func:`check_out_before_spark`).
     FileNotFoundError
         The directory of ``--progress-log`` does not exist.
     """
@@ -130,6 +142,8 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
 
     from spark_plugin.session.config import (DRIVER_MEMORY_SHARE, build_session, format_memory, machine_memory,
                          session_conf, submitted_conf)
+    from spark_plugin.session.console import hush_jvm
+    from spark_plugin.session.interrupt import EXIT_INTERRUPTED, CtrlC
 
     follow = getattr(args, "follow", None)
     log_path = getattr(args, "progress_log", None)
@@ -142,6 +156,9 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
         from spark_plugin.errors import OutputStateError
 
         raise OutputStateError("--overwrite needs --out")
+    if args.out is not None:   # what OutputLog.open would refuse, before Spark starts
+        check_out_before_spark(args.out, args.edges, args.epochs or 1, follow,
+                               job=fingerprint, overwrite=overwrite)
     if not overwrite:
         from spark_plugin.jobs.recovery import already_final
 
@@ -178,8 +195,12 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
             f"-XX:OnOutOfMemoryError='touch {oom_marker}'"]))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     done: list = []
+    ctrl_c = CtrlC()
     handler = _BarLogHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    # after Ctrl-C, a py4j call it broke or a Spark job it cancelled (logged with their
+    # tracebacks) are the interrupt's doing: the interrupted line says what happened
+    handler.addFilter(lambda r: not (ctrl_c.requested and _interrupt_noise(r)))
     root = logging.getLogger()
     root.addHandler(handler)
     ours = [logging.getLogger(n) for n in ("engine", "gpu_kernels", "spark_plugin")]
@@ -191,75 +212,132 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
     def warn(text: str) -> None:
         write_line(f"tfront {name}: warning: {text}", sys.stderr)
 
+    def interrupted() -> int:
+        ctrl_c.handled()
+        if level <= 1:   # what the JVM says now is about the jobs Ctrl-C cancelled
+            hush_jvm()
+        if not done:
+            kept = "no epoch was finished"
+        elif not args.out:
+            kept = f"{what} not saved (no --out)"
+        else:
+            last = done[-1].epoch
+            kept = f"{f'epochs 0-{last} are' if last else 'epoch 0 is'} written to {args.out}"
+        write_line(f"tfront {name}: interrupted after {len(done)} epoch"
+                   f"{'s' if len(done) != 1 else ''}; {kept}", sys.stderr)
+        return EXIT_INTERRUPTED
+
+    spark = None
     try:
-        try:
-            spark = build_session("local", app_name=f"tfront-{name}", conf=settings,
-                                  log_level=SPARK_LOG_LEVELS[level])
-        except BaseException:
-            if oom_marker is not None:
-                shutil.rmtree(oom_marker.parent, ignore_errors=True)
-            raise
-        try:
-            heap = driver_heap_bytes(spark)
-            if level >= 1:
-                master = spark.sparkContext.master
-                total = machine_memory()
-                source = ("--driver-memory" if driver_memory
-                          else "--conf" if "spark.driver.memory" in cli_conf
-                          else "spark-submit" if "spark.driver.memory" in submitted
-                          else "Spark's default" if jvm_running
-                          else f"{DRIVER_MEMORY_SHARE:.0%} of this machine's "
-                               f"{total / (1 << 30):.1f} GiB")
-                sc_conf = spark.sparkContext.getConf()
-                write_line(f"tfront {name}: Spark master {master}; driver memory "
-                           f"{sc_conf.get('spark.driver.memory', '1g')} ({source}; "
-                           f"heap {format_memory(heap)})"
-                           + ("" if master.startswith("local[") or master == "local" else
-                              f"; executor memory {sc_conf.get('spark.executor.memory', '1g')}")
-                           + (f"; {banner(spark)}" if banner is not None else ""),
-                           sys.stderr)
-
-            def on_epoch(s) -> None:
-                done.append(s)
-                if level >= 1:
-                    write_line(f"{s.line()}; input {s.source}")
-                if on_summary is not None:
-                    on_summary(s, warn)
-
+        with ctrl_c:   # from the JVM's start to the session's stop
             try:
-                res = run(spark, level, on_epoch)
-            except KeyboardInterrupt:
-                kept = (f"epochs 0-{done[-1].epoch} are written to {args.out}"
-                        if done and args.out else "no epoch was finished" if not done
-                        else f"{what} not saved (no --out)")
-                write_line(f"tfront {name}: interrupted after {len(done)} epoch"
-                           f"{'s' if len(done) != 1 else ''}; {kept}", sys.stderr)
-                return 130
-            except TimelyFrontierError:
-                raise
-            except Exception as e:   # Py4J and Spark errors: a JVM that died or ran out of memory?
-                failure = _jvm_failure(e, oom_marker, heap, memory_hint)
-                if failure is not None:
-                    raise failure from e
-                raise
-            if level >= 1:
-                write_line(res.total_line(args.out))
-            if after is not None:
-                after(res, level, warn)
-        finally:
-            if running is None:   # the session this command started; a caller's runs on
+                if level >= 1 and running is None:   # the JVM takes 10-30 s to start
+                    write_line(f"tfront {name}: starting Spark "
+                               f"({settings.get('spark.master', 'local[*]')}) ...", sys.stderr)
+                spark = build_session("local", app_name=f"tfront-{name}", conf=settings,
+                                      log_level=SPARK_LOG_LEVELS[level])
+                ctrl_c.install()   # a new SparkContext installed PySpark's handler
+                heap = driver_heap_bytes(spark)
+                if level >= 1:
+                    master = spark.sparkContext.master
+                    total = machine_memory()
+                    source = ("--driver-memory" if driver_memory
+                              else "--conf" if "spark.driver.memory" in cli_conf
+                              else "spark-submit" if "spark.driver.memory" in submitted
+                              else "Spark's default" if jvm_running
+                              else f"{DRIVER_MEMORY_SHARE:.0%} of this machine's "
+                                   f"{total / (1 << 30):.1f} GiB")
+                    sc_conf = spark.sparkContext.getConf()
+                    write_line(f"tfront {name}: Spark master {master}; driver memory "
+                               f"{sc_conf.get('spark.driver.memory', '1g')} ({source}; "
+                               f"heap {format_memory(heap)})"
+                               + ("" if master.startswith("local[") or master == "local" else
+                                  f"; executor memory {sc_conf.get('spark.executor.memory', '1g')}")
+                               + (f"; {banner(spark)}" if banner is not None else ""),
+                               sys.stderr)
+
+                def on_epoch(s) -> None:
+                    done.append(s)
+                    if level >= 1:
+                        write_line(f"{s.line()}; input {s.source}")
+                    if on_summary is not None:
+                        on_summary(s, warn)
+
                 try:
-                    spark.stop()
-                except Exception as e:   # a dead JVM: the job's own error says what happened
-                    log.debug("stopping the Spark session failed: %s", e)
-            if oom_marker is not None:
-                shutil.rmtree(oom_marker.parent, ignore_errors=True)
+                    res = run(spark, level, on_epoch)
+                except TimelyFrontierError:
+                    if ctrl_c.requested:
+                        return interrupted()
+                    raise
+                except Exception as e:   # Py4J and Spark errors: a JVM that died or ran out of memory?
+                    if ctrl_c.requested:   # the jobs Ctrl-C cancelled
+                        return interrupted()
+                    failure = _jvm_failure(e, oom_marker, heap, memory_hint)
+                    if failure is not None:
+                        raise failure from e
+                    raise
+                if level >= 1:
+                    write_line(res.total_line(args.out))
+                if after is not None:
+                    after(res, level, warn)
+                ctrl_c.handled()   # done: a Ctrl-C while Spark stops ends the process now
+            except KeyboardInterrupt:
+                return interrupted()
+            finally:
+                if spark is not None and running is None:   # the session this command started
+                    try:
+                        spark.stop()
+                    except Exception as e:   # a dead JVM: the job's own error says what happened
+                        log.debug("stopping the Spark session failed: %s", e)
+                if oom_marker is not None:
+                    shutil.rmtree(oom_marker.parent, ignore_errors=True)
     finally:
+        if running is not None:   # a caller's session runs on: its JVM is heard again
+            hush_jvm(False)
         root.removeHandler(handler)
         root.setLevel(saved_levels[0])
         for lg, lv in zip(ours, saved_levels[1]):
             lg.setLevel(lv)
     return 0
+
+
+def check_out_before_spark(out, edges, epochs: int, follow, *, job: dict | None = None,
+                           overwrite: bool = False) -> None:
+    """What the job would refuse about a local ``--out`` once Spark runs, checked before it
+    starts (a URI ``--out`` needs Hadoop's ``FileSystem``: the job checks it): no file on its
+    path, writable (:func:`~spark_plugin.jobs.recovery.check_out_path`), and what
+    :func:`~spark_plugin.jobs.recovery.check_out` checks against the job's fingerprint
+    ``job`` (default WCC's, :func:`~spark_plugin.jobs.recovery.job_fingerprint`): not the
+    input's directory, no files a job did not write, not another job's output (unless
+    ``overwrite``).
+
+    Raises
+    ------
+    OutputStateError
+        Naming ``--out`` and what is wrong.
+    """
+    from spark_plugin.jobs.out_store import LocalStore, is_local
+    from spark_plugin.jobs.recovery import check_out, check_out_path, job_fingerprint
+
+    if not is_local(out):
+        return
+    if job is None:
+        job = job_fingerprint(edges, epochs, follow)
+    check_out(LocalStore(out), job, overwrite=overwrite)
+    check_out_path(out)
+
+
+def _interrupt_noise(record: logging.LogRecord) -> bool:
+    """Whether a log record is about what Ctrl-C broke: a py4j call (py4j logs it through
+    the root logger, with its traceback) or a Spark job cancelled with all the others (e.g.
+    a background warm-up's)."""
+    if f"{os.sep}py4j{os.sep}" in (record.pathname or ""):
+        return True
+    try:
+        text = record.getMessage()
+    except Exception:  # noqa: BLE001 -- a record that cannot format is not ours to judge
+        return False
+    return "SPARK_JOB_CANCELLED" in text or "cancellation of all jobs" in text
 
 
 def _jvm_status():

@@ -711,14 +711,17 @@ def _peek_text(path: Path, limit: int) -> tuple[list[str], bool]:
 
 
 def check_input(edges, epochs: int | None = None, *, follow: float | None = None,
-                peek: int = 1 << 16) -> list[str]:
+                peek: int = 1 << 16, check_file=None) -> list[str]:
     """Validate an edge input cheaply, before a Spark session starts: that it exists and is
     readable, that ``epochs`` and ``follow`` fit it, and the first rows of every file (the
     first ``peek`` bytes of a text or CSV file, decompressed; a Parquet file's footer,
     columns and first row group); a small file is checked completely, so an input without
     edges is refused here. A followed directory's files are not read here (one may be half
     written): each is validated when it is taken. Returns notes for the user (e.g. an epoch
-    file without edges).
+    file without edges). ``check_file(path, peek) -> bool`` validates one file's first rows
+    instead of the ``src dst`` reader (the weighted input of
+    :func:`spark_plugin.jobs.sssp.io.check_weighted_input`): ``False`` when the file
+    certainly has no edges.
 
     Raises
     ------
@@ -727,6 +730,7 @@ def check_input(edges, epochs: int | None = None, *, follow: float | None = None
         (and line); ``FileNotFoundError`` for a missing input.
     """
     path = Path(edges)
+    check_file = _check_file if check_file is None else check_file
     if not path.exists():
         raise FileNotFoundError(f"edge input {str(path)!r} does not exist")
     if epochs is not None:
@@ -746,13 +750,13 @@ def check_input(edges, epochs: int | None = None, *, follow: float | None = None
                                  f"'_'-prefixed files are skipped); nothing to do", str(path))
         notes = []
         for f in files:
-            if not _check_file(f, peek):
+            if not check_file(f, peek):
                 notes.append(f"{f}: no edges (empty, or only comments); its epoch adds none")
         return notes
     if follow is not None:
         raise EdgeInputError(f"{_fmt(path)}: --follow needs a directory of epoch files",
                              str(path))
-    if not _check_file(path, peek):
+    if not check_file(path, peek):
         raise EdgeInputError(f"{_fmt(path)}: no edges (the file is empty or has only comments "
                              f"and blank lines); nothing to do", str(path))
     return []

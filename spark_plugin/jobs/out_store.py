@@ -102,6 +102,15 @@ class OutStore(abc.ABC):
     def sync(self, name: str = "") -> None:
         """Make the names in directory ``name`` durable (a no-op where renames are)."""
 
+    def local_path(self) -> Path | None:
+        """The directory on this machine's file system (a bare path, or a ``file:`` URI),
+        absolute; ``None`` for any other file system."""
+        if self.url.startswith("file:"):
+            from urllib.parse import unquote, urlparse
+
+            return Path(unquote(urlparse(self.url).path)).absolute()
+        return None if "://" in self.url else Path(self.url).absolute()
+
     @abc.abstractmethod
     def write_table(self, name: str, table: pa.Table) -> None:
         """Write ``table`` as one Parquet file ``name`` (a hidden name; :meth:`rename_in`

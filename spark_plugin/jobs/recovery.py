@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import uuid
 from dataclasses import dataclass
@@ -58,7 +59,8 @@ from spark_plugin.jobs.edges import FileStamp, edge_files
 
 __all__ = ["MANIFEST", "FORMAT", "CRASH_ENV", "LOOP_DIR", "job_fingerprint", "table_digest",
            "dataframe_digest", "OutputLog",
-           "recovery_problem", "kept_epochs", "loop_records", "crash_point", "already_final"]
+           "recovery_problem", "kept_epochs", "loop_records", "crash_point", "already_final",
+           "check_out", "check_out_path", "is_own_name", "OWN_NAMES", "job_name"]
 
 FORMAT = "tfront-wcc-manifest v1"
 #: Testing hook: ``epoch:E:POINT`` kills the job (``SIGKILL``) at ``POINT`` of epoch ``E``,
@@ -253,6 +255,137 @@ def kept_epochs(manifest: dict) -> dict:
     return kept
 
 
+#: The names a resumable job gives what it writes at the top of ``--out``, besides the data
+#: files its manifest names: its manifests (``_tfront_manifest*``), the loop checkpoints
+#: (:data:`LOOP_DIR`), an epoch's part files (``part-epoch-E-K-ID.parquet``: renamed in
+#: before the manifest names them), its hidden temporary files and folders
+#: (``.part-epoch-...tmp``, ``.epoch-E.tmp``, ``._tfront_manifest...tmp``) and the checksum
+#: files Hadoop's local file system keeps beside each (``.NAME.crc``).
+OWN_NAMES = re.compile(r"_tfront_|\._tfront_|\.part-epoch-|\.epoch-\d+\.tmp"
+                       r"|part-epoch-\d+-\d+-[0-9a-f]+\.parquet\Z")
+
+
+def is_own_name(name: str) -> bool:
+    """Whether ``name``, at the top of ``--out``, is of the kind a resumable job writes
+    (:data:`OWN_NAMES`).
+
+    >>> [is_own_name(n) for n in ("_tfront_loop", ".epoch-000002.tmp", "in.txt", "e1.txt")]
+    [True, True, False, False]
+    """
+    return bool(OWN_NAMES.match(name))
+
+
+def job_name(job: dict) -> str:
+    """The command of a fingerprint: ``sssp`` names itself, WCC's has no ``job`` field."""
+    return str(job.get("job") or "wcc")
+
+
+def _few(names, k: int = 5) -> str:
+    names = list(names)
+    return ", ".join(names[:k]) + (f" and {len(names) - k} more" if len(names) > k else "")
+
+
+def check_out(store: OutStore, job: dict, *, overwrite: bool = False) -> dict | None:
+    """Check, changing nothing, that ``store`` can be the ``--out`` of the job ``job`` (its
+    fingerprint): returns its manifest to resume, or ``None`` when the job starts at epoch 0
+    there (nothing there yet, or ``overwrite`` of what a job wrote).
+
+    Refused: an ``out`` that is not a directory; one that is, or contains, the job's input
+    (a file or directory fingerprint's path); a directory with files but no manifest (with
+    ``overwrite`` too: it removes only what a job wrote); a directory holding files that
+    neither its manifest names nor have a job's names (:func:`is_own_name`); without
+    ``overwrite``, a manifest of another format or of another job (the differing settings
+    named).
+
+    Raises
+    ------
+    OutputStateError
+        Naming ``--out`` and what is wrong.
+    """
+    d = store.url
+    if store.exists() and not store.is_dir():
+        raise OutputStateError(f"--out {d}: exists and is not a directory")
+    here = store.local_path()
+    if here is not None and job.get("kind") in ("file", "directory"):
+        inp = Path(job["input"]).resolve()
+        if inp == here.resolve() or here.resolve() in inp.parents:
+            what = "is" if inp == here.resolve() else "contains"
+            raise OutputStateError(f"--out {d} {what} the job's input {job['input']}: the "
+                                   f"output needs a directory of its own; choose another --out")
+    names = store.listdir()
+    if not names:
+        return None
+    if not any(store.is_manifest(n) for n in names):
+        if all(is_own_name(n) for n in names):   # a job killed before its first manifest
+            if overwrite:
+                return None
+            raise OutputStateError(f"--out {d}: the directory holds leftovers of a tfront "
+                                   f"job ({_few(names)}) but no {MANIFEST}; pass --overwrite "
+                                   f"to start over")
+        raise OutputStateError(
+            f"--out {d}: the directory has files ({_few(names)}) but no {MANIFEST}: not "
+            f"written by a resumable tfront job (wcc, sssp), and --overwrite (overwrite=True) "
+            f"removes only what such a job wrote; choose a new or empty --out")
+    try:
+        manifest = store.load_manifest()
+    except OutputStateError:
+        if not overwrite:
+            raise
+        manifest = None   # damaged: what has a job's names goes, anything else stays
+    named = {f for r in (manifest or {}).get("output", []) if isinstance(r, dict)
+             for f in r.get("files", [])} if isinstance(manifest, dict) else set()
+    foreign = [n for n in names
+               if n not in named and not store.is_manifest(n) and not is_own_name(n)]
+    if foreign:
+        raise OutputStateError(
+            f"--out {d} holds files that no tfront job wrote ({_few(foreign)}); a job "
+            f"removes only its own files (--overwrite too): move them away or choose "
+            f"another --out")
+    if overwrite:
+        return None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise OutputStateError(f"--out {d}: {MANIFEST} is not a {FORMAT!r} manifest; pass "
+                               f"--overwrite to start over")
+    there = manifest.get("job") if isinstance(manifest.get("job"), dict) else {}
+    if job_name(there) != job_name(job):
+        raise OutputStateError(f"--out {d} holds the output of another job (tfront "
+                               f"{job_name(there)} there, tfront {job_name(job)} now); choose "
+                               f"another --out or pass --overwrite to replace it")
+    differ = [f"{k}: {there.get(k)!r} there, {job.get(k)!r} now"
+              for k in sorted(set(job) | set(there)) if there.get(k) != job.get(k)]
+    if differ:
+        raise OutputStateError(f"--out {d} holds the output of another job ("
+                               + "; ".join(differ) + "); pass --overwrite to replace it")
+    return manifest
+
+
+def check_out_path(out) -> None:
+    """Before a Spark session starts, for a local ``--out``: that it can be a directory
+    this process writes -- no file on its path, and the directory (or, when it does not
+    exist yet, the nearest existing folder above it) writable.
+
+    Raises
+    ------
+    OutputStateError
+        Naming ``--out`` and the path at fault.
+    """
+    p = Path(out).absolute()
+    for q in (p, *p.parents):
+        if q.is_dir():
+            break
+        if q.exists() or q.is_symlink():
+            raise OutputStateError(
+                f"--out {out}: exists and is not a directory" if q == p else
+                f"--out {out} cannot be a directory: {q} is a file")
+    if not os.access(q, os.W_OK | os.X_OK):
+        raise OutputStateError(
+            f"--out {out}: the directory is not writable (permission denied or a read-only "
+            f"file system)" if q == p else
+            f"--out {out} cannot be created: {q} is not writable (permission denied or a "
+            f"read-only file system)")
+
+
+
 @dataclass
 class Resume:
     """Where a job resumes: ``epoch`` (the first not final), the cumulative edge count
@@ -289,46 +422,32 @@ class OutputLog:
         (through Hadoop's ``FileSystem`` of ``spark``: :func:`~spark_plugin.jobs.out_store.open_store`)
         or an :class:`~spark_plugin.jobs.out_store.OutStore`.
 
-        A missing or empty directory, or any directory with ``overwrite`` (its content is
-        removed), starts at epoch 0. A directory with this job's manifest resumes: leftovers
-        of a killed epoch (files the manifest does not name) are removed, the rollback is
-        solved, the records past it dropped, and the last final epoch's result read back.
+        A missing or empty directory starts at epoch 0; so does, with ``overwrite``, a
+        directory a resumable job wrote (its files are removed: nothing else is there,
+        :func:`check_out`). A directory with this job's manifest resumes: leftovers of a
+        killed epoch (files of the job's own names the manifest does not name) are removed,
+        the rollback is solved, the records past it dropped, and the last final epoch's
+        result read back.
 
         Raises
         ------
         OutputStateError
-            ``out`` is a file, holds files but no manifest, was written by another job
-            (the differing settings named), or its manifest or data files are damaged.
+            What :func:`check_out` refuses (``out`` not a directory, the input inside it,
+            files no job wrote, another job's output), or a damaged manifest or data file.
+            Nothing in ``out`` is changed then.
         """
         store = out if isinstance(out, OutStore) else open_store(out, spark)
-        d = store.url
-        if store.exists() and not store.is_dir():
-            raise OutputStateError(f"--out {d}: exists and is not a directory")
-        fresh = {"format": FORMAT, "job": job, "complete": False, "total": None,
-                 "input": [], "loop": [], "output": []}
-        if store.is_dir() and overwrite:
+        manifest = check_out(store, job, overwrite=overwrite)   # changes nothing
+        if overwrite:   # only what a job wrote is there (checked): remove it, start over
             for name in store.listdir():
                 store.remove(name)
-        if not store.listdir():
+        if manifest is None:
             store.mkdirs()
-            log = cls(store, job, fresh, columns)
+            log = cls(store, job, {"format": FORMAT, "job": job, "complete": False,
+                                   "total": None, "input": [], "loop": [], "output": []},
+                      columns)
             log.save()
             return log, Resume()
-        manifest = store.load_manifest()
-        if manifest is None:
-            raise OutputStateError(
-                f"--out {d}: the directory has files but no {MANIFEST}: not written by a "
-                f"resumable tfront job (wcc, sssp); pass --overwrite (overwrite=True) to "
-                f"replace it")
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-            raise OutputStateError(f"--out {d}: {MANIFEST} is not a {FORMAT!r} manifest; pass "
-                                   f"--overwrite to start over")
-        differ = [f"{k}: {manifest['job'].get(k)!r} there, {job.get(k)!r} now"
-                  for k in sorted(set(job) | set(manifest["job"]))
-                  if manifest["job"].get(k) != job.get(k)]
-        if differ:
-            raise OutputStateError(f"--out {d} holds the output of another job ("
-                                   + "; ".join(differ) + "); pass --overwrite to replace it")
         log = cls(store, job, manifest, columns)
         return log, log._resume()
 
@@ -366,8 +485,8 @@ class OutputLog:
         if loop is not None:
             named.add(LOOP_DIR)
         removed = []
-        for name in store.listdir():
-            if name not in named and not store.is_manifest(name):
+        for name in store.listdir():   # all of them the job's (check_out)
+            if name not in named and not store.is_manifest(name) and is_own_name(name):
                 removed.append(name)
                 store.remove(name)
         if loop is not None:   # other checkpoints (superseded, or never recorded) go too

@@ -12,7 +12,9 @@ and warnings such as ``NativeCodeLoader: Unable to load native-hadoop library``.
 root level (``-Dlog4j2.configurationFile``, in ``spark.driver.extraJavaOptions``) and its
 standard error read through a pipe: every line is passed on (written through the progress
 bar, :func:`write_line`) except, below level ``warn``, the JVM notices of
-:data:`JVM_NOTICES`.
+:data:`JVM_NOTICES`, and everything after :func:`hush_jvm` (a command interrupted by Ctrl-C).
+The JVM runs in a session of its own, so that a terminal's Ctrl-C reaches neither it nor its
+Python workers (:mod:`spark_plugin.session.interrupt`).
 
 When a JVM is already running -- a session of this process, or ``spark-submit``, which
 starts the JVM first -- nothing is started: the level is then only set by
@@ -33,7 +35,8 @@ from typing import Mapping
 
 from spark_plugin.errors import ConfigError
 
-__all__ = ["LOG_LEVELS", "JVM_NOTICES", "log4j2_properties", "start_jvm", "write_line"]
+__all__ = ["LOG_LEVELS", "JVM_NOTICES", "log4j2_properties", "start_jvm", "write_line",
+           "hush_jvm"]
 
 #: The log4j levels ``build_session(log_level=...)`` accepts, quietest first.
 LOG_LEVELS = ("off", "fatal", "error", "warn", "info", "debug", "trace", "all")
@@ -88,12 +91,30 @@ def log4j2_properties(level: str) -> Path:
     return Path(name)
 
 
+#: Set by :func:`hush_jvm`: the JVM's lines are read and dropped from then on.
+_HUSHED = threading.Event()
+
+
+def hush_jvm(on: bool = True) -> None:
+    """Stop passing the JVM's standard error on (``on=False``: pass it on again). A command
+    interrupted by Ctrl-C calls it: what the JVM says then -- tasks cancelled or killed, a
+    result stream closed early -- is the interrupt's doing, and the command's own line says
+    what happened."""
+    if on:
+        _HUSHED.set()
+    else:
+        _HUSHED.clear()
+
+
 def _forward(stream, show_notices: bool) -> None:
-    """Pass the JVM's standard error on, line by line, through the progress bar. Never stops
-    reading before the pipe closes (a full pipe would block the JVM)."""
+    """Pass the JVM's standard error on, line by line, through the progress bar (until
+    :func:`hush_jvm`). Never stops reading before the pipe closes (a full pipe would block
+    the JVM)."""
     for raw in iter(stream.readline, b""):
         try:
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if _HUSHED.is_set():
+                continue
             if show_notices or not line.startswith(JVM_NOTICES):
                 write_line(line, sys.stderr)
         except Exception:  # noqa: BLE001 -- keep draining whatever a write did
@@ -120,8 +141,11 @@ def start_jvm(settings: Mapping[str, str], level: str) -> bool:
     if "log4j2.configurationFile" not in extra:
         option = "-Dlog4j2.configurationFile=" + shlex.quote(log4j2_properties(lv).as_uri())
         conf[_EXTRA_JAVA_OPTIONS] = (extra + " " + option).strip()
+    # a session of its own: the terminal's Ctrl-C reaches this process only, not the JVM
+    # nor the Python workers it forks (spark_plugin.session.interrupt)
     gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(conf.items())),
-                             popen_kwargs={"stderr": subprocess.PIPE})
+                             popen_kwargs={"stderr": subprocess.PIPE,
+                                           "start_new_session": True})
     proc = getattr(gateway, "proc", None)
     if proc is not None and proc.stderr is not None:
         threading.Thread(target=_forward, args=(proc.stderr, LOG_LEVELS.index(lv) >= 3),

@@ -16,7 +16,7 @@ from engine.cli.main import positive_int, positive_seconds
 from spark_plugin.jobs.command import (MASTER_FORMS, conf_pair, master_url, memory_size,
                                        run_job_command)
 
-__all__ = ["add_sssp", "run_sssp_command", "SSSP_INPUT"]
+__all__ = ["add_sssp", "run_sssp_command", "source_note", "SSSP_INPUT"]
 
 SSSP_INPUT = """\
 input formats (EDGES): as tfront wcc (text, CSV, Parquet, a directory of epoch files); an
@@ -96,6 +96,36 @@ def add_sssp(sub) -> argparse.ArgumentParser:
     return s
 
 
+def source_note(edges, source: int, *, weighted: bool = False,
+                undirected: bool = False) -> str | None:
+    """Why the source reaches no other vertex, read from the input's files once more (a run
+    whose last epoch reached only the source): the source is in no edge of any epoch, or,
+    directed, only ever an edge's destination. ``None`` when it has an outgoing edge."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from spark_plugin.jobs.edges import edge_files, read_edges
+    from spark_plugin.jobs.sssp.io import read_weighted_edges
+
+    path = Path(edges)
+    read = read_weighted_edges if weighted else read_edges
+    as_src = as_dst = False
+    for f in (edge_files(path) if path.is_dir() else [path]):
+        t = read(f)
+        as_src = as_src or bool(np.any(t.column("src").to_numpy() == source))
+        as_dst = as_dst or bool(np.any(t.column("dst").to_numpy() == source))
+        if as_src:
+            return None
+    if not as_dst:
+        return (f"--source {source} is not in the graph: no edge of any epoch of {edges} "
+                f"has vertex {source}, so it reaches only itself")
+    if undirected:
+        return None
+    return (f"--source {source} has no outgoing edge in {edges} (it is only a destination), "
+            f"so it reaches only itself; --undirected follows edges both ways")
+
+
 def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
     """Run ``tfront sssp``: check the input, then run the job as every job command does
     (:func:`~spark_plugin.jobs.command.run_job_command`: Spark settings and the line that says
@@ -104,16 +134,20 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
     already printed written). When every epoch is already final in ``--out`` this says so
     and returns 0 without starting Spark. In a process that already has an active Spark
     session (a test, a notebook) that session is used -- its settings win over ``--master``
-    and ``--conf`` -- and left running."""
+    and ``--conf`` -- and left running. A weighted input's first rows are checked as
+    ``src dst weight`` before Spark starts. When the last epoch reached no vertex but the
+    source, a warning says why (:func:`source_note`: the source is in no edge, or has no
+    outgoing one)."""
     if args.overwrite and args.out is None:
         parser.error("sssp --overwrite needs --out")
     if not os.path.exists(args.edges):   # a typo: before importing the Spark side
         raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
-    if not args.weighted:
-        from spark_plugin.jobs.edges import check_input
-
-        for note in check_input(args.edges, args.epochs, follow=args.follow):
-            print(f"tfront sssp: warning: {note}", file=sys.stderr, flush=True)
+    if args.weighted:   # every file's first rows, as 'src dst weight'
+        from spark_plugin.jobs.sssp.io import check_weighted_input as check
+    else:
+        from spark_plugin.jobs.edges import check_input as check
+    for note in check(args.edges, args.epochs, follow=args.follow):
+        print(f"tfront sssp: warning: {note}", file=sys.stderr, flush=True)
     from spark_plugin.jobs.sssp.job import driver_finish_rows, run_sssp, sssp_fingerprint
 
     epochs = args.epochs or 1
@@ -122,6 +156,13 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
         rows, why = driver_finish_rows(spark)
         return (f"epochs of up to {rows:,} edges in all finish on the driver ({why}); past "
                 f"that one Spark job per round, vertices placed by {args.partitioner}")
+
+    def after(res, level, warn) -> None:
+        if res.epochs and res.epochs[-1].reached <= 1:   # the source reaches only itself
+            note = source_note(args.edges, args.source, weighted=args.weighted,
+                               undirected=args.undirected)
+            if note:
+                warn(note)
 
     def run(spark, level, on_epoch):
         return run_sssp(spark, args.edges, args.source, epochs=epochs, out=args.out,
@@ -132,7 +173,7 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
                         partitioner=args.partitioner)
 
     return run_job_command(
-        args, name="sssp", what="distances", run=run, banner=banner,
+        args, name="sssp", what="distances", run=run, banner=banner, after=after,
         memory_hint="lower TFRONT_SSSP_DRIVER_ROWS so that the driver holds fewer edges",
         fingerprint=sssp_fingerprint(args.edges, epochs, args.follow, args.source,
                                      args.weighted, args.undirected))

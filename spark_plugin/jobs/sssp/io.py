@@ -24,10 +24,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from spark_plugin.jobs.edges import (EdgeInputError, _check_epochs, _check_parquet, _kind, _open_text,
-                     _table_sources, epoch_sources)
+from spark_plugin.jobs.edges import (EdgeInputError, ParquetSlice, _check_epochs, _check_parquet,
+                                     _kind, _open_text, _peek_text, _table_sources,
+                                     check_input, epoch_sources)
 
-__all__ = ["WEIGHTED_SCHEMA", "read_weighted_edges", "weighted_table", "weighted_epoch_sources"]
+__all__ = ["WEIGHTED_SCHEMA", "read_weighted_edges", "weighted_table", "weighted_epoch_sources",
+           "check_weighted_input"]
 
 #: The schema :func:`read_weighted_edges` returns.
 WEIGHTED_SCHEMA = pa.schema([pa.field("src", pa.int64(), nullable=False),
@@ -95,8 +97,14 @@ def read_weighted_edges(path) -> pa.Table:
         except (pa.ArrowInvalid, OSError) as e:
             raise EdgeInputError(f"{path}: not a readable Parquet file ({e})", str(path)) from None
         return weighted_table(t, str(path))
+    return _weighted_lines(path, _open_text(path).splitlines())
+
+
+def _weighted_lines(path: Path, lines: list[str]) -> pa.Table:
+    """The text lines of a weighted edge file (its first ones, or all) as
+    :data:`WEIGHTED_SCHEMA`, validated (lines named 1-based)."""
     rows, numbers = [], []
-    for no, raw in enumerate(_open_text(path).splitlines(), 1):
+    for no, raw in enumerate(lines, 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
@@ -104,8 +112,9 @@ def read_weighted_edges(path) -> pa.Table:
         if not rows and len(fields) == 3 and not (_INT.match(fields[0]) and _INT.match(fields[1])):
             continue   # a header line
         if len(fields) != 3:
-            raise EdgeInputError(f"{path}:{no}: malformed line {raw!r}: expected 'src dst weight'",
-                                 str(path), no)
+            raise EdgeInputError(f"{path}:{no}: malformed line {raw!r}: expected 'src dst weight'"
+                                 + (" (--weighted: every edge has a third field, its weight)"
+                                    if len(fields) == 2 else ""), str(path), no)
         rows.append(fields)
         numbers.append(no)
     ids = np.zeros((len(rows), 2), np.int64)
@@ -128,6 +137,41 @@ def read_weighted_edges(path) -> pa.Table:
     _check_weights(w, str(path), numbers)
     return pa.Table.from_arrays([pa.array(ids[:, 0]), pa.array(ids[:, 1]), pa.array(w)],
                                 schema=WEIGHTED_SCHEMA)
+
+
+def check_weighted_input(edges, epochs: int | None = None, *,
+                         follow: float | None = None, peek: int = 1 << 16) -> list[str]:
+    """:func:`~spark_plugin.jobs.edges.check_input` for a weighted input, before a Spark
+    session starts: the same checks of the input and its epochs, with every file's first
+    rows read as ``src dst weight`` (a Parquet file: its columns ``src``, ``dst`` and
+    ``weight`` and its first rows). Returns the notes for the user.
+
+    Raises
+    ------
+    EdgeInputError
+        Naming the file (and line), and ``--weighted`` where the weight is missing.
+    """
+    return check_input(edges, epochs, follow=follow, peek=peek, check_file=_check_weighted_file)
+
+
+def _check_weighted_file(f: Path, peek: int) -> bool:
+    """Validate the first rows of one weighted edge file; ``False`` when it certainly has
+    no edges."""
+    if _kind(f) == "parquet":
+        pf = ParquetSlice._open(f)
+        names = pf.schema_arrow.names
+        if "weight" not in names:
+            raise EdgeInputError(f"{f}: Parquet file has no column 'weight' (columns: "
+                                 f"{', '.join(names)}); --weighted needs src, dst and weight",
+                                 str(f))
+        if pf.metadata.num_rows == 0:
+            return False
+        batch = next(pf.iter_batches(batch_size=1024, columns=["src", "dst", "weight"]), None)
+        if batch is not None:
+            weighted_table(pa.Table.from_batches([batch]), str(f))
+        return True
+    lines, whole = _peek_text(f, peek)
+    return _weighted_lines(f, lines).num_rows > 0 or not whole
 
 
 def weighted_epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,

@@ -836,7 +836,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         existing ``out`` of the same job skips the epochs already final there (not re-read,
         not written again) and resumes from the last one's labels.
     overwrite : bool
-        Remove the content of an existing ``out`` first and start from epoch 0.
+        Remove what a job wrote into an existing ``out`` and start from epoch 0 (an ``out``
+        that holds anything else, or is or contains the input, is refused).
     loop_checkpoint : float or "off", optional
         With a local ``out``: write the Spark loop's state (its edges after a small-star
         stage) into ``out`` as a *loop checkpoint* when at least this many seconds have

@@ -2,17 +2,22 @@
 messages, ``--version``, ``info``'s versions, a closed stdout, CLI wording of engine errors,
 and input checks that happen before Spark starts."""
 
+import argparse
+import ast
 import json
 import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from engine.cli.main import EXIT_BROKEN_PIPE, _parser, main
 from engine.core.workload import REPLAY_HEADER, parse_workload
 from engine.errors import WorkloadFormatError
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def parse_error(capsys, *argv):
@@ -217,3 +222,40 @@ def test_gh23_unreadable_files_are_named_without_errno_text(capsys, tmp_path, co
             assert err.startswith(f"tfront {command}: error: {path}"), err
         assert what in err, err
         assert "Errno" not in err and err.count("\n") == 1 and out == ""
+
+
+def _parsers(parser):
+    """``parser`` and every parser below it (the commands', the commands' subcommands')."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+@pytest.mark.parametrize(("argv", "bad"), [
+    (["wcc", "g.txt", "--out", "o", "--overwrit"], "--overwrit"),
+    (["wcc", "g.txt", "--epoch", "2"], "--epoch"),
+    (["sssp", "g.txt", "--source", "1", "--weight"], "--weight"),
+    (["sssp", "g.txt", "--sourc", "1"], "--source"),   # the required one is missing
+    (["replay", "w.txt", "--work", "2"], "--work"),
+    (["rollback", "r.txt", "--solv", "batched"], "--solv"),
+])
+def test_an_abbreviated_option_is_refused_gh23(capsys, argv, bad):
+    """Issue 23 item 10: ``--overwrit`` used to run as ``--overwrite``. No parser of
+    ``tfront`` matches prefixes; every parser of the tree is made with allow_abbrev=False."""
+    code, err = parse_error(capsys, *argv)
+    assert code == 2 and bad in err, err
+    parsers = list(_parsers(_parser()))
+    assert len(parsers) > 7 and all(not p.allow_abbrev for p in parsers), \
+        [p.prog for p in parsers if p.allow_abbrev]
+    made = []
+    for path in ROOT.glob("**/*.py"):   # every parser of the tree's modules and scripts
+        if ".venv" in path.parts or "tests" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "ArgumentParser":
+                made.append((str(path.relative_to(ROOT)), any(
+                    k.arg == "allow_abbrev" and getattr(k.value, "value", True) is False
+                    for k in node.keywords)))
+    assert len(made) > 10 and all(ok for _, ok in made), [p for p, ok in made if not ok]

@@ -285,15 +285,15 @@ def test_resume_in_process_overwrite_and_another_jobs_out(spark, tmp_path, monke
 
 
 def test_an_out_that_is_not_a_resumable_job_is_refused(tmp_path):
+    """Also with overwrite (issue 23 item 1): it removes only what a job wrote."""
     out = tmp_path / "out"
     out.mkdir()
     (out / "part-0.parquet").write_bytes(b"x")
     job = {"input": "x", "epochs": 1}
-    with pytest.raises(OutputStateError, match=f"no {MANIFEST}.*--overwrite"):
-        OutputLog.open(out, job)
-    assert os.listdir(out) == ["part-0.parquet"]
-    log, resume = OutputLog.open(out, job, overwrite=True)
-    assert resume.epoch == 0 and os.listdir(out) == [MANIFEST]
+    for overwrite in (False, True):
+        with pytest.raises(OutputStateError, match=f"no {MANIFEST}.*--overwrite"):
+            OutputLog.open(out, job, overwrite=overwrite)
+        assert os.listdir(out) == ["part-0.parquet"]
 
 
 @pytest.mark.spark
@@ -348,8 +348,9 @@ def test_a_uri_out_goes_through_hadoop_and_resumes_a_killed_run(tmp_path):
 @pytest.mark.spark
 def test_a_uri_out_refuses_what_it_cannot_resume_and_overwrite_starts_over(spark, tmp_path):
     """Through Hadoop's FileSystem as locally: a rerun after success does nothing and says
-    so; another job's --out is refused naming what differs, changing nothing; a directory without a manifest is refused unless overwrite;
-    overwrite starts over; a manifest version that does not verify is passed over for the
+    so; another job's --out is refused naming what differs, changing nothing; a directory
+    without a manifest is refused, with overwrite too (issue 23: it removes only what a job
+    wrote); overwrite starts over; a manifest version that does not verify is passed over for the
     one before; a local run's single-file manifest is read and replaced by a version."""
     edges = tmp_path / "g.txt"
     edges.write_text("0 1\n1 2\n3 4\n")
@@ -383,11 +384,10 @@ def test_a_uri_out_refuses_what_it_cannot_resume_and_overwrite_starts_over(spark
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "part-0.parquet").write_bytes(b"x")
-    with pytest.raises(OutputStateError, match=f"no {MANIFEST}.*--overwrite"):
-        OutputLog.open(foreign.as_uri(), job, spark=spark)
-    assert os.listdir(foreign) == ["part-0.parquet"]
-    log, resume = OutputLog.open(foreign.as_uri(), job, spark=spark, overwrite=True)
-    assert resume.epoch == 0 and _listed(foreign) == {_manifest_name(foreign)}
+    for overwrite in (False, True):
+        with pytest.raises(OutputStateError, match=f"no {MANIFEST}.*--overwrite"):
+            OutputLog.open(foreign.as_uri(), job, spark=spark, overwrite=overwrite)
+        assert os.listdir(foreign) == ["part-0.parquet"]
 
     local = tmp_path / "local-out"         # written by a bare path: one manifest file
     run_wcc(spark, str(edges), epochs=2, out=str(local), progress=False)

@@ -3,12 +3,13 @@
 What it measures
 ----------------
 Every graph of ``--graphs`` runs through ``run_wcc`` as one epoch **forced onto the Spark
-loop** (``TFRONT_WCC_DRIVER_ROWS=0``: no epoch is finished on the driver), with each
-partitioner of ``--partitioners`` (``locality``, ``hash``), in one Spark session
+loop** (``TFRONT_WCC_DRIVER_ROWS=0``: no epoch is finished on the driver; ``--driver-rows``
+changes that), with each partitioner of ``--partitioners`` (``locality``, ``hash``; ``none``
+passes no ``partitioner``, for the job before it existed), in one Spark session
 (``local[2]``, ``--partitions`` P, default 4). Recorded per run: the epoch's ``rounds``
 (loop iterations, the epoch line's count), ``stages`` (Spark stages the job ran),
-``spark_jobs`` (Spark jobs the run submitted, from the status tracker: stages, progress
-collections, the labels), the components (checked against scipy), the share of cut edges
+``spark_jobs`` (Spark jobs the run submitted, counted from Spark's status tracker by
+:mod:`perf.spark_jobs`), the components (checked against scipy), the share of cut edges
 when partitioned by locality, and wall seconds (noisy: a shared 2-core machine).
 
 Graphs (``--graphs``, comma separated): ``pathN`` (a path of N vertices, ids in order),
@@ -53,27 +54,22 @@ def make_graph(name: str) -> tuple[np.ndarray, np.ndarray]:
     raise ValueError(f"unknown graph {name!r} (pathN, rpathN, gridN, rmatS_M)")
 
 
-def spark_jobs(sc) -> int:
-    """The number of Spark jobs the session has run (the status tracker's newest job id)."""
-    ids = sc.statusTracker().getJobIdsForGroup(None)
-    return max(ids) + 1 if ids else 0
-
-
 def run_one(spark, src, dst, partitioner, P, driver_rows="0") -> dict:
     from spark_plugin.jobs.wcc.job import run_wcc
 
     rows = float(driver_rows)
     os.environ["TFRONT_WCC_DRIVER_ROWS"] = str(int(rows * src.size) if rows < 1 else int(rows))
 
+    from perf.spark_jobs import JobCount
+
     table = pa.table({"src": src, "dst": dst})
-    sc = spark.sparkContext
-    j0 = spark_jobs(sc)
+    count = JobCount(spark.sparkContext)
     t0 = time.perf_counter()
     kw = {} if partitioner is None else {"partitioner": partitioner}
     res = run_wcc(spark, table, partitions=P, progress=False, backend="cpu", **kw)
     secs = time.perf_counter() - t0
     s = res.epochs[0]
-    return {"rounds": s.rounds, "stages": res.stages, "spark_jobs": spark_jobs(sc) - j0,
+    return {"rounds": s.rounds, "stages": res.stages, **count.stop(),
             "components": s.components, "cut": getattr(s, "cut", None),
             "seconds": round(secs, 2), "line": s.line()}
 
@@ -93,8 +89,11 @@ def main(argv=None) -> int:
     say = progress(args.quiet)
     from spark_plugin.session.config import build_session
 
+    from perf.spark_jobs import RETAINED_JOBS
+
     spark = build_session("local", cores=2, app_name="bench-wcc-rounds", conf={
         "spark.master": "local[2]", "spark.ui.enabled": "false",
+        "spark.ui.retainedJobs": str(RETAINED_JOBS),
         "spark.sql.shuffle.partitions": str(args.partitions),
         "spark.default.parallelism": str(args.partitions)})
     spark.sparkContext.setLogLevel("ERROR")

@@ -34,6 +34,7 @@ only ever decides from frontiers (docs/wcc.md):
 from __future__ import annotations
 
 import logging
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass

@@ -12,9 +12,11 @@ endpoint that comes first: a task gets a connected stretch of the graph wherever
 follows the graph, and only the *cut edges* -- whose endpoints fall into different ranges
 -- are left for the loop.
 
-The orders tried (:func:`locality_partition`), each ``O(m log m)`` over the epoch's new edges
-on the driver (which holds them already: it reads and ships them), the one with the fewer
-cut edges taken:
+The ranges and the cut are :mod:`gpu_kernels.locality`'s, which SSSP's partitioner uses
+too; SSSP orders its vertices breadth-first, which for WCC would be solving the problem on
+the driver. The orders tried here (:func:`locality_partition`) are sorts, ``O(m log m)`` over
+the epoch's new edges on the driver (which holds them already: it reads and ships them), the
+one with the fewer cut edges taken:
 
 * ``id`` -- the vertex ids themselves: graphs whose ids follow their structure (a path or a
   grid numbered in order, ids assigned by a crawl);
@@ -32,7 +34,7 @@ carry a key that hashes to the range's partition (:func:`hash_preimages`, Spark'
 >>> a, b = np.arange(99), np.arange(1, 100)          # a path, ids in order
 >>> lp = locality_partition(a, b, 4)
 >>> lp.order, lp.cut_edges, np.bincount(lp.part).tolist()
-('id', 3, [24, 25, 25, 25])
+('id', 3, [25, 25, 25, 24])
 >>> perm = np.random.default_rng(1).permutation(100)  # the same path, ids shuffled
 >>> lp = locality_partition(perm[:-1], perm[1:], 4)
 >>> lp.order, lp.cut_edges
@@ -61,34 +63,23 @@ class Partitioner(Choice):
 
 @dataclass(frozen=True)
 class LocalityPartition:
-    """The partition of each edge (``part``, int64 in ``[0, P)``), the order that gave it
-    (``"id"`` or ``"first"``) and its number of cut edges (endpoints in different ranges;
-    self-loops are never cut) among ``edges``."""
+    """The partition of each edge (``part``, int64 in ``[0, P)``: its leading endpoint's),
+    the order that gave it (``"id"`` or ``"first"``), its number of cut edges (endpoints in
+    different partitions; a self-loop is never cut) among ``edges``, and the partition of
+    each vertex (``vertex_part``, int32, indexed like ``vertices``, the sorted distinct ids).
+    """
 
     part: np.ndarray
     order: str
     cut_edges: int
     edges: int
+    vertices: np.ndarray
+    vertex_part: np.ndarray
 
     @property
     def cut(self) -> float:
         """The share of cut edges (0 for no edges)."""
         return self.cut_edges / self.edges if self.edges else 0.0
-
-
-def _ranges(ka: np.ndarray, kb: np.ndarray, P: int) -> tuple[np.ndarray, int]:
-    """Partition of each edge whose endpoints have order keys ``ka``, ``kb``: ``P`` ranges of
-    the key holding equal numbers of edges (by the smaller key; edges with equal keys stay
-    in one range), each edge in the range of its smaller key. Returns the partitions and the
-    number of edges whose endpoints fall into different ranges."""
-    lo = np.minimum(ka, kb)
-    m = lo.shape[0]
-    srt = np.sort(lo)
-    bounds = srt[(np.arange(1, P) * m) // P] if m else np.zeros(0, lo.dtype)
-    part = np.searchsorted(bounds, lo, side="right")
-    cut = int(np.count_nonzero(part != np.searchsorted(bounds, np.maximum(ka, kb),
-                                                       side="right")))
-    return part.astype(np.int64), cut
 
 
 def locality_partition(a: np.ndarray, b: np.ndarray, P: int) -> LocalityPartition:
@@ -105,29 +96,46 @@ def locality_partition(a: np.ndarray, b: np.ndarray, P: int) -> LocalityPartitio
     -------
     LocalityPartition
         Of the orders ``id`` and ``first`` (module docstring), the one with the fewer cut
-        edges (``id`` on a tie).
+        edges (``id`` on a tie). Each order is cut into ``P`` contiguous ranges of about
+        equal numbers of edges (:func:`gpu_kernels.locality.range_parts`, each vertex
+        weighing the edges it leads), and each edge goes to the range of its endpoint that
+        comes first in the order (its *leader*).
 
     Notes
     -----
-    ``O(m log m)``: a sort of the keys per order, and ``np.unique`` of the endpoints for
-    ``first``; about 60 bytes per edge of temporary memory.
+    ``O(m log m)``: one stable sort of the ``2 m`` endpoints (``np.unique`` with the first
+    positions and the inverse), then ``O(m)`` per order; about 60 bytes per edge of
+    temporary memory.
     """
+    from gpu_kernels.locality import cut_edges, range_parts
+
     a = np.asarray(a, np.int64)
     b = np.asarray(b, np.int64)
     if P < 1:
         raise ValueError(f"P must be positive, got {P}")
     m = a.shape[0]
-    part, cut = _ranges(a, b, P)
-    best = LocalityPartition(part, "id", cut, m)
-    if m and cut:
-        # first appearance in the stream a[0], b[0], a[1], b[1], ...
-        ends = np.empty(2 * m, np.int64)
-        ends[0::2], ends[1::2] = a, b
-        _, first, inv = np.unique(ends, return_index=True, return_inverse=True)
-        pos = first[inv.reshape(-1)]
-        part, cut = _ranges(pos[0::2], pos[1::2], P)
-        if cut < best.cut_edges:
-            best = LocalityPartition(part, "first", cut, m)
+    if m == 0:
+        z = np.zeros(0, np.int64)
+        return LocalityPartition(z, "id", 0, 0, z, np.zeros(0, np.int32))
+    ends = np.empty(2 * m, np.int64)   # the stream a[0], b[0], a[1], b[1], ...
+    ends[0::2], ends[1::2] = a, b
+    vertices, first, inv = np.unique(ends, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    ia, ib = inv[0::2], inv[1::2]      # vertex indices: their order is the ids'
+    n = vertices.shape[0]
+    best = None
+    for name in ("id", "first"):
+        if best is not None and best.cut_edges == 0:
+            break
+        order = np.arange(n) if name == "id" else np.argsort(first)
+        rank = np.empty(n, np.int64)
+        rank[order] = np.arange(n)
+        lead = np.where(rank[ia] <= rank[ib], ia, ib)
+        vpart = range_parts(order, np.bincount(lead, minlength=n), P)
+        lp = LocalityPartition(vpart[lead].astype(np.int64), name, cut_edges(ia, ib, vpart), m,
+                               vertices, vpart)
+        if best is None or lp.cut_edges < best.cut_edges:
+            best = lp
     return best
 
 

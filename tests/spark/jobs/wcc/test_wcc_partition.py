@@ -18,20 +18,6 @@ from spark_plugin.jobs.wcc.partition import (Partitioner, hash_preimages, locali
 from wcc_cases import expected_labels
 
 
-def _bucket_of_each_end(a, b, lp, key):
-    """The ranges each endpoint falls into, recomputed from the edges' partitions: the range of
-    a key is that of the smallest edge key at least as large (``part`` is monotone in key)."""
-    ka, kb = key(a), key(b)
-    lo = np.minimum(ka, kb)
-    order = np.argsort(lo, kind="stable")
-    srt, prt = lo[order], lp.part[order]
-
-    def bucket(k):
-        i = np.searchsorted(srt, k, side="right") - 1
-        return np.where(i >= 0, prt[np.maximum(i, 0)], 0)
-    return bucket(ka), bucket(kb)
-
-
 # -- the partitioner, without Spark --------------------------------------------------------------
 
 def test_a_path_in_order_is_cut_only_between_ranges():
@@ -52,7 +38,10 @@ def test_a_path_in_order_is_cut_only_between_ranges():
 
 @given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=120),
        st.integers(1, 9))
-def test_every_edge_lies_in_the_range_of_its_first_endpoint_and_cuts_are_counted(edges, P):
+def test_every_edge_lies_in_the_range_of_its_leader_and_cuts_are_counted(edges, P):
+    """The vertices' partitions are ranges of the order the result names (ids, or first
+    appearance in the stream a0, b0, a1, b1, ...); each edge is in its leader's (the endpoint
+    first in that order); the cut edges are those whose endpoints' partitions differ."""
     a = np.array([e[0] for e in edges], np.int64)
     b = np.array([e[1] for e in edges], np.int64)
     lp = locality_partition(a, b, P)
@@ -60,22 +49,17 @@ def test_every_edge_lies_in_the_range_of_its_first_endpoint_and_cuts_are_counted
     assert ((lp.part >= 0) & (lp.part < P)).all()
     if not len(edges):
         return
-    if lp.order == "id":
-        key = lambda x: x   # noqa: E731
-    else:
-        ends = np.empty(2 * len(a), np.int64)
-        ends[0::2], ends[1::2] = a, b
-        first = {}
-        for i, v in enumerate(ends.tolist()):
-            first.setdefault(v, i)
-        key = lambda x: np.array([first[v] for v in x.tolist()], np.int64)   # noqa: E731
-    lo = np.minimum(key(a), key(b))
-    # ranges of the key: in order of the key, equal keys in one range
-    order = np.argsort(lo, kind="stable")
-    assert np.all(np.diff(lp.part[order]) >= 0)
-    ba, bb = _bucket_of_each_end(a, b, lp, key)
-    assert lp.cut_edges == int(np.count_nonzero(ba != bb))
-    assert not (lp.part[a == b] != ba[a == b]).any()
+    first = {}
+    for i, v in enumerate(np.column_stack([a, b]).ravel().tolist()):
+        first.setdefault(v, i)
+    assert lp.vertices.tolist() == sorted(first)
+    vpart = dict(zip(lp.vertices.tolist(), lp.vertex_part.tolist()))
+    key = (lambda v: v) if lp.order == "id" else first.__getitem__
+    by_key = [vpart[v] for v in sorted(vpart, key=key)]
+    assert by_key == sorted(by_key)                      # ranges of the order
+    lead = [x if key(x) <= key(y) else y for x, y in zip(a.tolist(), b.tolist())]
+    assert lp.part.tolist() == [vpart[v] for v in lead]
+    assert lp.cut_edges == sum(vpart[x] != vpart[y] for x, y in zip(a.tolist(), b.tolist()))
 
 
 def test_spark_hash_of_a_long_in_numpy():

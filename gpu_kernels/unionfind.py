@@ -16,6 +16,10 @@ saying whether the edge is new in this iteration (the job's loop messages).
 * :func:`small_star` -- normalised rows ``(v, u)``, ``v < u``, grouped by ``u``: ``u`` and its
   smaller neighbours all become leaves of the smallest of them, ``m``. ``(m, u)`` is new iff
   some input edge of the group was new; ``(m, v)`` for ``v != m`` is always new.
+* :func:`root_links` -- rows ``(r, v)`` grouped by ``v``, ``r`` the root of a contracted
+  piece holding ``v`` (a root's own row ``(r, r)``): the roots of each vertex linked to the
+  smallest (new edges, the contracted graph) and every vertex that is no root pointed at it
+  (flagged not new: settled up to its root's component).
 
 The CPU versions are Numba ``@njit`` loops. The ``*_xp`` twins are the same functions written
 with array operations only (sort, gather, scatter-min, prefix sums) over an array module
@@ -34,8 +38,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["compact_ids", "uf_stars", "large_star", "small_star", "uf_stars_xp", "large_star_xp",
-           "small_star_xp", "scatter_min"]
+__all__ = ["compact_ids", "uf_stars", "large_star", "small_star", "root_links", "uf_stars_xp",
+           "large_star_xp", "small_star_xp", "root_links_xp", "scatter_min"]
 
 
 @njit(cache=True)
@@ -219,6 +223,60 @@ def small_star(lo: np.ndarray, hi: np.ndarray,
     return _small_star(lo[order], hi[order], new[order])
 
 
+@njit(cache=True)
+def _root_links(r, v):
+    n = v.shape[0]
+    out_a = np.empty(n, np.int64)
+    out_b = np.empty(n, np.int64)
+    out_f = np.empty(n, np.bool_)
+    k = 0
+    i = 0
+    while i < n:
+        j = i
+        x = v[i]
+        has_x = False
+        while j < n and v[j] == x:
+            has_x = has_x or r[j] == x
+            j += 1
+        m = r[i]  # rows sorted by (v, r): the smallest root of x
+        for t in range(i + 1, j):
+            w = r[t]
+            if w != r[t - 1] and w != m:
+                out_a[k] = m
+                out_b[k] = w
+                out_f[k] = True
+                k += 1
+        if not has_x:
+            out_a[k] = m
+            out_b[k] = x
+            out_f[k] = False
+            k += 1
+        i = j
+    return out_a[:k], out_b[:k], out_f[:k]
+
+
+def root_links(r: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Group rows ``(r, v)`` -- ``v`` belongs to the contracted component whose root (smallest
+    id) is ``r``, one row per contracted piece holding ``v``; a root ``r`` has its row ``(r,
+    r)`` -- by ``v``, and link the roots of each vertex.
+
+    For every vertex ``x`` with roots ``R`` (distinct ``r`` of its rows) and ``m = min(R)``:
+    a *link* ``(m, w)`` flagged new for every other root ``w`` in ``R``, and, unless ``x`` is
+    a root itself (``x`` in ``R``), its *pointer* ``(m, x)`` flagged not new. The links are
+    the contracted graph: its components are the graph's, restricted to the roots; a
+    pointer's vertex belongs to the component of the root it points to. Returns ``(a, b,
+    new)``, ``a < b``; cost ``O(n log n)`` (a sort).
+
+    >>> a, b, new = root_links(np.array([3, 1, 3, 5, 9]), np.array([3, 5, 5, 5, 10]))
+    >>> sorted(zip(a.tolist(), b.tolist(), new.tolist()))
+    [(1, 3, True), (1, 5, True), (9, 10, False)]
+    """
+    r = np.asarray(r, np.int64)
+    v = np.asarray(v, np.int64)
+    order = np.lexsort((r, v))
+    return _root_links(r[order], v[order])
+
+
 # -- array-module twins (CuPy on a GPU, NumPy in tests) -------------------------------------------
 
 
@@ -312,4 +370,32 @@ def small_star_xp(xp, lo, hi, new):
     out_a = xp.concatenate([lo[starts], m[leaves]])
     out_b = xp.concatenate([hi[starts], lo[leaves]])
     out_f = xp.concatenate([anynew, xp.ones(int(leaves.sum()), dtype=xp.bool_)])
+    return out_a, out_b, out_f
+
+
+def root_links_xp(xp, r, v):
+    """:func:`root_links` with array operations."""
+    r = xp.asarray(r, dtype=xp.int64)
+    v = xp.asarray(v, dtype=xp.int64)
+    if v.shape[0] == 0:
+        z = xp.zeros(0, xp.int64)
+        return z, z.copy(), xp.zeros(0, xp.bool_)
+    order = xp.lexsort(xp.stack([r, v]))
+    r, v = r[order], v[order]
+    start = _group_starts(xp, v)
+    starts = xp.flatnonzero(start)
+    group = xp.cumsum(start) - 1
+    m = r[starts][group]
+    is_root = (r == v).astype(xp.int64)
+    csum = xp.concatenate([xp.zeros(1, xp.int64), xp.cumsum(is_root)])
+    ends = xp.concatenate([starts[1:], xp.asarray([v.shape[0]], dtype=starts.dtype)])
+    has_x = (csum[ends] - csum[starts]) > 0
+    dup = xp.zeros(v.shape[0], dtype=xp.bool_)
+    dup[1:] = (v[1:] == v[:-1]) & (r[1:] == r[:-1])
+    links = ~dup & (r != m)
+    ptr = starts[~has_x]
+    out_a = xp.concatenate([m[links], r[ptr]])
+    out_b = xp.concatenate([r[links], v[ptr]])
+    out_f = xp.concatenate([xp.ones(int(links.sum()), dtype=xp.bool_),
+                            xp.zeros(ptr.shape[0], dtype=xp.bool_)])
     return out_a, out_b, out_f

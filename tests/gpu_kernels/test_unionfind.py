@@ -3,7 +3,8 @@
 With NumPy as the array module on Hypothesis edge lists (dense and spread-out ids, self-loops,
 duplicates, empty lists); with CuPy on a GPU (``gpu``, skipped without a usable device). The
 twins must give the *same* edges as the CPU versions -- ``uf_stars`` and ``large_star``
-exactly, in the same order; ``small_star`` as the same multiset of rows -- so that the WCC
+exactly, in the same order; ``small_star`` and ``root_links`` as the same multiset of rows
+-- so that the WCC
 job's labels do not depend on where a task ran.
 """
 
@@ -11,8 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from gpu_kernels.unionfind import (large_star, large_star_xp, small_star, small_star_xp, uf_stars,
-                                   uf_stars_xp)
+from gpu_kernels.unionfind import (large_star, large_star_xp, root_links, root_links_xp,
+                                   small_star, small_star_xp, uf_stars, uf_stars_xp)
 from strategies import examples
 
 
@@ -66,6 +67,31 @@ def test_small_star_xp_equals_small_star(edges, rnd):
     assert _rows(*got) == _rows(*want)
 
 
+def _contracted(a, b, parts):
+    """What the job's contract stage emits for the edges split into ``parts`` (part = index
+    mod ``parts``): each part's stars and its roots' rows ``(r, r)``."""
+    r, v = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for p in range(parts):
+        ra, rb = uf_stars(a[p::parts], b[p::parts])
+        roots = np.unique(ra)
+        r += [ra, roots]
+        v += [rb, roots]
+    return np.concatenate(r), np.concatenate(v)
+
+
+@examples(200)
+@given(edge_lists(), st.integers(1, 4))
+def test_root_links_xp_equals_root_links(edges, parts):
+    r, v = _contracted(*edges, parts)
+    got, want = root_links_xp(np, r, v), root_links(r, v)
+    assert [np.asarray(x).dtype for x in got] == [x.dtype for x in want]
+    assert _rows(*got) == _rows(*want)
+    # links are new, pointers not; each vertex that is no root has exactly one pointer
+    a, b, new = want
+    assert (a < b).all() and len(set(b[~new].tolist())) == int((~new).sum())
+    assert not set(b[~new].tolist()) & set(r[r == v].tolist())
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("n, m", [(1, 0), (10, 5), (1000, 3000), (200_000, 600_000)])
 def test_cupy_twins_equal_the_cpu_kernels(n, m):
@@ -88,3 +114,6 @@ def test_cupy_twins_equal_the_cpu_kernels(n, m):
         new = rng.random(lo.size) < 0.3
         got = small_star_xp(cupy, cupy.asarray(lo), cupy.asarray(hi), cupy.asarray(new))
         assert _rows(*(cupy.asnumpy(x) for x in got)) == _rows(*small_star(lo, hi, new))
+        r, v = _contracted(a, b, 3)
+        got = root_links_xp(cupy, cupy.asarray(r), cupy.asarray(v))
+        assert _rows(*(cupy.asnumpy(x) for x in got)) == _rows(*root_links(r, v))

@@ -75,6 +75,11 @@ def add_wcc(sub) -> argparse.ArgumentParser:
                    help=f"Spark master URL (default local[*]): {MASTER_FORMS}")
     w.add_argument("--partitions", type=positive_int, default=None, metavar="P",
                    help="Spark partitions per round (default: cores)")
+    w.add_argument("--partitioner", choices=["locality", "hash"], default="locality",
+                   help="how the contract stage of an epoch run on Spark partitions its edges: "
+                        "locality = ranges of the vertex ids or of their first appearance in "
+                        "the input, whichever cuts fewer edges (the epoch line says 'cut X%%'); "
+                        "hash = by least(src, dst). Default locality")
     w.add_argument("--backend", choices=[b.value for b in (Backend.AUTO, Backend.CPU, Backend.CUDA)],
                    default=None,
                    help="where the WCC kernels run, decided per task: cuda = each task's GPU where "
@@ -179,7 +184,8 @@ def main_wcc(args) -> int:
                        checkpoint_dir=getattr(args, "checkpoint_dir", None),
                        progress_log=getattr(args, "progress_log", None),
                        overwrite=bool(getattr(args, "overwrite", False)),
-                       loop_checkpoint=getattr(args, "loop_checkpoint", DEFAULT_LOOP_CHECKPOINT))
+                       loop_checkpoint=getattr(args, "loop_checkpoint", DEFAULT_LOOP_CHECKPOINT),
+                       partitioner=getattr(args, "partitioner", "locality"))
 
     return run_job_command(args, name="wcc", what="labels", run=run, banner=banner,
                            on_summary=empty_epoch, after=after,

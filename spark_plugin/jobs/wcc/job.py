@@ -34,6 +34,7 @@ only ever decides from frontiers (docs/wcc.md):
 from __future__ import annotations
 
 import logging
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -58,10 +59,11 @@ from spark_plugin.jobs.budget import (DRIVER_FINISH_ROWS, DRIVER_JVM_BYTES_PER_R
 from spark_plugin.jobs.budget import driver_finish_rows as budget_rows
 from spark_plugin.jobs.edges import EdgeInputError, edge_files, edge_format, even_cuts, read_edges
 from spark_plugin.jobs.recovery import LOOP_DIR
+from spark_plugin.jobs.wcc.partition import Partitioner, hash_preimages, locality_partition
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
            "EdgeInputError", "WccProtocolError", "WccKernels", "wcc_kernels", "WCC_BACKENDS",
-           "WccJob", "DEFAULT_LOOP_CHECKPOINT", "loop_checkpoint_seconds"]
+           "WccJob", "DEFAULT_LOOP_CHECKPOINT", "loop_checkpoint_seconds", "Partitioner"]
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +115,8 @@ def loop_checkpoint_seconds(value) -> float | None:
 EDGE_DDL = "a bigint, b bigint, f boolean"
 _EDGE_SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.int64())])
 #: Stage kinds as their steps are called in job descriptions and the progress log.
-_STEP_NAMES = {"small": "small-star", "large": "large-star"}
+_STEP_NAMES = {"small": "small-star", "large": "large-star", "links": "root-links",
+               "final": "union-find in one task"}
 #: The inputs a round's completion is read at (:meth:`~spark_plugin.jobs.framework.JobDriver.round_passed`):
 #: the label operator's feedback input (also the loop's convergence) and the star operator's.
 LABEL_IN0, STAR_IN0 = ("label", 0), ("star", 0)
@@ -191,6 +194,10 @@ class EpochSummary:
     (``"cpu"``, ``"cuda"``); the driver's finishing union-find counts as one task.
     ``source`` names what became the epoch (a file of a directory, or rows of a file);
     ``new_edges`` is the epoch's own input rows (``edges`` counts all epochs so far).
+    ``cut`` is the share of the contract stage's driver-held input rows (the new edges) whose
+    endpoints the locality partitioner put into different partitions, or ``None`` where no
+    locality partition was made (hash partitioning, an epoch finished on the driver from the
+    start, an epoch resumed from a loop checkpoint).
     """
 
     epoch: int
@@ -203,11 +210,16 @@ class EpochSummary:
     kernels: tuple = ()
     source: str = ""
     new_edges: int = 0
+    cut: float | None = None
 
     def line(self) -> str:
-        """``epoch E: vertices V, edges M, components C, rounds R, S.SS s, kernels cpu N``."""
+        """``epoch E: vertices V, edges M, components C, rounds R, S.SS s[, cut X.X%], kernels
+        cpu N``."""
         text = (f"epoch {self.epoch}: vertices {self.vertices}, edges {self.edges}, components "
                 f"{self.components}, rounds {self.rounds}, {self.seconds:.2f} s")
+        if self.cut is not None:
+            pct = 100 * self.cut
+            text += f", cut {pct:.1f}%" if pct >= 1 or pct == 0 else f", cut {pct:.2g}%"
         if self.kernels:
             text += ", kernels " + " ".join(f"{b} {n}" for b, n in self.kernels)
         return text
@@ -234,17 +246,19 @@ class WccResult(JobResult):
 
 @dataclass(frozen=True)
 class WccKernels:
-    """The three WCC kernels one task runs, bound to where they run.
+    """The four WCC kernels one task runs, bound to where they run.
 
-    ``contract(a, b) -> (root, leaf)``, ``large(u, v) -> (a, b, new)`` and ``small(lo, hi,
-    new) -> (a, b, new)`` take and return NumPy arrays (:mod:`gpu_kernels.unionfind`), on the
-    CPU or, through the CuPy twins, on ``placement.device``.
+    ``contract(a, b) -> (root, leaf)``, ``large(u, v) -> (a, b, new)``, ``small(lo, hi,
+    new) -> (a, b, new)`` and ``links(r, v) -> (a, b, new)`` take and return NumPy arrays
+    (:mod:`gpu_kernels.unionfind`), on the CPU or, through the CuPy twins, on
+    ``placement.device``.
     """
 
     placement: KernelPlacement
     contract: Callable
     large: Callable
     small: Callable
+    links: Callable
 
 
 def wcc_kernels(requested: "Backend | str", rows: int | None = None) -> WccKernels:
@@ -264,21 +278,24 @@ def wcc_kernels(requested: "Backend | str", rows: int | None = None) -> WccKerne
     -------
     WccKernels
         On a usable GPU, the CuPy twins (``uf_stars_xp``, ``large_star_xp``,
-        ``small_star_xp`` with ``xp = cupy``): each call copies its NumPy inputs to the
+        ``small_star_xp``, ``root_links_xp`` with ``xp = cupy``): each call copies its NumPy inputs to the
         device once and its outputs back once (a task calls one kernel). Otherwise the Numba
-        kernels (``uf_stars``, ``large_star``, ``small_star``); ``cpu`` never imports CuPy.
+        kernels (``uf_stars``, ``large_star``, ``small_star``, ``root_links``); ``cpu`` never
+        imports CuPy.
         Both give the same edges (the tests check it), so the labels do not depend on where a
         task ran.
     """
     placement = place_kernels(requested, rows)
     if placement.backend is Backend.CUDA:
-        from gpu_kernels.unionfind import large_star_xp, small_star_xp, uf_stars_xp
+        from gpu_kernels.unionfind import (large_star_xp, root_links_xp, small_star_xp,
+                                           uf_stars_xp)
 
         return WccKernels(placement, *(_on_device(fn, placement.device)
-                                       for fn in (uf_stars_xp, large_star_xp, small_star_xp)))
-    from gpu_kernels.unionfind import large_star, small_star, uf_stars
+                                       for fn in (uf_stars_xp, large_star_xp, small_star_xp,
+                                                  root_links_xp)))
+    from gpu_kernels.unionfind import large_star, root_links, small_star, uf_stars
 
-    return WccKernels(placement, uf_stars, large_star, small_star)
+    return WccKernels(placement, uf_stars, large_star, small_star, root_links)
 
 
 def _on_device(fn, device: int) -> Callable:
@@ -304,16 +321,28 @@ class _Stage(StageTask):
     previous epoch's stars, under its capability ``(e, 0)``, which task 0 moves on to
     ``(e + 1, 0)`` (or drops, when no epoch follows: ``more``). ``small`` consumes every row
     at ``star.in0 (e, i)`` and produces its new edges on ``star.out0``, which the feedback
-    operator consumes at ``(e, i)`` and produces at ``(e, i + 1)`` (to ``label.in0``). The
-    kernels are :func:`wcc_kernels`' for ``backend``; the progress rows name where they ran.
+    operator consumes at ``(e, i)`` and produces at ``(e, i + 1)`` (to ``label.in0``).
+    ``final`` (the star operator's stage of the iteration whose rows all go to one task, in
+    place of ``small``) consumes the same and contracts them with a union-find into the
+    loop's fixed point, its output stars flagged not new: nothing goes round the loop.
+    ``links`` (the star operator's stage of iteration 0 of the Spark loop, in place of
+    ``small``) consumes the same and produces the links between the contracted pieces' roots
+    (:func:`gpu_kernels.unionfind.root_links`) as its new edges; the pointers of the other
+    vertices to their roots are its state (not new). With ``roots`` (the Spark loop's
+    contract stage) the contract stage also emits each local root ``r``'s row ``(r, r)``
+    (flagged new), which ``links`` needs to tell roots from the vertices pointing at them.
+    The kernels are :func:`wcc_kernels`' for ``backend``; the progress rows name where they
+    ran.
     """
 
     data_schema = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("f", pa.bool_())])
 
     def __init__(self, kind: str, epoch: int, it: int, seq: int, large: bool,
-                 wrap: Callable | None, backend: Backend = Backend.CPU, more: bool = True):
+                 wrap: Callable | None, backend: Backend = Backend.CPU, more: bool = True,
+                 roots: bool = False):
         super().__init__(seq, PRODUCER, large, wrap)
         self.kind, self.epoch, self.it, self.backend, self.more = kind, epoch, it, backend, more
+        self.roots = roots
 
     def work(self, cols, part):
         a, b, f = cols["a"], cols["b"], cols["f"]
@@ -324,6 +353,10 @@ class _Stage(StageTask):
             report.consumed("label", 1, t, int(f.sum()))
             oa, ob = kernels.contract(a, b)
             of = _changed_stars(a, b, f, oa, ob)
+            if self.roots:   # each local root's own row, (r, r)
+                r = np.unique(oa)
+                oa, ob = np.concatenate([oa, r]), np.concatenate([ob, r])
+                of = np.concatenate([of, np.ones(len(r), np.bool_)])
             report.produced("label", 0, t, len(oa))
             if part == 0:   # the label operator's capability for its state moves on
                 report.capabilities("label", 0, t, -1)
@@ -333,9 +366,14 @@ class _Stage(StageTask):
             report.consumed("label", 0, t, int((f & (a < b)).sum()))
             oa, ob, of = kernels.large(a, b)
             report.produced("label", 0, t, len(oa))
+        elif self.kind == "final":   # every row of the loop is here: the fixed point
+            report.consumed("star", 0, t, len(a))
+            oa, ob = kernels.contract(a, b)
+            of = np.zeros(len(oa), np.bool_)
         else:
             report.consumed("star", 0, t, len(a))
-            oa, ob, of = kernels.small(a, b, f)
+            oa, ob, of = (kernels.small(a, b, f) if self.kind == "small"
+                          else kernels.links(a, b))
             new = int(of.sum())
             report.produced("star", 0, t, new)
             report.consumed("feedback", 0, t, new)   # around the loop: (e, i) -> (e, i + 1)
@@ -417,6 +455,7 @@ class _WarmKernels:
             k.contract(x, y)
             k.large(x, y)
             k.small(x, y, new)
+            k.links(x, y)
         return iter(())
 
 
@@ -482,11 +521,13 @@ class WccJob(EpochJob):
     result_type = WccResult
 
     def __init__(self, *args, loop_checkpoint: "float | str | None" = DEFAULT_LOOP_CHECKPOINT,
-                 **kwargs):
+                 partitioner: "Partitioner | str" = Partitioner.LOCALITY, **kwargs):
+        self.partitioner = Partitioner.parse(partitioner)   # before Spark does anything
         super().__init__(*args, **kwargs)
         self.loop_checkpoint = loop_checkpoint_seconds(loop_checkpoint)
 
     state = None        # converged stars (a = component, b = vertex): a DataFrame or arrays
+    _resumed_pointers = False   # the loop checkpoint read back holds pointers (a > b)
     labels = None       # vertex, component of all vertices seen so far
     state_ids: set = frozenset()
     labels_ids: set = frozenset()
@@ -562,7 +603,8 @@ class WccJob(EpochJob):
     def summary(self, e, outcome, *, seconds, frontier, kernels, source, new_rows,
                 rows_so_far):
         return EpochSummary(e, outcome.rows, rows_so_far, outcome.stats["components"],
-                            outcome.rounds, seconds, frontier, kernels, source, new_rows)
+                            outcome.rounds, seconds, frontier, kernels, source, new_rows,
+                            outcome.stats.get("cut"))
 
     # -- the algorithm ---------------------------------------------------------------------
     def epoch(self, e, inp):
@@ -578,8 +620,6 @@ class WccJob(EpochJob):
             src = t.column("src").combine_chunks() if inp.rows else pa.array([], pa.int64())
             dst = t.column("dst").combine_chunks() if inp.rows else pa.array([], pa.int64())
             new_tbl = pa.table({"a": src, "b": dst, "f": pa.array(np.ones(inp.rows, np.bool_))})
-        if held and not on_driver:        # back to Spark: the stars become a DataFrame
-            self.state = spark.createDataFrame(_stars_table(*self.state), schema=EDGE_DDL)
         if isinstance(self.labels, pa.Table) and not on_driver:
             self.labels = spark.createDataFrame(self.labels,
                                                 schema="vertex bigint, component bigint")
@@ -594,45 +634,76 @@ class WccJob(EpochJob):
         return self._spark_loop(e, new_tbl)
 
     def _stage(self, kind, df, e, it, key):
-        """One Spark stage of ``kind`` on ``df``, partitioned by ``key``."""
+        """One Spark stage of ``kind`` on ``df``, partitioned by ``key`` (the contract stage
+        with the roots' rows, for the ``links`` stage after it)."""
         d = self.driver
         return d.run_stage(lambda s: _Stage(kind, e, it, s, d.large, d.task_wrapper,
-                                            d.requested, self.more),
+                                            d.requested, self.more, roots=True),
                            df, key, _STEP_NAMES.get(kind, kind), e, it)
 
     def _spark_loop(self, e, new_tbl) -> EpochOutcome:
-        """Contract, then small-star / large-star until the frontier at ``label.in0`` has no
-        element of epoch ``e``; the labels of every vertex seen so far, checkpointed. After
-        a small-star stage that leaves the loop running, the state is written to ``out`` as a
-        loop checkpoint when :attr:`loop_checkpoint` seconds have passed since the epoch's
-        last one; an epoch the rollback kept a checkpoint of resumes from it."""
+        """Contract (partitioned by :meth:`_contract_input`), link the contracted pieces'
+        roots (setting the other vertices' pointers aside), then large-star / small-star on
+        the links until the frontier at ``label.in0`` has no element of epoch ``e``; the
+        stars of every vertex (:meth:`_resolve`) and the labels of every vertex seen so far,
+        checkpointed (docs/wcc.md, "Algorithm").
+
+        Before each star-operator stage, the rows in flight at ``star.in0`` are read from the
+        tracker: when they fit the driver (:func:`driver_finish_rows`), the driver collects
+        them and finishes the loop with one union-find (:meth:`_finish_loop_on_driver`);
+        when they fit one task (:meth:`_task_rows`), they all go to one task, whose
+        union-find is the fixed point (stage ``final``). After a star-operator stage that
+        leaves the loop running, the state is written to ``out`` as a loop checkpoint when
+        :attr:`loop_checkpoint` seconds have passed since the epoch's last one; an epoch the
+        rollback kept a checkpoint of resumes from it."""
         from pyspark.sql import functions as F
 
         d, ck = self.driver, self.driver.checkpoints
-        new = self.spark.createDataFrame(new_tbl, schema=EDGE_DDL)
         rec, self.loop_resume = self.loop_resume, None
-        df = None
+        df, new, cut = None, None, None
+        pointers, ptr_ids = None, set()   # the links stage's pointers, their checkpoint
         if rec is not None and rec["epoch"] == e:
             df = self._resume_loop(e, rec, new_tbl.num_rows)
             ids, it = set(), rec["iteration"] + 1
+        if df is not None and self._resumed_pointers:   # set aside again, as they were
+            pointers, ptr_ids = ck.checkpoint(df.filter(F.col("a") > F.col("b")).select(
+                F.col("b").alias("a"), F.col("a").alias("b"), "f"))
+            df = df.filter(F.col("a") < F.col("b"))
         if df is None:
             rec = None
-            inp = new if self.state is None else self.state.unionByName(new)
-            df, ids = self._stage("contract", inp, e, 0, F.least("a", "b"))
-            it, rec = 0, None
+            inp, key, new, cut = self._contract_input(new_tbl)
+            df, ids = self._stage("contract", inp, e, 0, key)
+            it = 0
+        task_rows = self._task_rows(new_tbl.num_rows)   # the same when resumed
+        if new is None:
+            new = self.spark.createDataFrame(new_tbl, schema=EDGE_DDL)
         last = time.monotonic()
         while True:
             if rec is None:   # resumed: the checkpoint is the small-star stage's output
-                df, ids2 = self._stage("small", df, e, it, F.col("b"))
+                rows = self._rows_at(STAR_IN0, e, it)
+                if rows <= self.driver_rows:
+                    return self._finish_loop_on_driver(e, it, df, ids | ptr_ids, new_tbl, new,
+                                                       cut, pointers)
+                # what is left fits one task: a union-find there is the fixed point; else,
+                # after the contract stage, link the pieces' roots; then small-star
+                kind = ("final" if rows <= task_rows else "links" if it == 0 else "small")
+                key = F.lit(int(hash_preimages(self.P)[0])) if kind == "final" else F.col("b")
+                out, ids2 = self._stage(kind, df, e, it, key)
                 ck.release(ids)
-                ids = ids2
+                if kind == "links":   # the pointers stay aside; the links go round the loop
+                    pointers, ptr_ids = out.filter(~F.col("f")), ids2
+                    df, ids = out.filter(F.col("f")), set()
+                else:
+                    df, ids = out, ids2
                 fb, _ = d.round_passed(e, it, LABEL_IN0, STAR_IN0)
                 self.bar.round(e, it + 1, fb)   # rounds so far: the epoch line's count
                 if d.converged(e, fb):
                     break  # no new edge of epoch e can reach the label operator
                 if (self.out_log is not None and self.loop_checkpoint is not None
                         and time.monotonic() - last >= self.loop_checkpoint):
-                    self._write_loop(e, it, df)
+                    # the pointers reversed, (vertex, root): every loop row has a < b
+                    self._write_loop(e, it, df if pointers is None else df.unionByName(
+                        pointers.select(F.col("b").alias("a"), F.col("a").alias("b"), "f")))
                     last = time.monotonic()
                 it += 1
             rec = None
@@ -640,9 +711,146 @@ class WccJob(EpochJob):
             df, ids2 = self._stage("large", both, e, it, F.col("a"))
             ck.release(ids)
             ids = ids2
+        if pointers is None:
+            self.state, self.state_ids = df, ids   # the previous stars stay until e is final
+        elif it == 0:   # no links: every pointer points at its component's smallest id
+            self.state, self.state_ids = pointers, ptr_ids
+        else:
+            self.state, self.state_ids = self._resolve(pointers, df)
+            ck.release(ids | ptr_ids)
+        return self._spark_labels(e, it, new, cut)
+
+    def _resolve(self, pointers, stars):
+        """The stars of every vertex: the converged ``stars`` of the roots (a, b, f) and the
+        ``pointers`` (root, vertex) of the other vertices, re-pointed at their root's centre
+        (one join), checkpointed: ``(DataFrame, ids)``."""
+        from pyspark.sql import functions as F
+
+        centre = stars.select(F.col("b").alias("a"), F.col("a").alias("c"))
+        moved = pointers.join(centre, "a", "left").select(
+            F.coalesce(F.col("c"), F.col("a")).alias("a"), "b", "f")
+        return self.driver.checkpoints.checkpoint(stars.unionByName(moved))
+
+    def _contract_input(self, new_tbl):
+        """The contract stage's input: the previous epoch's stars and the epoch's new edges
+        ``new_tbl`` as rows ``a, b, f``; returns it (a DataFrame), the column it is
+        partitioned by, a DataFrame holding at least the new edges (for the labels) and the
+        share of cut edges (``None`` unless partitioned by locality).
+
+        ``hash``: by ``least(a, b)``. ``locality``: the rows the driver holds -- the new
+        edges, after the previous stars when the driver holds those too -- are partitioned
+        by :func:`~spark_plugin.jobs.wcc.partition.locality_partition`, each carrying in a
+        column ``key`` a value that Spark's hash partitioning sends to its range's task
+        (:func:`~spark_plugin.jobs.wcc.partition.hash_preimages`); stars held by Spark keep
+        their centre ``a`` as key, so that a star stays in one task, as with ``hash``."""
+        from pyspark.sql import functions as F
+
+        spark, held = self.spark, isinstance(self.state, tuple)
+        a = arrow_numpy(new_tbl.column("a")).astype(np.int64, copy=False)
+        b = arrow_numpy(new_tbl.column("b")).astype(np.int64, copy=False)
+        f = np.ones(len(a), np.bool_)
+        if held:   # back to Spark: the stars the driver holds go first
+            a, b = np.concatenate([self.state[0], a]), np.concatenate([self.state[1], b])
+            f = np.concatenate([np.zeros(len(self.state[0]), np.bool_), f])
+        cols = {"a": pa.array(a, pa.int64()), "b": pa.array(b, pa.int64()), "f": pa.array(f)}
+        cut, schema, key = None, EDGE_DDL, F.least("a", "b")
+        if self.partitioner is Partitioner.LOCALITY:
+            lp = locality_partition(a, b, self.P)
+            cols["key"] = pa.array(hash_preimages(self.P)[lp.part], pa.int64())
+            cut = lp.cut if len(a) else None
+            schema, key = EDGE_DDL + ", key bigint", F.col("key")
+            log.info("locality partition of %d rows into %d: order %s, %d cut edges (%.1f%%)",
+                     len(a), self.P, lp.order, lp.cut_edges, 100 * lp.cut)
+        rows = spark.createDataFrame(pa.table(cols), schema=schema)
+        inp = rows
+        if self.state is not None and not held:
+            state = self.state
+            if self.partitioner is Partitioner.LOCALITY:
+                state = state.withColumn("key", F.col("a"))
+            inp = state.unionByName(rows)
+        return inp, key, rows, cut
+
+    def _task_rows(self, new_rows: int) -> int:
+        """The most rows the star operator's stage of an iteration may send to one task, which
+        then contracts them all with one union-find (stage ``final``): ``$TFRONT_WCC_TASK_ROWS``
+        when set, else the contract stage's mean task input of new edges (``new_rows // P``)
+        -- as much as a task held already; not counting the previous stars, which the driver
+        may hold or not, so that a resumed epoch decides as the killed run did.
+
+        Raises
+        ------
+        ConfigError
+            ``$TFRONT_WCC_TASK_ROWS`` is not a non-negative integer.
+        """
+        from spark_plugin.errors import ConfigError
+
+        env = os.environ.get("TFRONT_WCC_TASK_ROWS")
+        if env is not None and env.strip() != "":
+            try:
+                rows = int(env)
+            except ValueError:
+                rows = -1
+            if rows < 0:
+                raise ConfigError(f"$TFRONT_WCC_TASK_ROWS must be a non-negative integer, "
+                                  f"got {env!r}")
+            return rows
+        return new_rows // self.P
+
+    def _rows_at(self, target, e, it) -> int:
+        """The messages in flight at ``target`` (``(operator, input)``) at ``(e, it)``, from
+        the tracker: at ``star.in0`` every row of the loop's state is one."""
+        d = self.driver
+        d.sync()
+        t0 = time.perf_counter()
+        loc = d.dataflow.target(*target)
+        n = sum(c for l, ts, c in _pointstamps(d.service.counts()) if l == loc and ts == [e, it])
+        d.tracking += time.perf_counter() - t0
+        return n
+
+    def _finish_loop_on_driver(self, e, it, df, ids, new_tbl, new, cut,
+                               pointers) -> EpochOutcome:
+        """The rows ``df`` in flight at ``star.in0 (e, it)`` fit the driver: collect them (one
+        Spark job) and run the star operator's stage of iteration ``it`` as the driver's
+        global union-find, the loop's fixed point (:meth:`_union_find_on_driver`, reported
+        like the one-job path's). The labels are then computed on the driver when the job's
+        state is nowhere else (no earlier epoch, no ``pointers`` of a links stage held by
+        Spark), otherwise by Spark from the stars (and the pointers re-pointed at them)."""
+        from spark_plugin.service.batch import collect_arrow
+
+        d, ck = self.driver, self.driver.checkpoints
+        d.steps.step("collect", e, it)
+        t0 = time.perf_counter()
+        rows = collect_arrow(df.select("a", "b"))
+        d.collecting += time.perf_counter() - t0
+        if pointers is None:
+            ck.release(ids)
+        a, b = (arrow_numpy(rows.column(c)).astype(np.int64, copy=False) for c in ("a", "b"))
+        sa, sb = self._union_find_on_driver(a, b, e, it)
+        fb, _ = d.round_passed(e, it, LABEL_IN0, STAR_IN0, what="the driver finished the loop")
+        if not d.converged(e, fb):
+            raise WccProtocolError(f"epoch {e}: the driver finished the loop, but the frontier "
+                                   f"at label.in0 {fmt_frontier(fb)} has not passed epoch {e}")
+        self.bar.round(e, it + 1, fb)
+        if self.labels is None and self.state is None and pointers is None:
+            na = arrow_numpy(new_tbl.column("a")).astype(np.int64, copy=False)
+            nb = arrow_numpy(new_tbl.column("b")).astype(np.int64, copy=False)
+            return self._driver_labels(e, it, sa, sb, np.unique(na[na == nb]), cut)
+        stars = self.spark.createDataFrame(_stars_table(sa, sb), schema=EDGE_DDL)
+        if pointers is None:
+            self.state, self.state_ids = ck.checkpoint(stars)
+        else:
+            self.state, self.state_ids = self._resolve(pointers, stars)
+            ck.release(ids)
+        return self._spark_labels(e, it, new, cut)
+
+    def _spark_labels(self, e, it, new, cut) -> EpochOutcome:
+        """The labels of every vertex seen so far -- of the new edges ``new`` and the earlier
+        labels -- from the stars :attr:`state` (a DataFrame): the star's centre, or the vertex
+        itself; checkpointed."""
+        from pyspark.sql import functions as F
+
+        d, ck = self.driver, self.driver.checkpoints
         d.steps.step("labels", e, it)
-        self.state, self.state_ids = df, ids   # the previous stars stay until e is final
-        # labels of every vertex seen so far: the star's centre, or the vertex itself
         verts = new.select(F.col("a").alias("vertex")).unionByName(
             new.select(F.col("b").alias("vertex")))
         if self.labels is not None:
@@ -656,7 +864,7 @@ class WccJob(EpochJob):
                                 F.sum((F.col("vertex") == F.col("component")).cast("long"))
                                 .alias("c")).collect()[0]
         return EpochOutcome(self.labels, int(stats["v"] or 0), it, it + 1,
-                            stats={"components": int(stats["c"] or 0)})
+                            stats={"components": int(stats["c"] or 0), "cut": cut})
 
     def _write_loop(self, e, it, df) -> None:
         """Write the loop checkpoint after the small-star stage of iteration ``it``: the rows
@@ -678,9 +886,10 @@ class WccJob(EpochJob):
         ``rows`` input edges and moved its capability on, and the ``rec["new"]`` new edges
         of the checkpoint went round the loop to ``label.in0 (e, I + 1)`` -- after which the
         tracker's pointstamps must be the ones recorded at the checkpoint. Returns the
-        state (a DataFrame a, b, f)."""
+        state (a DataFrame a, b, f), in which the pointers the root-links stage set aside
+        are the rows written reversed, ``a > b`` (:attr:`_resumed_pointers`: whether there
+        are any)."""
         from pyspark.sql import functions as F
-
 
         d, I = self.driver, rec["iteration"]
         where = f"{self.out_log.out}/{LOOP_DIR}/{rec['dir']}"
@@ -688,8 +897,11 @@ class WccJob(EpochJob):
         try:
             df = self.spark.read.schema(EDGE_DDL).parquet(*self.out_log.loop_paths(rec))
             stats = df.agg(F.count(F.lit(1)).alias("rows"),
-                           F.sum(F.col("f").cast("long")).alias("new")).collect()[0]
+                           F.sum(F.col("f").cast("long")).alias("new"),
+                           F.sum((F.col("a") > F.col("b")).cast("long")).alias("pointers")
+                           ).collect()[0]
             got = (int(stats["rows"] or 0), int(stats["new"] or 0))
+            self._resumed_pointers = bool(stats["pointers"])
             fault = (None if got == (rec["rows"], rec["new"]) else
                      f"it holds {got[0]} rows ({got[1]} new), its record says {rec['rows']} "
                      f"({rec['new']})")
@@ -737,10 +949,15 @@ class WccJob(EpochJob):
             raise WccProtocolError(f"epoch {e}: the driver finished the loop, but the frontier "
                                    f"at label.in0 {fmt_frontier(fb)} has not passed epoch {e}")
         self.bar.round(e, it + 1, fb)
+        return self._driver_labels(e, it, sa, sb, loops, None)
+
+    def _driver_labels(self, e, it, sa, sb, loops, cut) -> EpochOutcome:
+        """Epoch ``e`` finished on the driver with the stars ``sa, sb`` (component, vertex)
+        after iteration ``it``: they become the state, held on the driver, and the labels of
+        every vertex seen so far are computed there. A vertex of a new edge is a star's
+        centre or leaf unless its component is itself alone, which only a self-loop gives
+        (``loops``, the self-loop vertices of the new edges)."""
         self.state = (sa, sb)
-        # labels of every vertex seen so far: the star's centre, or the vertex itself. A
-        # vertex of a new edge is a star's centre or leaf unless its component is itself
-        # alone, which only a self-loop gives (the tasks return those).
         parts = [sa, sb, loops]
         if self.labels is not None:
             parts.append(self.labels.column("vertex").to_numpy(zero_copy_only=False))
@@ -751,7 +968,8 @@ class WccJob(EpochJob):
         self.labels = pa.table({"vertex": pa.array(vert, pa.int64()),
                                 "component": pa.array(comp, pa.int64())})
         return EpochOutcome(self.labels, len(vert), it, it + 1,
-                            stats={"components": int(np.count_nonzero(vert == comp))})
+                            stats={"components": int(np.count_nonzero(vert == comp)),
+                                   "cut": cut})
 
     def _stage_collect(self, state_tbl, new, e, it):
         """Run the contract stage over the driver-held rows ``state_tbl`` (a, b, f; or
@@ -810,7 +1028,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             executor_input: bool | None = None, follow: float | None = None,
             checkpoint_dir: str | None = None, progress_log=None,
             overwrite: bool = False,
-            loop_checkpoint: "float | str | None" = DEFAULT_LOOP_CHECKPOINT) -> WccResult:
+            loop_checkpoint: "float | str | None" = DEFAULT_LOOP_CHECKPOINT,
+            partitioner: "Partitioner | str" = Partitioner.LOCALITY) -> WccResult:
     """Run the incremental WCC job.
 
     Parameters
@@ -848,6 +1067,15 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     partitions : int, optional
         Spark partitions per stage (fixed: one producer per partition); default the
         session's default parallelism.
+    partitioner : {"locality", "hash"}
+        How an epoch run on Spark partitions its contract stage, whose tasks each contract
+        what they hold with a union-find (:mod:`spark_plugin.jobs.wcc.partition`):
+        ``locality`` (default) cuts a cheap vertex order -- the ids, or the order in which
+        the vertices first appear in the epoch's input, whichever cuts fewer edges -- into
+        ``partitions`` ranges, so that a task holds a connected stretch of the graph where
+        the order follows it (each epoch line then ends its numbers with the share of cut
+        edges, ``cut 3.1%``); ``hash`` hashes ``least(src, dst)``. The labels do not depend
+        on it; the rounds do.
     backend : {"auto", "cpu", "cuda"}, optional
         Where the WCC kernels run, decided per task by :func:`wcc_kernels` (default
         ``$TFRONT_BACKEND``, else ``auto``). ``cuda``: every task (and the driver's finishing
@@ -910,7 +1138,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                   progress=progress, on_epoch=on_epoch, task_wrapper=task_wrapper,
                   executor_input=executor_input, follow=follow, checkpoint_dir=checkpoint_dir,
                   progress_log=progress_log, overwrite=overwrite,
-                  loop_checkpoint=loop_checkpoint).run()
+                  loop_checkpoint=loop_checkpoint, partitioner=partitioner).run()
 
 
 def driver_finish_rows(spark) -> tuple[int, str]:

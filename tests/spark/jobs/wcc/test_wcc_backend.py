@@ -42,13 +42,23 @@ def run_stage(kind, backend, a, b, f, seq=3):
 
 def stage_inputs(rng, n):
     """Rows for each stage kind: raw edges (contract), both directions (large), normalised
-    edges (small), each with a random new-flag."""
+    edges (small, final), each with a random new-flag; two halves contracted, with their
+    roots' rows (links)."""
+    from gpu_kernels.unionfind import uf_stars
+
     a, b = rng.integers(0, n // 2 + 1, n), rng.integers(0, n // 2 + 1, n)
     f = rng.random(n) < 0.5
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     keep = lo != hi
+    r, v = [], []
+    for half in (slice(0, n // 2), slice(n // 2, n)):
+        ra, rb = uf_stars(a[half], b[half])
+        r += [ra, np.unique(ra)]
+        v += [rb, np.unique(ra)]
+    r, v = np.concatenate(r), np.concatenate(v)
     return {"contract": (a, b, f), "large": (np.r_[a, b], np.r_[b, a], np.r_[f, f]),
-            "small": (lo[keep], hi[keep], f[keep])}
+            "small": (lo[keep], hi[keep], f[keep]), "final": (lo[keep], hi[keep], f[keep]),
+            "links": (r, v, np.ones(len(r), np.bool_))}
 
 
 # -- the placement rule -----------------------------------------------------------------------
@@ -111,7 +121,7 @@ def test_backend_names_are_parsed_by_backend_parse(monkeypatch):
 
 # -- one task --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", ["contract", "large", "small"])
+@pytest.mark.parametrize("kind", ["contract", "large", "small", "links", "final"])
 def test_task_function_reports_its_kernels_and_matches_the_cpu(kind):
     """Every backend gives the CPU kernels' rows; the delta rows name the backend the task
     used and why (on this machine, without a usable GPU, ``cuda`` names the fallback)."""
@@ -173,7 +183,7 @@ def test_backend_cuda_job_equals_scipy_and_reports_its_kernels(spark, tmp_path, 
 # -- on a GPU ------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kind", ["contract", "large", "small"])
+@pytest.mark.parametrize("kind", ["contract", "large", "small", "links", "final"])
 def test_task_function_on_the_gpu_equals_the_cpu(kind):
     """With a usable device, ``cuda`` (and ``auto`` from ``AUTO_GPU_MIN_ROWS`` rows) run the
     CuPy twins in the task, with the same rows and deltas as the CPU kernels."""

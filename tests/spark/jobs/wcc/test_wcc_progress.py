@@ -41,6 +41,7 @@ def spark_job_descriptions(spark, after: int = -1) -> dict:
 
 def test_the_log_follows_every_round_and_spark_jobs_are_named(spark, tmp_path, monkeypatch):
     monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")   # every round on Spark
+    monkeypatch.setenv("TFRONT_WCC_TASK_ROWS", "0")     # and in the star loop, on all tasks
     log = tmp_path / "progress.jsonl"
     before = max(spark_job_descriptions(spark), default=-1)
     res = run_wcc(spark, write_path_graph(tmp_path / "path.txt"), epochs=2, progress=False,
@@ -73,7 +74,9 @@ def test_the_log_follows_every_round_and_spark_jobs_are_named(spark, tmp_path, m
     assert run.of("messages")[-1]["in_flight"] == []
     jobs = set(spark_job_descriptions(spark, after=before).values())
     for s in res.epochs:
-        for r in range(1, s.rounds + 1):   # rounds counted from 1, as in the epoch line
+        # rounds counted from 1, as in the epoch line; the first links the contracted roots
+        assert f"wcc epoch {s.epoch} round 1: root-links" in jobs, sorted(jobs)
+        for r in range(2, s.rounds + 1):
             assert f"wcc epoch {s.epoch} round {r}: small-star" in jobs, sorted(jobs)
         assert f"wcc epoch {s.epoch} round 1: contract" in jobs
         assert f"wcc epoch {s.epoch} round 2: large-star" in jobs

@@ -414,7 +414,8 @@ def _frontier_events(log: Path, epoch: int, after: int) -> list:
 def test_a_killed_epoch_resumes_after_its_last_loop_checkpoint(spark, tmp_path, monkeypatch,
                                                                capfd):
     """Item 6, per iteration: one epoch that takes several Spark rounds (a path with shuffled
-    ids; every round on Spark: ``TFRONT_WCC_DRIVER_ROWS=0``), a loop checkpoint after every
+    ids; every round on Spark, in the star loop: ``TFRONT_WCC_DRIVER_ROWS=0``,
+    ``TFRONT_WCC_TASK_ROWS=0``, hash partitioning), a loop checkpoint after every
     round (``--loop-checkpoint 0``), ``tfront wcc`` killed with SIGKILL after iteration 1's
     checkpoint data is renamed into place but before the manifest records it. The restart
     keeps iteration 0's checkpoint (the solver's choice), removes iteration 1's unrecorded
@@ -426,8 +427,8 @@ def test_a_killed_epoch_resumes_after_its_last_loop_checkpoint(spark, tmp_path, 
     d = tmp_path / "in"
     cuts = _write_epochs(d, src, dst, 1)
     out = tmp_path / "out"
-    env = {"TFRONT_WCC_DRIVER_ROWS": "0", CRASH_ENV: "epoch:0:iteration:1:after-loop-data"}
-    rc, stdout, err = _tfront(d, out, "--loop-checkpoint", "0", env=env)
+    env = {"TFRONT_WCC_DRIVER_ROWS": "0", "TFRONT_WCC_TASK_ROWS": "0", CRASH_ENV: "epoch:0:iteration:1:after-loop-data"}
+    rc, stdout, err = _tfront(d, out, "--loop-checkpoint", "0", "--partitioner", "hash", env=env)
     assert rc == -signal.SIGKILL, (stdout, err)
     m = json.loads((out / MANIFEST).read_text())
     assert m["output"] == [] and [(r["epoch"], r["iteration"]) for r in m["loop"]] == [(0, 0)]
@@ -438,13 +439,14 @@ def test_a_killed_epoch_resumes_after_its_last_loop_checkpoint(spark, tmp_path, 
     shutil.copytree(out, damaged)
     # an uninterrupted run (the witness)
     monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")
+    monkeypatch.setenv("TFRONT_WCC_TASK_ROWS", "0")
     whole = tmp_path / "whole.jsonl"
-    full = run_wcc(spark, d, out=str(tmp_path / "whole"), partitions=2, progress=False,
+    full = run_wcc(spark, d, out=str(tmp_path / "whole"), partitions=2, partitioner="hash", progress=False,
                    backend="cpu", progress_log=whole, loop_checkpoint=None)
     # the restart (in this process: the kill was the real one)
     log = tmp_path / "resumed.jsonl"
     capfd.readouterr()
-    res = run_wcc(spark, d, out=str(out), partitions=2, progress=True, backend="cpu",
+    res = run_wcc(spark, d, out=str(out), partitions=2, partitioner="hash", progress=True, backend="cpu",
                   progress_log=log, loop_checkpoint=0)
     err = capfd.readouterr().err
     assert "resuming epoch 0 at iteration 1 from the loop checkpoint of iteration 0" in err, err
@@ -468,7 +470,7 @@ def test_a_killed_epoch_resumes_after_its_last_loop_checkpoint(spark, tmp_path, 
     ck = damaged / "_tfront_loop" / m["loop"][0]["dir"]
     (ck / m["loop"][0]["files"][0]).write_bytes(b"not a parquet file")
     capfd.readouterr()
-    run_wcc(spark, d, out=str(damaged), partitions=2, progress=True, backend="cpu",
+    run_wcc(spark, d, out=str(damaged), partitions=2, partitioner="hash", progress=True, backend="cpu",
             loop_checkpoint=None)
     err = capfd.readouterr().err
     assert "the loop checkpoint of iteration 0" in err and "is not used" in err, err
@@ -493,8 +495,8 @@ def test_a_loop_checkpoint_of_the_last_epoch_resumes_when_a_new_epoch_file_arriv
     third = (d / "e2.txt").read_text()
     (d / "e2.txt").unlink()
     out = tmp_path / "out"
-    env = {"TFRONT_WCC_DRIVER_ROWS": "0", CRASH_ENV: "epoch:1:iteration:1:after-loop"}
-    rc, stdout, err = _tfront(d, out, "--loop-checkpoint", "0", env=env)
+    env = {"TFRONT_WCC_DRIVER_ROWS": "0", "TFRONT_WCC_TASK_ROWS": "0", CRASH_ENV: "epoch:1:iteration:1:after-loop"}
+    rc, stdout, err = _tfront(d, out, "--loop-checkpoint", "0", "--partitioner", "hash", env=env)
     assert rc == -signal.SIGKILL, (stdout, err)
     m = json.loads((out / MANIFEST).read_text())
     assert [r["epoch"] for r in m["output"]] == [0]
@@ -502,13 +504,56 @@ def test_a_loop_checkpoint_of_the_last_epoch_resumes_when_a_new_epoch_file_arriv
     (d / "e2.txt").write_text(third)
 
     monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")
+    monkeypatch.setenv("TFRONT_WCC_TASK_ROWS", "0")
     capfd.readouterr()
-    res = run_wcc(spark, d, out=str(out), partitions=2, progress=True, backend="cpu",
+    res = run_wcc(spark, d, out=str(out), partitions=2, partitioner="hash", progress=True, backend="cpu",
                   loop_checkpoint=0)
     err = capfd.readouterr().err
     assert "resuming epoch 1 at iteration 2 from the loop checkpoint of iteration 1" in err, err
     assert [s.epoch for s in res.epochs] == [1, 2]
     _check_out(out, src, dst, cuts)
+
+
+@pytest.mark.spark
+def test_a_loop_checkpoint_with_the_pointers_set_aside_resumes(spark, tmp_path, monkeypatch,
+                                                               capfd):
+    """Issue 22: with the locality partitioner the root-links stage of iteration 0 sets the
+    pointers aside and sends only the links round the loop; its loop checkpoint holds both
+    (the pointers flagged not new). Killed after that checkpoint is recorded, the epoch
+    resumes at iteration 1 with every row back in the star loop: scipy's labels, written
+    once, two epochs (the second on top of Spark-held stars)."""
+    n = 40
+    src, dst = np.arange(n - 1), np.arange(1, n)    # a path in order: a link per range cut
+    d = tmp_path / "in"
+    cuts = _write_epochs(d, src, dst, 2)
+    out = tmp_path / "out"
+    env = {"TFRONT_WCC_DRIVER_ROWS": "0", "TFRONT_WCC_TASK_ROWS": "0",
+           CRASH_ENV: "epoch:0:iteration:0:after-loop"}
+    rc, stdout, err = _tfront(d, out, "--loop-checkpoint", "0", env=env)
+    assert rc == -signal.SIGKILL, (stdout, err)
+    m = json.loads((out / MANIFEST).read_text())
+    (rec,) = [r for r in m["loop"] if isinstance(r, dict)]
+    assert (rec["epoch"], rec["iteration"], rec["new"]) == (0, 0, 1), rec   # one link
+    assert rec["rows"] > rec["new"]                                          # and pointers
+
+    monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")
+    monkeypatch.setenv("TFRONT_WCC_TASK_ROWS", "0")
+    whole = tmp_path / "whole.jsonl"   # the witness: an uninterrupted run
+    full = run_wcc(spark, d, out=str(tmp_path / "whole"), partitions=2, progress=False,
+                   backend="cpu", progress_log=whole, loop_checkpoint=None)
+    log = tmp_path / "resumed.jsonl"
+    capfd.readouterr()
+    res = run_wcc(spark, d, out=str(out), partitions=2, progress=True, backend="cpu",
+                  progress_log=log, loop_checkpoint=0)
+    err = capfd.readouterr().err
+    assert "resuming epoch 0 at iteration 1 from the loop checkpoint of iteration 0" in err, err
+    assert [s.epoch for s in res.epochs] == [0, 1] and res.epochs[0].cut is None
+    assert res.service.counts().num_rows == 0
+    _check_out(out, src, dst, cuts)
+    # the pointers were set aside again: the same rounds and frontiers as the witness's
+    assert [s.rounds for s in res.epochs] == [s.rounds for s in full.epochs]
+    resumed = _frontier_events(log, 0, 0)
+    assert resumed and resumed == _frontier_events(whole, 0, 0)
 
 
 def test_pointstamps_beyond_the_resumed_epoch_are_not_compared():

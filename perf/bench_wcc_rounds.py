@@ -75,7 +75,7 @@ def run_one(spark, src, dst, partitioner, P, driver_rows="0") -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--graphs", default="path20000,rpath20000,grid100,rmat16_100000")
     p.add_argument("--partitioners", default="locality,hash",
                    help="comma separated; 'none' runs without the option (the old job)")

@@ -201,6 +201,9 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
     # after Ctrl-C, a py4j call it broke or a Spark job it cancelled (logged with their
     # tracebacks) are the interrupt's doing: the interrupted line says what happened
     handler.addFilter(lambda r: not (ctrl_c.requested and _interrupt_noise(r)))
+    # py4j logs a connection the JVM broke (its out-of-memory exit) with tracebacks; the
+    # command names what happened itself, so they show only under -vv
+    handler.addFilter(lambda r: level >= 3 or f"{os.sep}py4j{os.sep}" not in (r.pathname or ""))
     root = logging.getLogger()
     root.addHandler(handler)
     ours = [logging.getLogger(n) for n in ("engine", "gpu_kernels", "spark_plugin")]

@@ -680,13 +680,14 @@ class WccJob(EpochJob):
         last = time.monotonic()
         while True:
             if rec is None:   # resumed: the checkpoint is the small-star stage's output
-                rows = self._rows_at(STAR_IN0, e, it)
-                if rows <= self.driver_rows:
+                rows = self._rows_at(STAR_IN0, e, it)   # a limit of 0: never
+                if rows <= self.driver_rows and self.driver_rows:
                     return self._finish_loop_on_driver(e, it, df, ids | ptr_ids, new_tbl, new,
                                                        cut, pointers)
                 # what is left fits one task: a union-find there is the fixed point; else,
                 # after the contract stage, link the pieces' roots; then small-star
-                kind = ("final" if rows <= task_rows else "links" if it == 0 else "small")
+                kind = ("final" if rows <= task_rows and task_rows
+                        else "links" if it == 0 else "small")
                 key = F.lit(int(hash_preimages(self.P)[0])) if kind == "final" else F.col("b")
                 out, ids2 = self._stage(kind, df, e, it, key)
                 ck.release(ids)

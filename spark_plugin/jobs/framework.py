@@ -938,6 +938,8 @@ class EpochJob(abc.ABC):
             self.rows_so_far = resume.edges
             self.last_result = resume.labels
             self.resume(resume.labels)
+        for note in resume.notes:   # what the resume found changed, and does not use
+            self.notice(note)
         if resume.epoch or resume.removed or resume.loop:
             were = ("epoch 0 is" if resume.epoch == 1 else f"epochs 0-{resume.epoch - 1} are")
             self.notice((f"resuming {out}: {were} final there, not recomputed"

@@ -126,6 +126,12 @@ class OutStore(abc.ABC):
     def parquet_rows(self, names) -> int:
         """The rows of the Parquet files ``names``, from their footers."""
 
+    @abc.abstractmethod
+    def digest(self, name: str) -> str:
+        """``sha256:<hex>`` of the bytes of file ``name`` (read in chunks): what the manifest
+        records of each data file and loop checkpoint part, and checks on resume (a file
+        rewritten with the same rows but other values has another digest)."""
+
     # -- the manifest --
     @abc.abstractmethod
     def load_manifest(self) -> dict | None:
@@ -216,6 +222,9 @@ class LocalStore(OutStore):
 
         return sum(pq.read_metadata(self._p(n)).num_rows for n in names)
 
+    def digest(self, name: str) -> str:
+        return _file_digest(self._p(name))
+
     def load_manifest(self) -> dict | None:
         m = self._p(MANIFEST)
         if not m.is_file():
@@ -236,6 +245,14 @@ class LocalStore(OutStore):
 
     def is_manifest(self, name: str) -> bool:
         return name == MANIFEST
+
+
+def _file_digest(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return "sha256:" + h.hexdigest()
 
 
 def _fsync_file(path: Path) -> None:
@@ -320,6 +337,13 @@ class HadoopStore(OutStore):
                 self.fs.copyToLocalFile(False, self._p(n), dst, True)
                 parts.append(pq.read_table(local, columns=list(columns)))
         return pa.concat_tables(parts) if parts else None
+
+    def digest(self, name: str) -> str:
+        with tempfile.TemporaryDirectory() as d:   # a local copy: no chunk-by-chunk py4j calls
+            local = os.path.join(d, "file")
+            dst = self._jvm.org.apache.hadoop.fs.Path(Path(local).as_uri())
+            self.fs.copyToLocalFile(False, self._p(name), dst, True)
+            return _file_digest(local)
 
     def parquet_rows(self, names) -> int:
         names = list(names)

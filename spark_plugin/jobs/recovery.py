@@ -54,7 +54,7 @@ import pyarrow as pa
 from engine.rollback.problem import Avail, EdgeDecl, RollbackProblem, in_down, solve
 
 from spark_plugin.errors import OutputStateError
-from spark_plugin.jobs.out_store import MANIFEST, OutStore, is_local, open_store
+from spark_plugin.jobs.out_store import MANIFEST, OutStore, _file_digest, is_local, open_store
 from spark_plugin.jobs.edges import FileStamp, edge_files
 
 __all__ = ["MANIFEST", "FORMAT", "CRASH_ENV", "LOOP_DIR", "job_fingerprint", "table_digest",
@@ -399,6 +399,9 @@ class Resume:
     #: The loop checkpoint the solver kept (the state after iteration ``loop["iteration"]`` of
     #: epoch ``epoch``), or ``None``.
     loop: dict | None = None
+    #: Lines for the user: what the resume found changed and does not use (a data file or a
+    #: loop checkpoint whose content is not the one recorded).
+    notes: tuple = ()
 
 
 class OutputLog:
@@ -451,8 +454,44 @@ class OutputLog:
         log = cls(store, job, manifest, columns)
         return log, log._resume()
 
+    def _changed(self, names, digests) -> str | None:
+        """The first of the files ``names`` (relative to ``--out``) that is there but whose
+        content is not the one recorded (``digests``, :meth:`OutStore.digest`), else ``None``.
+        A record without digests (an older manifest) is not checked."""
+        if not digests:
+            return None
+        for name, want in zip(names, digests):
+            if self.store.is_file(name) and self.store.digest(name) != want:
+                return name
+        return None
+
+    def _drop_changed_epochs(self) -> list[str]:
+        """Check the final epochs' data files by content, in epoch order: from the first epoch
+        one of whose files changed since it was written (same name, other bytes: a damaged or
+        rewritten file), the output, the loop and the input forget the epochs, as if the job
+        had been killed before that epoch's manifest write; they are computed again. Returns
+        the lines saying so (none when nothing changed)."""
+        m = self.manifest
+        for r in sorted(m["output"], key=lambda r: r["epoch"]):
+            bad = self._changed(r["files"], r.get("digests"))
+            if bad is None:
+                continue
+            k = int(r["epoch"])
+            last = max(int(x["epoch"]) for x in m["output"])
+            m["output"] = [x for x in m["output"] if x["epoch"] < k]
+            m["loop"] = [x for x in _loop_epochs(m) if x < k] + [
+                x for x in loop_records(m) if int(x["epoch"]) <= k]
+            m["input"] = [x for x in m["input"] if x["epoch"] <= k]
+            m["complete"] = False
+            which = f"epoch {k} is" if k == last else f"epochs {k}-{last} are"
+            return [f"epoch {k}'s data file {bad} in {self.out} does not match the digest "
+                    f"{MANIFEST} recorded when it was written (changed or damaged since): "
+                    f"{which} computed again"]
+        return []
+
     def _resume(self) -> Resume:
         m, store = self.manifest, self.store
+        notes = self._drop_changed_epochs()
         kept = kept_epochs(m)
         n_out = kept["output"]
         final = [r for r in m["output"] if r["epoch"] < n_out]
@@ -468,6 +507,15 @@ class OutputLog:
                          and r["iteration"] == kept["iteration"]), None)
             if loop is not None and not all(store.is_file(f"{LOOP_DIR}/{loop['dir']}/{f}")
                                             for f in loop["files"]):
+                loop = None
+            bad = None if loop is None else self._changed(
+                [f"{LOOP_DIR}/{loop['dir']}/{f}" for f in loop["files"]], loop.get("digests"))
+            if bad is not None:   # dropping it is always consistent: the epoch restarts
+                notes.append(f"epoch {loop['epoch']}: the loop checkpoint of iteration "
+                             f"{loop['iteration']} is not used: its part file {bad} in "
+                             f"{self.out} does not match the digest {MANIFEST} recorded "
+                             f"when it was written (changed or damaged since); the epoch "
+                             f"restarts from its first iteration")
                 loop = None
         m["loop"] = [e for e in _loop_epochs(m) if e < kept["loop"]] + (
             [loop] if loop is not None else [])
@@ -500,8 +548,9 @@ class OutputLog:
                     store.remove(f"{LOOP_DIR}/{loop['dir']}/{name}")
         self.save()
         if not final:
-            return Resume(removed=tuple(removed), loop=loop)
-        return Resume(n_out, int(final[-1]["edges"]), labels, tuple(removed), loop)
+            return Resume(removed=tuple(removed), loop=loop, notes=tuple(notes))
+        return Resume(n_out, int(final[-1]["edges"]), labels, tuple(removed), loop,
+                      tuple(notes))
 
     def _read(self, rec: dict) -> pa.Table:
         """Epoch ``rec``'s result (its :attr:`columns`, sorted by the first), checked against
@@ -598,8 +647,9 @@ class OutputLog:
         ``e`` are then superseded and deleted (a crash before that leaves files the manifest
         no longer names: the next start removes them)."""
         self.store.sync()
+        digests = [self.store.digest(f) for f in files]   # checked on resume
         self.manifest["output"].append({"epoch": e, "files": list(files), "rows": int(rows),
-                                        "edges": int(edges)})
+                                        "edges": int(edges), "digests": digests})
         old = loop_records(self.manifest)
         self.manifest["loop"] = _loop_epochs(self.manifest) + [e]
         self.save()
@@ -640,6 +690,7 @@ class OutputLog:
         crash_point(f"iteration:{it}:after-loop-data", e)
         old = loop_records(self.manifest)
         rec = {"epoch": int(e), "iteration": int(it), "dir": name, "files": files,
+               "digests": [store.digest(f"{final}/{f}") for f in files],   # checked on resume
                "rows": int(rows), "new": int(new), "pointstamps": pointstamps}
         self.manifest["loop"] = _loop_epochs(self.manifest) + [rec]
         self.save()
@@ -708,6 +759,9 @@ def already_final(out, edges, epochs: int, follow, job: dict | None = None) -> s
         for r in manifest["output"]:
             if not all((m.parent / f).is_file() for f in r["files"]):
                 return None
+            if r.get("digests") and [_file_digest(m.parent / f) for f in r["files"]] != \
+                    r["digests"]:
+                return None   # changed since it was written: the run says so, recomputes
     except Exception:   # unreadable, damaged or another job's: the run explains it
         return None
     return (f"all {total} epoch{'s' if total != 1 else ''} of {edges} are final in {m.parent} "

@@ -614,3 +614,86 @@ def test_table_and_dataframe_inputs_resume_only_with_the_same_content(spark, tmp
     with pytest.raises(OutputStateError, match=r"epoch 0's input edge table rows 1-200 changed"):
         run_wcc(spark, shuffled, epochs=2, out=str(out), partitions=2, progress=False)
     assert {f: (out / f).read_bytes() for f in os.listdir(out)} == snapshot
+
+
+class _Stop(Exception):
+    """The fault injected at a crash point of an in-process run (the state a kill leaves)."""
+
+
+def _rewrite_one_row(path: Path, column: str, value: int) -> None:
+    """Rewrite the Parquet file ``path`` with the same rows but ``column`` of the first one set
+    to ``value``: the row count its record names still holds."""
+    import pyarrow as pa
+
+    t = pq.read_table(path)
+    col = t.column(column).to_numpy().copy()
+    assert col[0] != value
+    col[0] = value
+    pq.write_table(t.set_column(t.column_names.index(column), column, pa.array(col)), path)
+
+
+@pytest.mark.spark
+def test_gh23_a_loop_checkpoint_changed_with_the_same_row_count_is_not_used(
+        spark, tmp_path, monkeypatch, capfd):
+    """Issue 23 item 3: a loop checkpoint's part file rewritten with the same row count and
+    one edge changed was used on resume (wrong labels). Its digest, recorded in the
+    manifest, no longer matches: the checkpoint is dropped with a line saying why, and the
+    epoch restarts: scipy's labels."""
+    from spark_plugin.jobs import recovery
+
+    n = 12
+    perm = np.random.default_rng(7).permutation(n)
+    src, dst = perm[:-1], perm[1:]
+    d = tmp_path / "in"
+    cuts = _write_epochs(d, src, dst, 1)
+    out = tmp_path / "out"
+    monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")
+    monkeypatch.setenv("TFRONT_WCC_TASK_ROWS", "0")
+
+    def stop(point, epoch):   # the run ends where a kill after the record would end it
+        if (point, epoch) == ("iteration:0:after-loop", 0):
+            raise _Stop(point)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(recovery, "crash_point", stop)
+        with pytest.raises(_Stop):
+            run_wcc(spark, d, out=str(out), partitions=2, partitioner="hash", progress=False,
+                    backend="cpu", loop_checkpoint=0)
+    (rec,) = [r for r in _manifest_of(out)["loop"] if isinstance(r, dict)]
+    assert len(rec["digests"]) == len(rec["files"]) and rec["rows"] > 0
+    part = next(out / "_tfront_loop" / rec["dir"] / f for f in rec["files"]
+                if pq.read_metadata(out / "_tfront_loop" / rec["dir"] / f).num_rows)
+    _rewrite_one_row(part, "b", 10 ** 6)   # one edge now reaches a vertex not in the graph
+    capfd.readouterr()
+    res = run_wcc(spark, d, out=str(out), partitions=2, partitioner="hash", progress=True,
+                  backend="cpu", loop_checkpoint=None)
+    err = capfd.readouterr().err
+    assert "the loop checkpoint of iteration 0 is not used" in err, err
+    assert "does not match the digest" in err and part.name in err, err
+    assert "resuming epoch 0 at iteration" not in err, err
+    assert [s.epoch for s in res.epochs] == [0]
+    _check_out(out, src, dst, cuts)
+
+
+@pytest.mark.spark
+def test_gh23_a_final_epoch_file_changed_with_the_same_row_count_is_computed_again(
+        spark, tmp_path, capfd):
+    """Issue 23 item 3: a final epoch's data file rewritten with the same rows and one label
+    changed was taken as final. Its digest no longer matches: that epoch and the later ones
+    are computed again, with a line saying why; scipy's labels, each epoch once."""
+    src, dst = _edges(seed=5, n=200, m=240)
+    d = tmp_path / "in"
+    cuts = _write_epochs(d, src, dst, 2)
+    out = tmp_path / "out"
+    run_wcc(spark, d, out=str(out), partitions=2, progress=False, backend="cpu")
+    m = _manifest_of(out)
+    assert all(len(r["digests"]) == len(r["files"]) for r in m["output"])
+    (name,) = m["output"][0]["files"]
+    _rewrite_one_row(out / name, "component", 10 ** 6)
+    capfd.readouterr()
+    res = run_wcc(spark, d, out=str(out), partitions=2, progress=True, backend="cpu")
+    err = capfd.readouterr().err
+    assert f"epoch 0's data file {name}" in err and "epochs 0-1 are computed again" in err, err
+    assert res.resumed_at == 0 and [s.epoch for s in res.epochs] == [0, 1]
+    _check_out(out, src, dst, cuts)
+    assert not (out / name).exists()

@@ -34,7 +34,8 @@ from spark_plugin.session.config import driver_heap_bytes
 from spark_plugin.session.console import write_line
 
 __all__ = ["run_job_command", "check_out_before_spark", "verbosity", "SPARK_LOG_LEVELS",
-           "master_url", "memory_size", "conf_pair", "MASTER_FORMS"]
+           "master_url", "memory_size", "conf_pair", "MASTER_FORMS", "columns_option",
+           "check_columns"]
 
 log = logging.getLogger(__name__)
 
@@ -380,3 +381,28 @@ def _jvm_failure(err: BaseException, oom_marker, heap: int, hint_more: str = "")
 def _first_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0] if text else ''}"
+
+
+def columns_option(text: str):
+    """``--columns SRC,DST[,WEIGHT]``: two or three names or 1-based numbers (how many a
+    command takes is its run's check: :func:`check_columns`)."""
+    from spark_plugin.jobs.edges import ColumnsError, EdgeColumns
+
+    try:
+        return EdgeColumns.parse(text, weighted=None)
+    except ColumnsError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix(f"--columns {text!r}: ")) from None
+
+
+def check_columns(args, parser=None, *, weighted: bool = False):
+    """``args.columns`` with as many picks as the command reads (two; three with
+    ``--weighted``).
+
+    Raises
+    ------
+    spark_plugin.jobs.edges.ColumnsError
+        Naming the value and the option that would take it (``tfront CMD: error: ...``,
+        exit 2)."""
+    from spark_plugin.jobs.edges import EdgeColumns
+
+    return EdgeColumns.parse(getattr(args, "columns", None), weighted=weighted)

@@ -9,6 +9,13 @@
   the columns ``src`` and ``dst`` are used (else the first two). Otherwise it is the first
   edge (:data:`CSV_RULE`).
 * **Parquet** (``*.parquet``, ``*.pq``): integer columns ``src`` and ``dst``.
+* A text file's first row (``*.txt``, ``*.tsv``, any other name) is a **header** when none
+  of its fields is an integer (``src dst``, ``from\tto``): named columns are then picked as
+  a CSV's are. A text or CSV row may have more than two fields: the first two are ``src``,
+  ``dst`` and the rest is ignored (:func:`check_input` says so once).
+* **Other columns** (:class:`EdgeColumns`, ``--columns SRC,DST[,WEIGHT]``, ``columns=``):
+  each of the picked columns by name (a Parquet or table column, a DataFrame's, a header
+  field) or by 1-based number (any format, a header-less text file too).
 
 * **Arrow** (:func:`epoch_sources` only): a ``pyarrow.Table`` with integer columns ``src``
   and ``dst``, split like a file.
@@ -41,9 +48,10 @@ import pyarrow.compute as pc
 
 from engine.errors import TimelyFrontierError
 
-__all__ = ["EdgeInputError", "read_edges", "epoch_sources", "edge_files", "EDGE_SCHEMA",
+__all__ = ["EdgeInputError", "ColumnsError", "read_edges", "epoch_sources", "edge_files", "EDGE_SCHEMA",
            "EpochSource", "ParquetSlice", "DONE_MARKER", "edge_format", "even_cuts",
-           "check_input", "FileStamp", "natural_key", "CSV_RULE", "edges_table"]
+           "check_input", "FileStamp", "natural_key", "CSV_RULE", "edges_table",
+           "EdgeColumns", "COLUMNS_HINT"]
 
 #: How a CSV edge file is read (also printed by ``tfront wcc --help``).
 CSV_RULE = ("CSV (*.csv): fields separated by ',', ';' or a tab, optionally double-quoted; "
@@ -69,6 +77,144 @@ class EdgeInputError(TimelyFrontierError, ValueError):
         super().__init__(message)
         self.path = path
         self.line = line
+
+
+#: What a message refusing an input's columns adds: the option that picks others.
+COLUMNS_HINT = ("--columns SRC,DST (columns= in run_wcc / run_sssp) picks other columns, "
+                "by name or 1-based number")
+
+
+class EdgeColumns:
+    """Which input columns are ``src``, ``dst`` (and ``weight``): ``--columns SRC,DST[,WEIGHT]``
+    of ``tfront wcc`` / ``tfront sssp``, ``columns=`` of ``run_wcc`` / ``run_sssp``.
+
+    Each pick is a column name (a Parquet file's or an Arrow table's or a DataFrame's column,
+    a field of a CSV or text file's header row; matched exactly, then ignoring case) or a
+    1-based column number (every format, header-less text files too). The picks are part of
+    the job's fingerprint: a resumed ``--out`` must have been written with the same ones.
+
+    >>> EdgeColumns.parse("from,to").picks
+    ('from', 'to')
+    >>> EdgeColumns.parse("1, 3, 2", weighted=True).picks
+    (1, 3, 2)
+    >>> EdgeColumns.parse("a,b,w")
+    Traceback (most recent call last):
+    ...
+    spark_plugin.jobs.edges.ColumnsError: --columns 'a,b,w': 3 columns, expected two, SRC,DST (a third, WEIGHT, is read by tfront sssp --weighted)
+    """
+
+    __slots__ = ("picks",)
+
+    def __init__(self, picks: tuple):
+        self.picks = tuple(picks)
+
+    @classmethod
+    def parse(cls, value, *, weighted: bool | None = False) -> "EdgeColumns | None":
+        """``value`` (``"a,b"``, ``("a", "b")``, ``(1, 2)``, an :class:`EdgeColumns` or
+        ``None``) checked: two picks, three with ``weighted`` (``None``: either), each a
+        non-empty name or a number ``>= 1``, no column twice.
+
+        Raises
+        ------
+        ColumnsError
+            Naming the value and what is wrong with it.
+        """
+        if value is None:
+            return None
+        shown = value if isinstance(value, str) else ",".join(map(str, value.picks)) \
+            if isinstance(value, EdgeColumns) else None
+        if isinstance(value, EdgeColumns):
+            raw = list(value.picks)
+        elif isinstance(value, str):
+            raw = [p.strip() for p in value.split(",")]
+        elif isinstance(value, (list, tuple)):
+            raw = list(value)
+            shown = ",".join(map(str, raw))
+        else:
+            raise ColumnsError(f"--columns: expected 'SRC,DST' or a sequence of column names "
+                               f"or numbers, got {type(value).__name__}")
+        picks = []
+        for p in raw:
+            if isinstance(p, str) and p.strip().isdigit():
+                p = int(p)
+            if isinstance(p, bool) or not isinstance(p, (str, int, np.integer)) or (
+                    isinstance(p, str) and not p.strip()):
+                raise ColumnsError(f"--columns {shown!r}: {p!r} is not a column name or a "
+                                   f"1-based column number")
+            if not isinstance(p, str) and p < 1:
+                raise ColumnsError(f"--columns {shown!r}: column numbers start at 1, got {p}")
+            picks.append(p.strip() if isinstance(p, str) else int(p))
+        want = (2, 3) if weighted is None else (3,) if weighted else (2,)
+        if len(picks) not in want:
+            raise ColumnsError(
+                f"--columns {shown!r}: {len(picks)} column{'s' if len(picks) != 1 else ''}, "
+                + ("expected three, SRC,DST,WEIGHT (--weighted reads a weight per edge)"
+                   if weighted else "expected two, SRC,DST" + (
+                       " (a third, WEIGHT, is read by tfront sssp --weighted)"
+                       if len(picks) == 3 else "") if weighted is False
+                   else "expected SRC,DST or SRC,DST,WEIGHT"))
+        if len(set(picks)) != len(picks):
+            raise ColumnsError(f"--columns {shown!r}: a column is picked twice")
+        return cls(tuple(picks))
+
+    def __repr__(self) -> str:
+        return f"EdgeColumns({self.picks!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, EdgeColumns) and self.picks == other.picks
+
+    def __hash__(self) -> int:
+        return hash(self.picks)
+
+    def __str__(self) -> str:
+        return ",".join(map(str, self.picks))
+
+    def indices(self, names, width: int, where: str, line: int | None = None) -> tuple:
+        """The 0-based indices of the picks in a row of ``width`` fields whose header is
+        ``names`` (``None``: no header row).
+
+        Raises
+        ------
+        EdgeInputError
+            A number past ``width``, a name with no header, a name the header lacks."""
+        at = f"{where}:{line}" if line is not None else where
+        out = []
+        for p in self.picks:
+            if isinstance(p, int):
+                if p > width:
+                    raise EdgeInputError(f"{at}: --columns {self}: there is no column {p}: "
+                                         f"the rows have {width} fields", where, line)
+                out.append(p - 1)
+                continue
+            if names is None:
+                raise EdgeInputError(f"{at}: --columns {self} names column {p!r}, but the "
+                                     f"file has no header row (its first row holds ids); "
+                                     f"pick columns by 1-based number, e.g. --columns 1,2",
+                                     where, line)
+            k = _find(names, p)
+            if k is None:
+                raise EdgeInputError(f"{at}: --columns {self}: no column {p!r} (columns: "
+                                     f"{', '.join(map(str, names)) or '(none)'})", where, line)
+            out.append(k)
+        return tuple(out)
+
+    def names(self, names, where: str) -> list[str]:
+        """The picked columns' names among ``names`` (a Parquet file's, a table's, a
+        DataFrame's columns)."""
+        return [names[k] for k in self.indices(list(names), len(names), where)]
+
+
+class ColumnsError(TimelyFrontierError, ValueError):
+    """A ``--columns`` / ``columns=`` value that is not ``SRC,DST[,WEIGHT]``."""
+
+
+def _find(names, name: str) -> int | None:
+    """The index of ``name`` among ``names``: exact, else ignoring case (``None``: absent)."""
+    names = [str(n) for n in names]
+    if name in names:
+        return names.index(name)
+    low = [n.lower() for n in names]
+    return low.index(name.lower()) if name.lower() in low else None
 
 
 def _fmt(path) -> str:
@@ -152,8 +298,9 @@ def _open_text(path: Path) -> str:
     return _decode(path, _read_bytes(path))
 
 
-def read_edges(path) -> pa.Table:
-    """Read one edge file as a table ``src int64, dst int64`` (rows in file order).
+def read_edges(path, columns: "EdgeColumns | None" = None) -> pa.Table:
+    """Read one edge file as a table ``src int64, dst int64`` (rows in file order);
+    ``columns`` (:class:`EdgeColumns`) picks other columns than the default ones.
 
     Raises
     ------
@@ -167,13 +314,13 @@ def read_edges(path) -> pa.Table:
         raise FileNotFoundError(f"edge file {_fmt(path)!r} does not exist")
     kind = _kind(path)
     if kind == "parquet":
-        return _read_parquet(path)
+        return ParquetSlice.of(path, columns=columns).read()
     text = _open_text(path)
-    if kind == "text":
+    if kind == "text" and columns is None:
         fast = _parse_simple_text(text)
         if fast is not None:
             return fast
-    return _parse_lines(path, text.splitlines(), csv=kind == "csv")
+    return _parse_lines(path, text.splitlines(), csv=kind == "csv", columns=columns)
 
 
 def _parse_simple_text(text: str) -> pa.Table | None:
@@ -262,43 +409,81 @@ def _csv_rows(path: Path, lines: list[str]):
         yield at[0], [f.strip() for f in fields]
 
 
-def _parse_lines(path: Path, lines: list[str], *, csv: bool) -> pa.Table:
+def _text_rows(lines: list[str]):
+    """``(line number, fields, raw line)`` of a text edge file's data lines: ``#`` starts a
+    comment, fields are separated by white space or a comma."""
+    for no, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "#" in line:
+            line = line.split("#", 1)[0]
+        yield no, line.replace(",", " ").split(), raw
+
+
+def _is_header(fields: list[str], csv: bool) -> bool:
+    """A CSV's first row is a header unless its first two fields are integers; a text
+    file's only when none of its fields is (a typo in an edge is not taken for one)."""
+    if csv:
+        return not (_INT.match(fields[0]) and _INT.match(fields[1]))
+    return not any(_INT.match(f) for f in fields)
+
+
+def _layout(path: Path, lines: list[str], *, csv: bool):
+    """``(fields per row, header names or None)`` of a text or CSV edge file, from its
+    first data row (``(0, None)`` without one)."""
+    rows = ((no, f) for no, f in _csv_rows(path, lines)) if csv else (
+        (no, f) for no, f, _ in _text_rows(lines))
+    for _, fields in rows:
+        return len(fields), (fields if len(fields) >= 2 and _is_header(fields, csv) else None)
+    return 0, None
+
+
+def _picks(path: Path, no: int, fields: list[str], header: bool, columns, want: int = 2):
+    """The indices of the ``want`` columns of a text or CSV file whose first data row (line
+    ``no``) is ``fields`` (a header when ``header``): ``columns``' picks, else the header's
+    ``src``, ``dst`` (``weight``) when it names them, else the first ones."""
+    names = fields if header else None
+    if columns is not None:
+        return columns.indices(names, len(fields), str(path), no)
+    if names is not None:
+        idx = [_find(names, n) for n in ("src", "dst", "weight")[:want]]
+        if None not in idx:
+            return tuple(idx)
+    return tuple(range(want))
+
+
+def _parse_lines(path: Path, lines: list[str], *, csv: bool,
+                 columns: "EdgeColumns | None" = None) -> pa.Table:
     cols = (0, 1)
     ncols = None
     rows: list[list[str]] = []
     numbers: list[int] = []
-    if csv:
-        for no, fields in _csv_rows(path, lines):
-            if ncols is None:
-                ncols = len(fields)
-                if ncols < 2:
-                    raise EdgeInputError(f"{_fmt(path)}:{no}: CSV row {lines[no - 1].strip()!r} "
-                                         f"has fewer than two columns (expected src,dst)",
+    source = ((no, f, lines[no - 1]) for no, f in _csv_rows(path, lines)) if csv else \
+        _text_rows(lines)
+    for no, fields, raw in source:
+        if ncols is None:
+            ncols = len(fields)
+            if ncols < 2:
+                if csv:
+                    raise EdgeInputError(f"{_fmt(path)}:{no}: CSV row {raw.strip()!r} has "
+                                         f"fewer than two columns (expected src,dst)",
                                          str(path), no)
-                if not (_INT.match(fields[0]) and _INT.match(fields[1])):   # a header
-                    names = [f.lower() for f in fields]
-                    if "src" in names and "dst" in names:
-                        cols = (names.index("src"), names.index("dst"))
-                    continue
-            if len(fields) != ncols:
-                raise EdgeInputError(f"{_fmt(path)}:{no}: malformed line {lines[no - 1]!r}: "
-                                     f"{len(fields)} fields, the first row has {ncols}",
-                                     str(path), no)
-            rows.append([fields[cols[0]], fields[cols[1]]])
-            numbers.append(no)
-    else:
-        for no, raw in enumerate(lines, 1):
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            if "#" in line:
-                line = line.split("#", 1)[0]
-            fields = line.replace(",", " ").split()
-            if len(fields) != 2:
                 raise EdgeInputError(f"{_fmt(path)}:{no}: malformed line {raw!r}: expected two "
                                      f"vertex ids 'src dst'", str(path), no)
-            rows.append(fields)
-            numbers.append(no)
+            header = _is_header(fields, csv)
+            cols = _picks(path, no, fields, header, columns)
+            if header:
+                continue
+        if len(fields) != ncols:
+            if not csv and ncols == 2:
+                raise EdgeInputError(f"{_fmt(path)}:{no}: malformed line {raw!r}: expected two "
+                                     f"vertex ids 'src dst'", str(path), no)
+            raise EdgeInputError(f"{_fmt(path)}:{no}: malformed line {raw!r}: "
+                                 f"{len(fields)} fields, the first row has {ncols}",
+                                 str(path), no)
+        rows.append([fields[cols[0]], fields[cols[1]]])
+        numbers.append(no)
     n = len(rows)
     flat = [x for r in rows for x in r]
     try:
@@ -326,15 +511,12 @@ def _parse_lines(path: Path, lines: list[str], *, csv: bool) -> pa.Table:
     return pa.Table.from_arrays([pa.array(ids[:, 0]), pa.array(ids[:, 1])], schema=EDGE_SCHEMA)
 
 
-def _read_parquet(path: Path) -> pa.Table:
-    return ParquetSlice.of(path).read()
-
-
-def _check_parquet(t: pa.Table, path, first_row: int) -> pa.Table:
-    """Validate the columns ``src, dst`` of rows of a Parquet edge file (``first_row``: the
-    0-based file row of ``t``'s first row; errors name 1-based file rows)."""
+def _check_parquet(t: pa.Table, path, first_row: int, names=("src", "dst")) -> pa.Table:
+    """Validate the columns ``names`` (``src``, ``dst`` by default) of rows of a Parquet
+    edge file (``first_row``: the 0-based file row of ``t``'s first row; errors name 1-based
+    file rows) and return them as ``src, dst``."""
     cols = []
-    for name in ("src", "dst"):
+    for name in names:
         c = t.column(name).combine_chunks() if t.num_rows else pa.array([], pa.int64())
         if not pa.types.is_integer(c.type):
             raise EdgeInputError(f"{_fmt(path)}: column {name!r} has type {c.type}, expected "
@@ -412,39 +594,50 @@ class ParquetSlice:
     ``stamp`` (a :class:`FileStamp`, recorded by :meth:`of`): :meth:`read` first checks that
     the file is still the one whose footer gave the row count."""
 
-    __slots__ = ("path", "start", "stop", "stamp")
+    __slots__ = ("path", "start", "stop", "stamp", "names")
 
-    def __init__(self, path, start: int, stop: int, stamp: FileStamp | None = None):
+    def __init__(self, path, start: int, stop: int, stamp: FileStamp | None = None,
+                 names: tuple = ("src", "dst")):
         self.path, self.start, self.stop = str(path), int(start), int(stop)
-        self.stamp = stamp
+        self.stamp, self.names = stamp, tuple(names)
 
     @classmethod
     def of(cls, path, start: int = 0, stop: int | None = None,
-           stamp: FileStamp | None = None) -> "ParquetSlice":
+           stamp: FileStamp | None = None,
+           columns: "EdgeColumns | None" = None) -> "ParquetSlice":
         """The rows ``[start, stop)`` of ``path`` (default: all); checks the file's footer and
         columns now, the values when read. ``stamp``: the file as the job recorded it
-        (default: as it is now)."""
+        (default: as it is now); ``columns``: the columns read as ``src``, ``dst`` (default
+        those)."""
         stamp = FileStamp.of(path) if stamp is None else stamp
         stamp.check()
         pf = cls._open(path)
+        names = cls._names(pf, path, columns)
         n = pf.metadata.num_rows
-        return cls(path, start, n if stop is None else min(stop, n), stamp)
+        return cls(path, start, n if stop is None else min(stop, n), stamp, names)
+
+    @staticmethod
+    def _names(pf, path, columns: "EdgeColumns | None", want=("src", "dst")) -> tuple:
+        """The file's columns read as ``want`` (``columns``' picks, else those names)."""
+        names = pf.schema_arrow.names
+        if columns is not None:
+            return tuple(columns.names(names, _fmt(path)))
+        for name in want:
+            if name not in names:
+                raise EdgeInputError(f"{_fmt(path)}: Parquet file has no column {name!r} "
+                                     f"(columns: {', '.join(names) or '(none)'}); "
+                                     f"{COLUMNS_HINT}", str(path))
+        return tuple(want)
 
     @staticmethod
     def _open(path):
         import pyarrow.parquet as pq
 
         try:
-            pf = pq.ParquetFile(path)
+            return pq.ParquetFile(path)
         except (pa.ArrowInvalid, OSError) as e:
             raise EdgeInputError(f"{_fmt(path)}: not a readable Parquet file ({e})",
                                  str(path)) from None
-        names = pf.schema_arrow.names
-        for name in ("src", "dst"):
-            if name not in names:
-                raise EdgeInputError(f"{_fmt(path)}: Parquet file has no column {name!r} "
-                                     f"(columns: {', '.join(names) or '(none)'})", str(path))
-        return pf
 
     @property
     def rows(self) -> int:
@@ -454,7 +647,7 @@ class ParquetSlice:
         """The ``p``-th of ``parts`` consecutive, equal sub-slices."""
         cuts = even_cuts(self.rows, parts)
         return ParquetSlice(self.path, self.start + cuts[p], self.start + cuts[p + 1],
-                            self.stamp)
+                            self.stamp, self.names)
 
     def read(self) -> pa.Table:
         """The rows as ``src int64, dst int64`` (validated)."""
@@ -472,14 +665,14 @@ class ParquetSlice:
                 first = at if first is None else first
             at += k
         try:
-            t = pf.read_row_groups(groups, columns=["src", "dst"])
+            t = pf.read_row_groups(groups, columns=list(self.names))
         except (pa.ArrowInvalid, OSError) as e:
             raise EdgeInputError(f"{_fmt(self.path)}: not a readable Parquet file ({e})",
                                  self.path) from None
         if self.stamp is not None:
             self.stamp.check()
         t = t.slice(self.start - first, self.rows)
-        return _check_parquet(t, self.path, self.start)
+        return _check_parquet(t, self.path, self.start, self.names)
 
     def __repr__(self) -> str:
         return f"ParquetSlice({self.path!r}, {self.start}, {self.stop})"
@@ -530,21 +723,36 @@ def _check_epochs(epochs, where: str) -> None:
         raise EdgeInputError(f"--epochs must be a positive integer, got {epochs!r}", where)
 
 
-def edges_table(table: pa.Table, what: str = "edge table") -> pa.Table:
-    """An Arrow table of edges (integer columns ``src``, ``dst``; other columns ignored) as
-    ``src int64, dst int64``, validated like a Parquet file (rows named 1-based)."""
+def edges_table(table: pa.Table, what: str = "edge table",
+                columns: "EdgeColumns | None" = None) -> pa.Table:
+    """An Arrow table of edges (integer columns ``src``, ``dst``, or those ``columns``
+    picks; other columns ignored) as ``src int64, dst int64``, validated like a Parquet
+    file (rows named 1-based)."""
     if not isinstance(table, pa.Table):
         raise EdgeInputError(f"{what}: expected a pyarrow.Table, got {type(table).__name__}", what)
-    for name in ("src", "dst"):
-        if name not in table.column_names:
+    names = table_columns(table.column_names, what, columns)
+    return _check_parquet(table.select(names), what, 0, names)
+
+
+def table_columns(names, what: str, columns: "EdgeColumns | None",
+                  want=("src", "dst")) -> list[str]:
+    """The columns of a table or DataFrame (``names``) read as ``want``: ``columns``'
+    picks, else those names; a missing one raises :class:`EdgeInputError` naming the
+    columns there and the option that picks others."""
+    names = list(names)
+    if columns is not None:
+        return columns.names(names, what)
+    for name in want:
+        if name not in names:
             raise EdgeInputError(f"{what}: no column {name!r} (columns: "
-                                 f"{', '.join(table.column_names) or '(none)'})", what)
-    return _check_parquet(table.select(["src", "dst"]), what, 0)
+                                 f"{', '.join(names) or '(none)'}); {COLUMNS_HINT}", what)
+    return list(want)
 
 
 def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
-                  poll: float = 0.5, sleep=None,
-                  reader=None) -> tuple[int | None, Iterator[EpochSource]]:
+                  poll: float = 0.5, sleep=None, reader=None,
+                  columns: "EdgeColumns | None" = None
+                  ) -> tuple[int | None, Iterator[EpochSource]]:
     """``(number of epochs, iterator of EpochSource per epoch)``.
 
     A text or CSV file (or a ``pyarrow.Table`` of edges) is read (and validated) once, up
@@ -572,11 +780,14 @@ def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
     format (the shortest-paths job's weighted edges: :mod:`spark_plugin.jobs.sssp.io`) instead of
     :func:`read_edges`; every file, Parquet too, is then read whole (a single file up front,
     a directory's files when their epochs start). A table ``edges`` is the caller's to
-    validate for such a format.
+    validate for such a format. ``columns`` (:class:`EdgeColumns`): the columns read as
+    ``src``, ``dst`` by the default reader (a ``reader`` picks its own).
     """
     if isinstance(edges, pa.Table):
         _check_epochs(epochs, "edge table")
-        return _table_sources(edges_table(edges), epochs, "edge table")
+        return _table_sources(edges_table(edges, columns=columns), epochs, "edge table")
+    if reader is None and columns is not None:
+        reader = _ColumnsReader(columns)
     path = Path(edges)
     _check_epochs(epochs, str(path))
     if follow is not None:
@@ -602,8 +813,8 @@ def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
         return len(files), (_file_source(f, st, reader) for f, st in zip(files, stamps))
     if not path.exists():
         raise FileNotFoundError(f"edge file {_fmt(path)!r} does not exist")
-    if reader is None and _kind(path) == "parquet":
-        whole = ParquetSlice.of(path)
+    if _parquet_slices(reader, path):
+        whole = ParquetSlice.of(path, columns=getattr(reader, "columns", None))
         if whole.rows == 0:
             raise EdgeInputError(f"{_fmt(path)}: the Parquet file has no rows: no edges, "
                                  f"nothing to do", str(path))
@@ -615,6 +826,22 @@ def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
         raise EdgeInputError(f"{_fmt(path)}: no edges (the file is empty or has only comments "
                              f"and blank lines); nothing to do", str(path))
     return _table_sources(table, epochs, str(path))
+
+
+class _ColumnsReader:
+    """:func:`read_edges` with :class:`EdgeColumns` (a Parquet file still becomes lazy
+    :class:`ParquetSlice` epochs: :func:`_parquet_slices`)."""
+
+    def __init__(self, columns: "EdgeColumns"):
+        self.columns = columns
+
+    def __call__(self, path) -> pa.Table:
+        return read_edges(path, self.columns)
+
+
+def _parquet_slices(reader, path) -> bool:
+    """A Parquet file read as lazy slices (the default reader, with or without columns)."""
+    return (reader is None or isinstance(reader, _ColumnsReader)) and _kind(Path(path)) == "parquet"
 
 
 def _table_sources(table: pa.Table, epochs: int, what: str):
@@ -632,8 +859,8 @@ def _file_source(f: Path, stamp: FileStamp | None = None, reader=None) -> EpochS
     was when ``stamp`` was recorded (default: now), read by ``reader`` (default
     :func:`read_edges`, Parquet as a lazy slice)."""
     stamp = FileStamp.of(f) if stamp is None else stamp
-    if reader is None and _kind(f) == "parquet":
-        whole = ParquetSlice.of(f, stamp=stamp)
+    if _parquet_slices(reader, f):
+        whole = ParquetSlice.of(f, stamp=stamp, columns=getattr(reader, "columns", None))
         return EpochSource(str(f), whole.read, whole, stamp.check)
 
     def read():
@@ -711,7 +938,8 @@ def _peek_text(path: Path, limit: int) -> tuple[list[str], bool]:
 
 
 def check_input(edges, epochs: int | None = None, *, follow: float | None = None,
-                peek: int = 1 << 16, check_file=None) -> list[str]:
+                peek: int = 1 << 16, check_file=None,
+                columns: "EdgeColumns | None" = None) -> list[str]:
     """Validate an edge input cheaply, before a Spark session starts: that it exists and is
     readable, that ``epochs`` and ``follow`` fit it, and the first rows of every file (the
     first ``peek`` bytes of a text or CSV file, decompressed; a Parquet file's footer,
@@ -721,7 +949,9 @@ def check_input(edges, epochs: int | None = None, *, follow: float | None = None
     file without edges). ``check_file(path, peek) -> bool`` validates one file's first rows
     instead of the ``src dst`` reader (the weighted input of
     :func:`spark_plugin.jobs.sssp.io.check_weighted_input`): ``False`` when the file
-    certainly has no edges.
+    certainly has no edges, or ``(has_edges, note)`` with a note for the user (said once
+    per input: the first file whose rows have fields the job ignores). ``columns``: the
+    columns the default reader picks (:class:`EdgeColumns`).
 
     Raises
     ------
@@ -730,7 +960,17 @@ def check_input(edges, epochs: int | None = None, *, follow: float | None = None
         (and line); ``FileNotFoundError`` for a missing input.
     """
     path = Path(edges)
-    check_file = _check_file if check_file is None else check_file
+    if check_file is None:
+        def check_file(f, peek):
+            return _check_file(f, peek, columns)
+    said = []
+
+    def check(f, peek) -> bool:
+        got = check_file(f, peek)
+        has, note = got if isinstance(got, tuple) else (got, None)
+        if note and not said:
+            said.append(note)
+        return has
     if not path.exists():
         raise FileNotFoundError(f"edge input {str(path)!r} does not exist")
     if epochs is not None:
@@ -750,29 +990,39 @@ def check_input(edges, epochs: int | None = None, *, follow: float | None = None
                                  f"'_'-prefixed files are skipped); nothing to do", str(path))
         notes = []
         for f in files:
-            if not check_file(f, peek):
+            if not check(f, peek):
                 notes.append(f"{f}: no edges (empty, or only comments); its epoch adds none")
-        return notes
+        return said + notes
     if follow is not None:
         raise EdgeInputError(f"{_fmt(path)}: --follow needs a directory of epoch files",
                              str(path))
-    if not check_file(path, peek):
+    if not check(path, peek):
         raise EdgeInputError(f"{_fmt(path)}: no edges (the file is empty or has only comments "
                              f"and blank lines); nothing to do", str(path))
-    return []
+    return said
 
 
-def _check_file(f: Path, peek: int) -> bool:
-    """Validate the first rows of one edge file; ``False`` when it certainly has no edges."""
+def _check_file(f: Path, peek: int, columns: "EdgeColumns | None" = None):
+    """Validate the first rows of one edge file: ``(has_edges, note)``, ``has_edges`` ``False``
+    when it certainly has none; ``note`` says that its rows have fields beyond ``src``,
+    ``dst`` that are ignored (no ``columns`` given, no header naming them)."""
     if _kind(f) == "parquet":
-        s = ParquetSlice.of(f)
+        s = ParquetSlice.of(f, columns=columns)
         if s.rows == 0:
-            return False
+            return False, None
         pf = ParquetSlice._open(f)
-        batch = next(pf.iter_batches(batch_size=1024, columns=["src", "dst"]), None)
+        batch = next(pf.iter_batches(batch_size=1024, columns=list(s.names)), None)
         if batch is not None:
-            _check_parquet(pa.Table.from_batches([batch]), f, 0)
-        return True
+            _check_parquet(pa.Table.from_batches([batch]), f, 0, s.names)
+        return True, None
     lines, whole = _peek_text(f, peek)
-    n = _parse_lines(f, lines, csv=_kind(f) == "csv").num_rows
-    return n > 0 or not whole
+    csv = _kind(f) == "csv"
+    n = _parse_lines(f, lines, csv=csv, columns=columns).num_rows
+    width, header = _layout(f, lines, csv=csv)
+    note = None
+    if columns is None and width > 2 and not (
+            header is not None and None not in (_find(header, "src"), _find(header, "dst"))):
+        note = (f"{f}: its rows have {width} fields: the first two are src, dst and the rest "
+                f"is ignored (--columns SRC,DST picks others; tfront sssp --weighted reads a "
+                f"third as the weight)")
+    return n > 0 or not whole, note

@@ -82,7 +82,7 @@ from spark_plugin.jobs.arrow import (arrow_bool, arrow_fixed, arrow_numpy, arrow
                                      arrow_types, list_matrix)
 from spark_plugin.jobs.backend import requested_backend, service_backend
 from spark_plugin.jobs.checkpoints import Checkpoints
-from spark_plugin.jobs.edges import EdgeInputError, edges_table, epoch_sources
+from spark_plugin.jobs.edges import EdgeInputError, edges_table, epoch_sources, table_columns
 from spark_plugin.jobs.progress_bar import Progress, fmt_frontier
 from spark_plugin.jobs.recovery import OutputLog, crash_point, dataframe_digest, job_fingerprint
 
@@ -701,30 +701,63 @@ class EpochJob(abc.ABC):
         """``(number of epochs or None, iterator of EpochSource)``: the job's input in epochs.
         By default :func:`~spark_plugin.jobs.edges.epoch_sources` of ``edges`` (``src, dst``);
         a job whose rows have other columns reads them here."""
-        return epoch_sources(self.edges, self.epochs, follow=self.follow)
+        return epoch_sources(self.edges, self.epochs, follow=self.follow,
+                             columns=self.file_columns)
 
     def input_table(self, df) -> pa.Table:
         """An input DataFrame collected to the driver (once, at the start), as the table
-        :meth:`sources` splits: by default its ``src, dst`` columns, validated."""
+        :meth:`sources` splits: by default its ``src, dst`` columns (or those
+        :attr:`columns` picks), validated."""
+        return edges_table(self._collect(df, ("src", "dst")), "edge DataFrame")
+
+    def _collect(self, df, want: tuple) -> pa.Table:
+        """The DataFrame's columns read as ``want`` (:attr:`columns`' picks, else those
+        names; checked before any Spark job), collected under those names."""
+        from pyspark.sql import functions as F
+
         from spark_plugin.service.batch import collect_arrow
 
-        missing = [c for c in ("src", "dst") if c not in df.columns]
-        if missing:
-            raise EdgeInputError(f"edge DataFrame: no column {missing[0]!r} (columns: "
-                                 f"{', '.join(df.columns) or '(none)'})", "edge DataFrame")
-        return edges_table(collect_arrow(df.select("src", "dst")), "edge DataFrame")
+        names = table_columns(df.columns, "edge DataFrame", self.columns, want)
+        self._input_names = tuple(names)   # what the content digest covers
+        return collect_arrow(df.select(*(F.col(n).alias(w) for n, w in zip(names, want))))
 
     def fingerprint(self) -> dict:
         """What makes two runs the same job, recorded in ``out``'s manifest (a run with
         another fingerprint is refused there): by default the input (a table's or
-        DataFrame's content digest over :attr:`input_columns`) and its epochs
-        (:func:`~spark_plugin.jobs.recovery.job_fingerprint`); a job adds the options that
-        change its results."""
+        DataFrame's content digest over :attr:`input_columns`), its epochs and the columns
+        picked (:func:`~spark_plugin.jobs.recovery.job_fingerprint`); a job adds the options
+        that change its results."""
         return job_fingerprint(self.edges, self.epochs, self.follow,
-                               columns=self.input_columns, dataframe=self.input_digest)
+                               columns=self.input_columns, dataframe=self.input_digest,
+                               picked=self.columns)
 
-    #: The input columns an Arrow table's or a DataFrame's content digest covers.
-    input_columns: tuple = ("src", "dst")
+    #: The input columns read as ``src``, ``dst`` (``weight``): an
+    #: :class:`~spark_plugin.jobs.edges.EdgeColumns` (``columns=`` of ``run_wcc`` /
+    #: ``run_sssp``), or ``None`` for those names (a file's first two fields).
+    columns = None
+    _input_names = None   # a DataFrame's columns, once collected (:meth:`_collect`)
+
+    @property
+    def file_columns(self):
+        """:attr:`columns` as :meth:`sources` applies them: not to a collected DataFrame,
+        whose table already has its columns renamed."""
+        return None if self._input_names is not None else self.columns
+
+    def _picked(self, want: tuple) -> tuple:
+        """The names in the input table or DataFrame of the columns read as ``want``."""
+        if self.columns is None:
+            return want
+        if self._input_names is not None:
+            return self._input_names
+        if isinstance(self.edges, pa.Table):
+            return tuple(table_columns(self.edges.column_names, "edge table", self.columns,
+                                       want))
+        return want
+
+    @property
+    def input_columns(self) -> tuple:
+        """The input columns an Arrow table's or a DataFrame's content digest covers."""
+        return self._picked(("src", "dst"))
     #: A DataFrame input's :func:`~spark_plugin.jobs.recovery.dataframe_digest` (with ``out``).
     input_digest: dict | None = None
 

@@ -87,7 +87,7 @@ def crash_point(point: str, epoch: int) -> None:
 
 
 def job_fingerprint(edges, epochs: int, follow, *, columns=("src", "dst"),
-                    dataframe: dict | None = None) -> dict:
+                    dataframe: dict | None = None, picked=None) -> dict:
     """What makes two runs the same job: the input and how it is split into epochs.
 
     A file or directory: its absolute path (a single file's stamp: size, modification time,
@@ -96,19 +96,24 @@ def job_fingerprint(edges, epochs: int, follow, *, columns=("src", "dst"),
     driver at the start): ``dataframe``, its :func:`dataframe_digest` (an order-independent
     digest Spark computes in one pass over it). Partitions, backend and ``follow`` (a
     directory's files become the same epochs either way; each kept epoch's file is checked
-    on resume) do not change the labels and are not part of it."""
+    on resume) do not change the labels and are not part of it. ``picked``: the
+    :class:`~spark_plugin.jobs.edges.EdgeColumns` the input was read with (``--columns``),
+    recorded as ``"columns"`` when given: other columns are another job."""
     if dataframe is not None:
-        return {"input": "edge DataFrame", "rows": int(dataframe["rows"]),
-                "content": dataframe["content"], "epochs": int(epochs)}
-    if isinstance(edges, pa.Table):
-        return {"input": "edge table", "rows": edges.num_rows,
-                "content": table_digest(edges, columns), "epochs": int(epochs)}
-    path = Path(edges).absolute()
-    job = {"input": str(path), "kind": "directory" if path.is_dir() else "file",
-           "epochs": int(epochs)}
-    if path.is_file():
-        st = FileStamp.of(path)
-        job["stamp"] = [st.size, st.mtime_ns, st.ino]
+        job = {"input": "edge DataFrame", "rows": int(dataframe["rows"]),
+               "content": dataframe["content"], "epochs": int(epochs)}
+    elif isinstance(edges, pa.Table):
+        job = {"input": "edge table", "rows": edges.num_rows,
+               "content": table_digest(edges, columns), "epochs": int(epochs)}
+    else:
+        path = Path(edges).absolute()
+        job = {"input": str(path), "kind": "directory" if path.is_dir() else "file",
+               "epochs": int(epochs)}
+        if path.is_file():
+            st = FileStamp.of(path)
+            job["stamp"] = [st.size, st.mtime_ns, st.ino]
+    if picked is not None:
+        job["columns"] = list(picked.picks)
     return job
 
 

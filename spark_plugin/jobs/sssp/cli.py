@@ -13,8 +13,8 @@ import sys
 
 from engine.cli.main import positive_int, positive_seconds
 
-from spark_plugin.jobs.command import (MASTER_FORMS, conf_pair, master_url, memory_size,
-                                       run_job_command)
+from spark_plugin.jobs.command import (MASTER_FORMS, check_columns, columns_option, conf_pair,
+                                       master_url, memory_size, run_job_command)
 
 __all__ = ["add_sssp", "run_sssp_command", "source_note", "SSSP_INPUT"]
 
@@ -22,6 +22,8 @@ SSSP_INPUT = """\
 input formats (EDGES): as tfront wcc (text, CSV, Parquet, a directory of epoch files); an
   edge leads from src to dst (--undirected: both ways). With --weighted every edge has a
   third field, a finite weight >= 0 ('src dst weight'; Parquet: a numeric column weight).
+  --columns SRC,DST[,WEIGHT] picks other columns (names or 1-based numbers; WEIGHT with
+  --weighted).
 
 output (--out): a Parquet dataset with one part per final epoch, columns epoch, vertex,
   distance (int64 hops, or double with --weighted); only vertices the source reaches.
@@ -63,6 +65,9 @@ def add_sssp(sub) -> argparse.ArgumentParser:
                    help="edges have a third field, a weight >= 0 (default: every edge weighs 1, "
                         "distances are BFS levels)")
     s.add_argument("--undirected", action="store_true", help="every edge also leads back")
+    s.add_argument("--columns", type=columns_option, default=None, metavar="SRC,DST[,WEIGHT]",
+                   help="the input's columns read as src, dst (and with --weighted, weight): "
+                        "names (Parquet, a header row) or 1-based numbers (any format)")
     s.add_argument("--master", type=master_url, default=None, metavar="URL",
                    help=f"Spark master URL (default local[*]): {MASTER_FORMS}")
     s.add_argument("--partitions", type=positive_int, default=None, metavar="P",
@@ -97,7 +102,7 @@ def add_sssp(sub) -> argparse.ArgumentParser:
 
 
 def source_note(edges, source: int, *, weighted: bool = False,
-                undirected: bool = False) -> str | None:
+                undirected: bool = False, columns=None) -> str | None:
     """Why the source reaches no other vertex, read from the input's files once more (a run
     whose last epoch reached only the source): the source is in no edge of any epoch, or,
     directed, only ever an edge's destination. ``None`` when it has an outgoing edge."""
@@ -112,7 +117,7 @@ def source_note(edges, source: int, *, weighted: bool = False,
     read = read_weighted_edges if weighted else read_edges
     as_src = as_dst = False
     for f in (edge_files(path) if path.is_dir() else [path]):
-        t = read(f)
+        t = read(f, columns)
         as_src = as_src or bool(np.any(t.column("src").to_numpy() == source))
         as_dst = as_dst or bool(np.any(t.column("dst").to_numpy() == source))
         if as_src:
@@ -140,13 +145,14 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
     outgoing one)."""
     if args.overwrite and args.out is None:
         parser.error("sssp --overwrite needs --out")
+    columns = args.columns = check_columns(args, parser, weighted=args.weighted)
     if not os.path.exists(args.edges):   # a typo: before importing the Spark side
         raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
     if args.weighted:   # every file's first rows, as 'src dst weight'
         from spark_plugin.jobs.sssp.io import check_weighted_input as check
     else:
         from spark_plugin.jobs.edges import check_input as check
-    for note in check(args.edges, args.epochs, follow=args.follow):
+    for note in check(args.edges, args.epochs, follow=args.follow, columns=columns):
         print(f"tfront sssp: warning: {note}", file=sys.stderr, flush=True)
     from spark_plugin.jobs.sssp.job import driver_finish_rows, run_sssp, sssp_fingerprint
 
@@ -160,7 +166,7 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
     def after(res, level, warn) -> None:
         if res.epochs and res.epochs[-1].reached <= 1:   # the source reaches only itself
             note = source_note(args.edges, args.source, weighted=args.weighted,
-                               undirected=args.undirected)
+                               undirected=args.undirected, columns=columns)
             if note:
                 warn(note)
 
@@ -170,10 +176,10 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
                         partitions=args.partitions, progress=level, on_epoch=on_epoch,
                         follow=args.follow, checkpoint_dir=args.checkpoint_dir,
                         progress_log=args.progress_log, overwrite=args.overwrite,
-                        partitioner=args.partitioner)
+                        partitioner=args.partitioner, columns=columns)
 
     return run_job_command(
         args, name="sssp", what="distances", run=run, banner=banner, after=after,
         memory_hint="lower TFRONT_SSSP_DRIVER_ROWS so that the driver holds fewer edges",
         fingerprint=sssp_fingerprint(args.edges, epochs, args.follow, args.source,
-                                     args.weighted, args.undirected))
+                                     args.weighted, args.undirected, picked=columns))

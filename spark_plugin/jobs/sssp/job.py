@@ -73,7 +73,7 @@ from gpu_kernels.shortest_paths import (improve, local_csr, local_fixpoint, sort
 from spark_plugin.jobs.budget import driver_finish_rows as budget_rows
 from spark_plugin.jobs.framework import EpochJob, EpochOutcome, JobProtocolError, JobResult
 from spark_plugin.jobs.sssp.io import weighted_epoch_sources, weighted_table
-from spark_plugin.jobs.edges import EdgeInputError
+from spark_plugin.jobs.edges import COLUMNS_HINT, EdgeColumns, EdgeInputError
 
 __all__ = ["run_sssp", "SsspJob", "SsspResult", "SsspEpoch", "SsspProtocolError",
            "sssp_dataflow", "sssp_fingerprint", "EdgeInputError", "driver_finish_rows",
@@ -317,14 +317,19 @@ def _warm_kernels() -> None:
 
 
 def sssp_fingerprint(edges, epochs: int, follow, source: int, weighted: bool,
-                     undirected: bool, dataframe: dict | None = None) -> dict:
+                     undirected: bool, dataframe: dict | None = None, *,
+                     columns: tuple | None = None, picked=None) -> dict:
     """What makes two shortest-paths runs the same job (recorded in a local ``out``'s
-    manifest): the input and its epochs (:func:`~spark_plugin.jobs.recovery.job_fingerprint`)
-    and the options that change the distances."""
+    manifest): the input and its epochs and the columns picked (``picked``, an
+    :class:`~spark_plugin.jobs.edges.EdgeColumns`;
+    :func:`~spark_plugin.jobs.recovery.job_fingerprint`) and the options that change the
+    distances. ``columns``: the table columns a table's content digest covers."""
     from spark_plugin.jobs.recovery import job_fingerprint
 
-    columns = ("src", "dst", "weight") if weighted else ("src", "dst")
-    return {**job_fingerprint(edges, epochs, follow, columns=columns, dataframe=dataframe),
+    if columns is None:
+        columns = ("src", "dst", "weight") if weighted else ("src", "dst")
+    return {**job_fingerprint(edges, epochs, follow, columns=columns, dataframe=dataframe,
+                              picked=picked),
             "job": "sssp", "source": int(source),
             "weighted": bool(weighted), "undirected": bool(undirected)}
 
@@ -385,28 +390,29 @@ class SsspJob(EpochJob):
     def sources(self):
         if not self.weighted:
             return super().sources()
-        return weighted_epoch_sources(self.edges, self.epochs, follow=self.follow)
+        return weighted_epoch_sources(self.edges, self.epochs, follow=self.follow,
+                                      columns=self.file_columns)
 
     def input_table(self, df):
         if not self.weighted:
             return super().input_table(df)
-        from spark_plugin.service.batch import collect_arrow
-
-        missing = [c for c in ("src", "dst", "weight") if c not in df.columns]
-        if missing:
-            raise EdgeInputError(f"edge DataFrame: no column {missing[0]!r} (columns: "
-                                 f"{', '.join(df.columns) or '(none)'}); a weighted input "
-                                 f"needs src, dst and weight", "edge DataFrame")
-        return weighted_table(collect_arrow(df.select("src", "dst", "weight")),
-                              "edge DataFrame")
+        if self.columns is None:
+            missing = [c for c in ("src", "dst", "weight") if c not in df.columns]
+            if missing:
+                raise EdgeInputError(f"edge DataFrame: no column {missing[0]!r} (columns: "
+                                     f"{', '.join(df.columns) or '(none)'}); a weighted input "
+                                     f"needs src, dst and weight; {COLUMNS_HINT}",
+                                     "edge DataFrame")
+        return weighted_table(self._collect(df, ("src", "dst", "weight")), "edge DataFrame")
 
     def fingerprint(self):
         return sssp_fingerprint(self.edges, self.epochs, self.follow, self.source,
-                                self.weighted, self.undirected, dataframe=self.input_digest)
+                                self.weighted, self.undirected, dataframe=self.input_digest,
+                                columns=self.input_columns, picked=self.columns)
 
     @property
     def input_columns(self):
-        return ("src", "dst", "weight") if self.weighted else ("src", "dst")
+        return self._picked(("src", "dst", "weight") if self.weighted else ("src", "dst"))
 
     def start(self):
         self.driver_rows = driver_finish_rows(self.spark)[0]
@@ -693,7 +699,7 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
              progress: bool | int | None = None, on_epoch=None, task_wrapper=None,
              follow: float | None = None, checkpoint_dir: str | None = None,
              progress_log=None, overwrite: bool = False,
-             partitioner: str = "locality") -> SsspResult:
+             partitioner: str = "locality", columns=None) -> SsspResult:
     """Run the incremental shortest-paths job from ``source`` (:class:`SsspJob`).
 
     Parameters
@@ -740,6 +746,10 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
         As for :func:`~spark_plugin.jobs.wcc.job.run_wcc`: a directory consumed as a stream; a
         reliable directory for the partitions' edges (checkpointed once per epoch); a JSON
         lines log of every frontier change (``tfront progress``); start ``out`` over.
+    columns : str or sequence, optional
+        The input columns read as ``src``, ``dst`` (and, ``weighted``, ``weight``): names
+        or 1-based numbers, ``"from,to"`` or ``("from", "to", "w")``
+        (:class:`~spark_plugin.jobs.edges.EdgeColumns`); part of the job's fingerprint.
 
     Raises
     ------
@@ -753,9 +763,12 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
         ``source`` or ``partitions`` is not a non-negative / positive integer, or
         ``partitioner`` is not one of :data:`PARTITIONERS`.
     """
-    return SsspJob(spark, edges, source, weighted=weighted, undirected=undirected,
-                   partitioner=partitioner,
-                   epochs=epochs, out=out, partitions=partitions, progress=progress,
-                   on_epoch=on_epoch, task_wrapper=task_wrapper, follow=follow,
-                   checkpoint_dir=checkpoint_dir, progress_log=progress_log,
-                   overwrite=overwrite).run()
+    picked = EdgeColumns.parse(columns, weighted=bool(weighted))   # before anything runs
+    job = SsspJob(spark, edges, source, weighted=weighted, undirected=undirected,
+                  partitioner=partitioner,
+                  epochs=epochs, out=out, partitions=partitions, progress=progress,
+                  on_epoch=on_epoch, task_wrapper=task_wrapper, follow=follow,
+                  checkpoint_dir=checkpoint_dir, progress_log=progress_log,
+                  overwrite=overwrite)
+    job.columns = picked
+    return job.run()

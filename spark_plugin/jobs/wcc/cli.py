@@ -20,8 +20,8 @@ import sys
 from engine import Backend
 from engine.cli.main import positive_int, positive_seconds
 
-from spark_plugin.jobs.command import (MASTER_FORMS, conf_pair, master_url, memory_size,
-                                       run_job_command)
+from spark_plugin.jobs.command import (MASTER_FORMS, check_columns, columns_option, conf_pair,
+                                       master_url, memory_size, run_job_command)
 
 __all__ = ["add_wcc", "run_wcc_command", "loop_checkpoint", "WCC_INPUT"]
 
@@ -33,6 +33,10 @@ input formats (EDGES):
     the first row is a header unless its first two fields are integers (then columns
     src,dst are used, else the first two); otherwise it is the first edge.
   Parquet (*.parquet, *.pq): integer columns src and dst.
+  A text file (.txt, .tsv, ...) may start with a header row (no field an integer), as a
+    CSV may; rows with more than two fields: the first two are src, dst (said once).
+  --columns SRC,DST: other columns, by name (Parquet, a header row) or 1-based number
+    (any format), e.g. --columns from,to or --columns 1,3.
   a directory: one epoch per file, in natural order of the names (e2 before e10; hidden
     and '_' files skipped); each epoch's line names its file.
   Vertex ids are non-negative int64. Bad input stops with the file and line named (exit
@@ -65,6 +69,9 @@ def add_wcc(sub) -> argparse.ArgumentParser:
     w.add_argument("edges", help="edge file (text, CSV, Parquet; see below) or directory of epoch files")
     w.add_argument("--epochs", type=positive_int, default=None, metavar="K",
                    help="split a single edge file into K epochs (default 1; not for a directory)")
+    w.add_argument("--columns", type=columns_option, default=None, metavar="SRC,DST",
+                   help="the input's columns read as src and dst: names (Parquet, a header "
+                        "row) or 1-based numbers (any format), e.g. from,to or 1,3")
     w.add_argument("--out", default=None,
                    help="Parquet dataset to append epoch,vertex,component to (without it the "
                         "labels are not saved). A run on an existing OUT of the same job "
@@ -128,6 +135,7 @@ def run_wcc_command(args, parser: argparse.ArgumentParser) -> int:
     errors, exit status 2). A missing input is refused before PySpark is imported."""
     if args.overwrite and args.out is None:
         parser.error("wcc --overwrite needs --out")
+    args.columns = check_columns(args, parser)
     if not os.path.exists(args.edges):   # a typo: before importing the Spark side
         raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
     return main_wcc(args)
@@ -158,8 +166,11 @@ def main_wcc(args) -> int:
                                            driver_finish_rows, run_wcc)
     from spark_plugin.session.console import write_line
 
+    from spark_plugin.jobs.recovery import job_fingerprint
+
     follow = getattr(args, "follow", None)
-    for note in check_input(args.edges, args.epochs, follow=follow):
+    columns = getattr(args, "columns", None)
+    for note in check_input(args.edges, args.epochs, follow=follow, columns=columns):
         print(f"tfront wcc: warning: {note}", file=sys.stderr, flush=True)
 
     def banner(spark) -> str:
@@ -185,9 +196,12 @@ def main_wcc(args) -> int:
                        progress_log=getattr(args, "progress_log", None),
                        overwrite=bool(getattr(args, "overwrite", False)),
                        loop_checkpoint=getattr(args, "loop_checkpoint", DEFAULT_LOOP_CHECKPOINT),
-                       partitioner=getattr(args, "partitioner", "locality"))
+                       partitioner=getattr(args, "partitioner", "locality"),
+                       columns=columns)
 
     return run_job_command(args, name="wcc", what="labels", run=run, banner=banner,
                            on_summary=empty_epoch, after=after,
+                           fingerprint=job_fingerprint(args.edges, args.epochs or 1, follow,
+                                                       picked=columns),
                            memory_hint="lower TFRONT_WCC_DRIVER_ROWS so that fewer rows are "
                                        "collected on the driver")

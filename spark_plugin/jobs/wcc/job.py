@@ -57,7 +57,8 @@ from spark_plugin.jobs.progress_bar import fmt_frontier
 from spark_plugin.jobs.budget import (DRIVER_FINISH_ROWS, DRIVER_JVM_BYTES_PER_ROW,  # noqa: F401
                                       DRIVER_PYTHON_BYTES_PER_ROW, DRIVER_RESULT_BYTES_PER_ROW)
 from spark_plugin.jobs.budget import driver_finish_rows as budget_rows
-from spark_plugin.jobs.edges import EdgeInputError, edge_files, edge_format, even_cuts, read_edges
+from spark_plugin.jobs.edges import (EdgeColumns, EdgeInputError, edge_files, edge_format,
+                                     even_cuts, read_edges)
 from spark_plugin.jobs.recovery import LOOP_DIR
 from spark_plugin.jobs.wcc.partition import Partitioner, hash_preimages, locality_partition
 
@@ -1030,7 +1031,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             checkpoint_dir: str | None = None, progress_log=None,
             overwrite: bool = False,
             loop_checkpoint: "float | str | None" = DEFAULT_LOOP_CHECKPOINT,
-            partitioner: "Partitioner | str" = Partitioner.LOCALITY) -> WccResult:
+            partitioner: "Partitioner | str" = Partitioner.LOCALITY,
+            columns=None) -> WccResult:
     """Run the incremental WCC job.
 
     Parameters
@@ -1121,6 +1123,12 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         iteration and step (Spark job description), the messages in flight, and each final
         epoch. ``tfront progress`` draws it. Every Spark job gets a description (``wcc epoch
         E round I: step``) with or without it.
+    columns : str or sequence, optional
+        The input columns read as ``src``, ``dst``: two names (a Parquet file's, a table's
+        or DataFrame's columns, a CSV or text header's fields) or 1-based numbers (any
+        format), ``"from,to"`` or ``(1, 3)`` (:class:`~spark_plugin.jobs.edges.EdgeColumns`;
+        ``tfront wcc --columns``). Part of the job's fingerprint: a resumed ``out`` must
+        have been written with the same ones.
 
     Raises
     ------
@@ -1135,11 +1143,14 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         tracker-only backend, ``reference`` or ``timely``: the service uses it, the kernels
         run on the CPU).
     """
-    return WccJob(spark, edges, epochs=epochs, out=out, partitions=partitions, backend=backend,
-                  progress=progress, on_epoch=on_epoch, task_wrapper=task_wrapper,
-                  executor_input=executor_input, follow=follow, checkpoint_dir=checkpoint_dir,
-                  progress_log=progress_log, overwrite=overwrite,
-                  loop_checkpoint=loop_checkpoint, partitioner=partitioner).run()
+    picked = EdgeColumns.parse(columns)   # before anything runs
+    job = WccJob(spark, edges, epochs=epochs, out=out, partitions=partitions, backend=backend,
+                 progress=progress, on_epoch=on_epoch, task_wrapper=task_wrapper,
+                 executor_input=executor_input, follow=follow, checkpoint_dir=checkpoint_dir,
+                 progress_log=progress_log, overwrite=overwrite,
+                 loop_checkpoint=loop_checkpoint, partitioner=partitioner)
+    job.columns = picked
+    return job.run()
 
 
 def driver_finish_rows(spark) -> tuple[int, str]:

@@ -153,6 +153,7 @@ def test_out_and_weights_are_checked_before_spark_starts_gh23(tmp_path):
     _manifest(base / "mixed", job_fingerprint(base / "g.txt", 1, None))
     (base / "mixed" / "keep.txt").write_text("mine")
     pq.write_table(pa.table({"src": [1], "dst": [2]}), base / "nw.parquet")
+    pq.write_table(pa.table({"from": [1], "to": [2], "w": [1.0]}), base / "named.parquet")
     ro = _read_only_dir(tmp_path)
     before = _tree(base)
     cases = [
@@ -176,6 +177,18 @@ def test_out_and_weights_are_checked_before_spark_starts_gh23(tmp_path):
         (["sssp", "nw.parquet", "--source", "1", "--weighted"],
          "nw.parquet: Parquet file has no column 'weight' (columns: src, dst); --weighted "
          "needs src, dst and weight"),
+        # issue 23 item 12: a layout refused names the option that takes it
+        (["wcc", "named.parquet"], "named.parquet: Parquet file has no column 'src' "
+         "(columns: from, to, w); --columns SRC,DST"),
+        (["wcc", "named.parquet", "--columns", "from,to,w"],
+         "--columns 'from,to,w': 3 columns, expected two, SRC,DST (a third, WEIGHT, is read "
+         "by tfront sssp --weighted)"),
+        (["sssp", "named.parquet", "--source", "1", "--weighted", "--columns", "from,to"],
+         "--columns 'from,to': 2 columns, expected three, SRC,DST,WEIGHT"),
+        (["sssp", "named.parquet", "--source", "1", "--weighted", "--columns", "from,to,x"],
+         "named.parquet: --columns from,to,x: no column 'x' (columns: from, to, w)"),
+        (["wcc", "g.txt", "--columns", "from,to"],
+         "g.txt:1: --columns from,to names column 'from', but the file has no header row"),
     ]
     if ro.parent == tmp_path:   # a folder of ours: also as --out itself
         cases.append((["wcc", "g.txt", "--out", "ro"], "--out ro: the directory is not writable"))

@@ -5,6 +5,7 @@ input files that change under the job refused, Arrow tables and DataFrames as in
 
 import gzip
 import os
+import re
 import select
 import signal
 import subprocess
@@ -329,3 +330,158 @@ def test_cli_messages_no_out_natural_order_empty_epoch_and_ctrl_c(tmp_path):
     assert f"interrupted after 3 epochs; epochs 0-2 are written to {out_dir}" in err, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert sorted(written(str(out_dir))) == [0, 1, 2]
+
+
+# -- issue 23 item 12: other column names and layouts ----------------------------------------
+
+def test_gh23_columns_pick_other_columns_in_every_format(tmp_path):
+    """``columns`` (``--columns SRC,DST[,WEIGHT]``) by name -- a Parquet file's, a table's, a
+    CSV or text header's -- or by 1-based number, in every format; a Parquet file's epochs
+    stay lazy slices reading only those columns."""
+    from spark_plugin.jobs.edges import EdgeColumns
+    from spark_plugin.jobs.sssp.io import read_weighted_edges, weighted_epoch_sources
+
+    pq.write_table(pa.table({"w": [0.5, 1.0, 2.0], "to": [2, 3, 4], "from": [1, 2, 3]}),
+                   tmp_path / "o.parquet")
+    (tmp_path / "h.csv").write_text("w,to,from\n0.5,2,1\n1,3,2\n2,4,3\n")
+    (tmp_path / "n.txt").write_text("0.5 2 1\n1 3 2\n2 4 3\n")
+    (tmp_path / "h.tsv").write_text("w\tto\tfrom\n0.5\t2\t1\n1\t3\t2\n2\t4\t3\n")
+    named, numbered = EdgeColumns.parse("from,to"), EdgeColumns.parse("3,2")
+    for name in ("o.parquet", "h.csv", "h.tsv"):
+        assert pairs(read_edges(tmp_path / name, named)) == WANT, name
+    for name in ("o.parquet", "h.csv", "n.txt", "h.tsv"):
+        assert pairs(read_edges(tmp_path / name, numbered)) == WANT, name
+    n, sources = epoch_sources(tmp_path / "o.parquet", 2, columns=named)
+    sources = list(sources)
+    assert sources[0].scan.names == ("from", "to")
+    assert [pairs(s.read()) for s in sources] == [WANT[:1], WANT[1:]]
+    table = pq.read_table(tmp_path / "o.parquet")
+    n, sources = epoch_sources(table, 1, columns=EdgeColumns.parse(["from", "to"]))
+    assert pairs(next(iter(sources)).read()) == WANT
+    weighted = EdgeColumns.parse("from,to,w", weighted=True)
+    for name in ("o.parquet", "h.csv", "h.tsv"):
+        t = read_weighted_edges(tmp_path / name, weighted)
+        assert pairs(t) == WANT and t.column("weight").to_pylist() == [0.5, 1.0, 2.0], name
+    t = read_weighted_edges(tmp_path / "n.txt", EdgeColumns.parse("3,2,1", weighted=True))
+    assert pairs(t) == WANT and t.column("weight").to_pylist() == [0.5, 1.0, 2.0]
+    n, sources = weighted_epoch_sources(table, 1, columns=weighted)
+    assert pairs(next(iter(sources)).read()) == WANT
+
+
+def test_gh23_text_headers_and_extra_fields_are_read_and_said_once(tmp_path):
+    """A ``.tsv`` / ``.txt`` with a header row is read like a CSV (its ``src``, ``dst``
+    columns, else the first two); a three-column SNAP file gives its first two columns, and
+    :func:`check_input` says once that the third is ignored, naming the option."""
+    (tmp_path / "h.tsv").write_text("# graph\ndst\tsrc\n2\t1\n3\t2\n4\t3\n")
+    (tmp_path / "h.txt").write_text("from to\n1 2\n2 3\n3 4\n")
+    for name in ("h.tsv", "h.txt"):
+        assert pairs(read_edges(tmp_path / name)) == WANT, name
+        assert check_input(tmp_path / name) == []
+    d = tmp_path / "three"
+    d.mkdir()
+    (d / "e0.txt").write_text("# FromNodeId ToNodeId Weight\n1\t2\t7\n2\t3\t1\n")
+    (d / "e1.txt").write_text("3\t4\t5\n")
+    assert pairs(read_edges(d / "e0.txt")) == WANT[:2]
+    notes = check_input(d)
+    assert len(notes) == 1 and notes[0].startswith(f"{d / 'e0.txt'}: its rows have 3 fields: "
+                                                   "the first two are src, dst"), notes
+    assert "--columns" in notes[0] and "--weighted" in notes[0]
+    assert len(check_input(d / "e1.txt")) == 1
+    # a typo in the first edge is not taken for a header
+    (tmp_path / "typo.txt").write_text("1 x\n2 3\n")
+    with pytest.raises(EdgeInputError, match=r"typo\.txt:1: vertex id 'x' is not an integer"):
+        read_edges(tmp_path / "typo.txt")
+
+
+@pytest.mark.parametrize(("make", "columns", "what"), [
+    (lambda p: pq.write_table(pa.table({"a": [1], "b": [2]}), p / "x.parquet"), None,
+     r"x\.parquet: Parquet file has no column 'src' \(columns: a, b\); --columns SRC,DST"),
+    (lambda p: (p / "x.txt").write_text("1 2\n"), "a,b",
+     r"x\.txt:1: --columns a,b names column 'a', but the file has no header row .* e\.g\. "
+     r"--columns 1,2"),
+    (lambda p: (p / "x.csv").write_text("a,b\n1,2\n"), "a,c",
+     r"x\.csv:1: --columns a,c: no column 'c' \(columns: a, b\)"),
+    (lambda p: (p / "x.txt").write_text("1 2\n"), "1,3",
+     r"x\.txt:1: --columns 1,3: there is no column 3: the rows have 2 fields"),
+], ids=["parquet-names", "no-header", "no-such-name", "no-such-number"])
+def test_gh23_a_refused_layout_names_the_option_that_takes_it(tmp_path, make, columns, what):
+    from spark_plugin.jobs.edges import EdgeColumns
+
+    make(tmp_path)
+    (f,) = [p for p in tmp_path.iterdir()]
+    with pytest.raises(EdgeInputError, match=what):
+        read_edges(f, EdgeColumns.parse(columns))
+    with pytest.raises(EdgeInputError, match=what):
+        check_input(f, columns=EdgeColumns.parse(columns))
+
+
+def test_gh23_a_weighted_layout_refused_names_the_option(tmp_path):
+    from spark_plugin.jobs.sssp.io import check_weighted_input, read_weighted_edges
+
+    pq.write_table(pa.table({"s": [1], "d": [2], "w": [1.0]}), tmp_path / "x.parquet")
+    with pytest.raises(EdgeInputError, match=r"no column 'weight' \(columns: s, d, w\); "
+                                             r"--weighted needs src, dst and weight; --columns"):
+        check_weighted_input(tmp_path / "x.parquet")
+    with pytest.raises(EdgeInputError, match=r"no column 'src' .*--columns SRC,DST"):
+        read_weighted_edges(tmp_path / "x.parquet")
+    (tmp_path / "four.txt").write_text("1 2 0.5 9\n")
+    with pytest.raises(EdgeInputError, match=r"four\.txt:1: .*expected 'src dst weight'; "
+                                             r"--columns SRC,DST"):
+        read_weighted_edges(tmp_path / "four.txt")
+
+
+@pytest.mark.parametrize(("value", "weighted", "what"), [
+    ("a", False, "1 column, expected two, SRC,DST"),
+    ("a,b,c", False, "3 columns, expected two, SRC,DST (a third, WEIGHT, is read by tfront "
+                     "sssp --weighted)"),
+    ("a,b", True, "2 columns, expected three, SRC,DST,WEIGHT (--weighted"),
+    ("0,1", False, "column numbers start at 1, got 0"),
+    ("a,a", False, "a column is picked twice"),
+    ("a,", False, "'' is not a column name"),
+    (3, False, "expected 'SRC,DST' or a sequence"),
+])
+def test_gh23_columns_values_are_checked_before_anything_runs(value, weighted, what):
+    from spark_plugin.jobs.edges import ColumnsError, EdgeColumns
+
+    with pytest.raises(ColumnsError, match=re.escape(what)):
+        EdgeColumns.parse(value, weighted=weighted)
+    from spark_plugin.jobs.sssp.job import run_sssp
+
+    with pytest.raises(ColumnsError, match=re.escape(what)):   # before Spark is touched
+        if weighted:
+            run_sssp(None, "no-such-input", 1, weighted=True, columns=value)
+        else:
+            run_wcc(None, "no-such-input", columns=value)
+
+
+@pytest.mark.spark
+def test_gh23_run_wcc_and_tfront_wcc_read_other_columns(spark, tmp_path, capsys):
+    """``columns=`` on a Parquet file and a DataFrame with other column names, recorded in
+    the fingerprint (a rerun with other columns is another job); ``tfront wcc`` on a
+    three-column SNAP file: the first two columns, the third said ignored once."""
+    from engine.cli.main import main
+    from spark_plugin.errors import OutputStateError
+
+    pq.write_table(pa.table({"from": [1, 2, 5], "to": [2, 3, 6], "x": [0, 0, 0]}),
+                   tmp_path / "o.parquet")
+    out = tmp_path / "out"
+    res = run_wcc(spark, tmp_path / "o.parquet", out=str(out), columns="from,to",
+                  partitions=2, progress=False)
+    t = pq.read_table(out)
+    assert dict(zip(t.column("vertex").to_pylist(), t.column("component").to_pylist())) == \
+        {1: 1, 2: 1, 3: 1, 5: 5, 6: 5}
+    with pytest.raises(OutputStateError, match=r"columns: \['from', 'to'\] there, "
+                                               r"\['to', 'from'\] now"):
+        run_wcc(spark, tmp_path / "o.parquet", out=str(out), columns="to,from",
+                partitions=2, progress=False)
+    df = spark.createDataFrame(pq.read_table(tmp_path / "o.parquet").to_pandas())
+    res = run_wcc(spark, df, columns=("from", "to"), partitions=2, progress=False)
+    assert labels(res) == {1: 1, 2: 1, 3: 1, 5: 5, 6: 5}
+    with pytest.raises(EdgeInputError, match=r"edge DataFrame: no column 'src' \(columns: "
+                                             r"from, to, x\); --columns SRC,DST"):
+        run_wcc(spark, df, partitions=2, progress=False)
+    (tmp_path / "three.txt").write_text("1 2 9\n2 3 9\n5 6 9\n")
+    capsys.readouterr()
+    assert main(["wcc", str(tmp_path / "three.txt"), "--epochs", "2", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("its rows have 3 fields: the first two are src, dst") == 1, err

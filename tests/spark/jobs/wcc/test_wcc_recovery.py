@@ -660,7 +660,7 @@ def test_gh23_a_loop_checkpoint_changed_with_the_same_row_count_is_not_used(
             run_wcc(spark, d, out=str(out), partitions=2, partitioner="hash", progress=False,
                     backend="cpu", loop_checkpoint=0)
     (rec,) = [r for r in _manifest_of(out)["loop"] if isinstance(r, dict)]
-    assert len(rec["digests"]) == len(rec["files"]) and rec["rows"] > 0
+    assert rec["rows"] > 0 and len(rec.get("digests", ())) in (0, len(rec["files"]))
     part = next(out / "_tfront_loop" / rec["dir"] / f for f in rec["files"]
                 if pq.read_metadata(out / "_tfront_loop" / rec["dir"] / f).num_rows)
     _rewrite_one_row(part, "b", 10 ** 6)   # one edge now reaches a vertex not in the graph
@@ -673,6 +673,7 @@ def test_gh23_a_loop_checkpoint_changed_with_the_same_row_count_is_not_used(
     assert "resuming epoch 0 at iteration" not in err, err
     assert [s.epoch for s in res.epochs] == [0]
     _check_out(out, src, dst, cuts)
+    assert "digests" in rec   # what the check compares
 
 
 @pytest.mark.spark
@@ -687,7 +688,6 @@ def test_gh23_a_final_epoch_file_changed_with_the_same_row_count_is_computed_aga
     out = tmp_path / "out"
     run_wcc(spark, d, out=str(out), partitions=2, progress=False, backend="cpu")
     m = _manifest_of(out)
-    assert all(len(r["digests"]) == len(r["files"]) for r in m["output"])
     (name,) = m["output"][0]["files"]
     _rewrite_one_row(out / name, "component", 10 ** 6)
     capfd.readouterr()
@@ -697,3 +697,4 @@ def test_gh23_a_final_epoch_file_changed_with_the_same_row_count_is_computed_aga
     assert res.resumed_at == 0 and [s.epoch for s in res.epochs] == [0, 1]
     _check_out(out, src, dst, cuts)
     assert not (out / name).exists()
+    assert all(len(r["digests"]) == len(r["files"]) for r in _manifest_of(out)["output"])

@@ -148,6 +148,17 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, allow_abbrev=allow_abbrev, **kwargs)
 
 
+def _png_path(text: str) -> str:
+    """``--png``: a name ending in ``.png`` (the picture is PNG data)."""
+    from engine.operate.progress_view import check_png_path
+
+    try:
+        check_png_path(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix(f"--png {text}: ")) from None
+    return text
+
+
 def _parser(plugins: bool = True) -> argparse.ArgumentParser:
     """``tfront``'s parser; ``plugins=False`` leaves out the commands of other packages
     (:func:`plugin_commands`), so that running a built-in command imports none of them."""
@@ -198,7 +209,7 @@ def _parser(plugins: bool = True) -> argparse.ArgumentParser:
     g = sub.add_parser("progress", help="draw a progress log (tfront wcc --progress-log) as a "
                                         "PNG and/or a live HTML page")
     g.add_argument("log", help="progress log (JSON Lines) written by tfront wcc --progress-log")
-    g.add_argument("--png", default=None, metavar="OUT.png",
+    g.add_argument("--png", type=_png_path, default=None, metavar="OUT.png",
                    help="draw the timeline here (needs matplotlib: pip install "
                         "'timely-frontier[plot]')")
     g.add_argument("--html", default=None, metavar="OUT.html",
@@ -246,8 +257,12 @@ def _parser(plugins: bool = True) -> argparse.ArgumentParser:
 def _progress(args) -> int:
     """``tfront progress LOG``: summarise the log; draw it (``--png``, ``--html``), once or,
     with ``--watch``, every time it grows until the job ends."""
-    from engine.operate.progress_view import read_progress, render_html, render_png, summary_lines, watch
+    from engine.operate.progress_view import (_check_folder, read_progress, render_html,
+                                              render_png, summary_lines, watch)
 
+    for path in (args.html, args.png):   # before the log is read (or watched)
+        if path is not None:
+            _check_folder(path)
     if args.watch:
         def show(run):
             print(summary_lines(run)[0], flush=True)
@@ -507,7 +522,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = _parser(plugins=command not in BUILTIN_COMMANDS)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    # errors after the command is known are the command's: its usage, ``tfront CMD: error:``
+    # (the top-level usage would list only the built-in commands, and not the options)
+    commands = next(a.choices for a in parser._actions
+                    if isinstance(a, argparse._SubParsersAction))
+    cmd_parser = commands.get(args.command, parser)
+    if extra:
+        cmd_parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    parser = cmd_parser
     if args.command == "progress" and args.watch and args.html is None and args.png is None:
         parser.error("progress --watch needs --html and/or --png to redraw")
     if args.command == "rollback" and args.solver == "reference" and args.backend is not None:

@@ -111,7 +111,10 @@ def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False
             continue
         if not seen_header:
             if line != HEADER:
-                raise WorkloadFormatError(f"first line must be {HEADER!r}, got {line!r}", lineno)
+                raise WorkloadFormatError(
+                    f"the first line must be {HEADER!r}, got {line!r}" if lineno == 1 else
+                    f"the header {HEADER!r} must come first (before it only comments and "
+                    f"blank lines), got {line!r}", lineno)
             seen_header = True
             continue
         tok = line.split()

@@ -43,7 +43,8 @@ from typing import Callable, Iterable
 from engine.errors import DependencyError, ProgressLogError
 
 __all__ = ["PROGRESS_FORMAT", "ProgressRun", "read_progress", "parse_progress", "timeline",
-           "render_png", "render_html", "watch", "summary_lines", "RELOAD_SECONDS"]
+           "render_png", "render_html", "watch", "summary_lines", "RELOAD_SECONDS", "colors",
+           "check_png_path"]
 
 #: The ``format`` of a progress log's ``start`` event.
 PROGRESS_FORMAT = "tfront-progress/1"
@@ -191,7 +192,8 @@ def timeline(run: ProgressRun) -> dict:
         t = min(tuple(x) for x in frontier)
         return t[0] + (t[1] if len(t) > 1 else 0) / (last[t[0]] + 1)
 
-    inputs = [{"name": name, "points": []} for name in run.inputs]
+    inputs = [{"name": name, "points": [], "color": c}
+              for name, c in zip(run.inputs, colors(len(run.inputs)))]
     by_name = {i["name"]: i for i in inputs}
     for ev in fr:
         by_name[ev["input"]]["points"].append(
@@ -218,9 +220,42 @@ def timeline(run: ProgressRun) -> dict:
         "status": status, "live": end is None, "t_end": t_end, "top": top,
         "inputs": inputs,
         "epochs": [[e, f"epoch {e}"] for e in range(top)],
-        "iterations": [{"iteration": k, "points": iterations[k]} for k in sorted(iterations)],
+        "iterations": [{"iteration": k, "points": iterations[k], "color": c}
+                       for k, c in zip(sorted(iterations), colors(len(iterations)))],
         "finals": [[float(ev["elapsed"]), ev.get("epoch")] for ev in run.of("epoch")],
     }
+
+
+#: The first colours of the lines (matplotlib's ``tab10``); more lines get hues spread
+#: around the colour wheel (:func:`colors`).
+TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+         "#7f7f7f", "#bcbd22", "#17becf")
+
+
+def colors(n: int) -> list[str]:
+    """``n`` distinct colours (``#rrggbb``), one per line of the PNG and the page: ``tab10``
+    for up to 10 lines, else ``n`` hues a golden angle apart at alternating lightness -- no
+    colour used twice, however many iterations a job takes.
+
+    >>> colors(3)
+    ['#1f77b4', '#ff7f0e', '#2ca02c']
+    >>> len(set(colors(200))) == 200
+    True
+    """
+    if n <= len(TAB10):
+        return list(TAB10[:n])
+    import colorsys
+
+    out, seen = [], set()
+    for k in range(n):
+        light = (0.38, 0.52, 0.30, 0.45)[k % 4]
+        r, g, b = colorsys.hls_to_rgb((k * 0.381966) % 1.0, light, 0.75)
+        c = "#%02x%02x%02x" % tuple(round(255 * v) for v in (r, g, b))
+        while c in seen:   # rounding made two alike: nudge the blue channel
+            c = c[:5] + "%02x" % ((int(c[5:], 16) + 1) % 256)
+        seen.add(c)
+        out.append(c)
+    return out
 
 
 def summary_lines(run: ProgressRun) -> list[str]:
@@ -242,15 +277,22 @@ def summary_lines(run: ProgressRun) -> list[str]:
 
 # -- PNG ---------------------------------------------------------------------------------------
 
-def render_png(run: ProgressRun, path: str | os.PathLike, *, dpi: int = 110) -> None:
+def render_png(run: ProgressRun, path: str | os.PathLike, *, dpi: int = 110):
     """Draw the timeline of ``run`` to the PNG file ``path`` (written under a temporary name
-    and renamed, so a viewer never reads half a file).
+    and renamed, so a viewer never reads half a file); every line has a colour of its own
+    (:func:`colors`). Returns the matplotlib ``Figure``.
 
     Raises
     ------
+    ProgressLogError
+        ``path`` does not end in ``.png`` (the picture is PNG data).
+    FileNotFoundError
+        The folder of ``path`` does not exist (naming ``path``, not a temporary file).
     DependencyError
         matplotlib is not installed.
     """
+    check_png_path(path)
+    _check_folder(path)
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -269,7 +311,7 @@ def render_png(run: ProgressRun, path: str | os.PathLike, *, dpi: int = 110) -> 
         off = (k - (n - 1) / 2) * 0.025   # inputs at the same frontier stay distinguishable
         xs = [p[0] for p in pts] + [t_end]
         ys = [p[1] + off for p in pts] + [pts[-1][1] + off]
-        ax.step(xs, ys, where="post", lw=1.6, label=inp["name"])
+        ax.step(xs, ys, where="post", lw=1.6, label=inp["name"], color=inp["color"])
     for t, e in tl["finals"]:
         for a in (ax, bx):
             a.axvline(t, color="0.6", lw=0.8, ls="--")
@@ -286,7 +328,7 @@ def render_png(run: ProgressRun, path: str | os.PathLike, *, dpi: int = 110) -> 
     for it in tl["iterations"]:
         pts = it["points"]
         bx.step([p[0] for p in pts] + [t_end], [p[1] for p in pts] + [pts[-1][1]],
-                where="post", lw=1.2, label=f"iteration {it['iteration']}")
+                where="post", lw=1.2, label=f"iteration {it['iteration']}", color=it["color"])
     bx.set_yscale("symlog", linthresh=1)
     bx.set_ylabel("messages in flight")
     bx.set_xlabel("seconds since the job started")
@@ -295,6 +337,7 @@ def render_png(run: ProgressRun, path: str | os.PathLike, *, dpi: int = 110) -> 
                   ncols=1 + len(tl["iterations"]) // 12)
     bx.set_xlim(0, t_end * 1.01)
     _replace(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"))
+    return fig
 
 
 # -- HTML --------------------------------------------------------------------------------------
@@ -304,6 +347,7 @@ def render_html(run: ProgressRun, path: str | os.PathLike) -> None:
     a reloading browser never reads half a page). The page draws inline SVG with inline
     JavaScript and loads nothing; while ``run`` has no ``end`` event it reloads itself every
     :data:`RELOAD_SECONDS` seconds."""
+    _check_folder(path)
     tl = timeline(run)
     data = json.dumps(tl, separators=(",", ":")).replace("</", "<\\/")
     refresh = (f'<meta http-equiv="refresh" content="{RELOAD_SECONDS}">' if tl["live"] else "")
@@ -314,6 +358,29 @@ def render_html(run: ProgressRun, path: str | os.PathLike) -> None:
             .replace("@LIVE@", "true" if tl["live"] else "false")
             .replace("@DATA@", data))
     _replace(path, lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))
+
+
+def check_png_path(path) -> None:
+    """``--png`` names a ``.png`` file: the picture is PNG data, whatever the name says.
+
+    Raises
+    ------
+    ProgressLogError
+        Naming the path and the name to give it."""
+    p = Path(path)
+    if p.suffix.lower() != ".png":
+        raise ProgressLogError(f"--png {path}: the picture is PNG data; give it a name ending "
+                               f"in .png (e.g. {p.with_suffix('.png').name})")
+
+
+def _check_folder(path) -> None:
+    """The folder of ``path`` exists (else an error naming ``path``, before anything is
+    drawn, not the temporary file written first)."""
+    folder = Path(path).absolute().parent
+    if not folder.is_dir():
+        import errno
+
+        raise FileNotFoundError(errno.ENOENT, f"its folder {folder} does not exist", str(path))
 
 
 def _replace(path, write: Callable[[str], None]) -> None:
@@ -397,8 +464,6 @@ Spark job.</p>
 "use strict";
 const D = JSON.parse(document.getElementById("data").textContent);
 const NS = "http://www.w3.org/2000/svg";
-const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-                "#7f7f7f", "#bcbd22", "#17becf"];
 const L = 70, R = 840, T = 16;
 const tEnd = D.t_end > 0 ? D.t_end : 1;
 const X = t => L + (R - L) * t / (tEnd * 1.01);
@@ -426,13 +491,17 @@ function xAxis(svg, B) {
   D.finals.forEach(f => el(svg, "line", {x1: X(f[0]), x2: X(f[0]), y1: T, y2: B,
                                          class: "final"}));
 }
-function legend(svg, names) {
-  names.forEach((n, k) => {
-    const y = T + 8 + 16 * k;
-    el(svg, "line", {x1: R + 20, x2: R + 40, y1: y, y2: y,
-                     stroke: COLORS[k % COLORS.length], "stroke-width": 3});
-    el(svg, "text", {x: R + 46, y: y + 4, class: "legend"}, n);
+function legend(svg, items, B) {   // every entry, in as many columns as the height needs
+  const rows = Math.max(1, Math.floor((B - T) / 16)), W = 150;
+  const cols = Math.ceil(items.length / rows);
+  items.forEach((it, k) => {
+    const x = R + 20 + W * Math.floor(k / rows), y = T + 8 + 16 * (k % rows);
+    el(svg, "line", {x1: x, x2: x + 20, y1: y, y2: y, stroke: it.color, "stroke-width": 3});
+    el(svg, "text", {x: x + 26, y: y + 4, class: "legend"}, it.name);
   });
+  const width = Math.max(1000, R + 20 + W * cols);   // wider, not cut
+  svg.setAttribute("width", width);
+  svg.setAttribute("viewBox", "0 0 " + width + " " + svg.getAttribute("height"));
 }
 function drawFrontiers() {
   const svg = document.getElementById("frontiers"), B = 310;
@@ -447,7 +516,7 @@ function drawFrontiers() {
                            "epoch " + f[1] + " final"));
   const n = D.inputs.length;
   D.inputs.forEach((inp, k) => {
-    const off = (k - (n - 1) / 2) * 0.025, c = COLORS[k % COLORS.length];
+    const off = (k - (n - 1) / 2) * 0.025, c = inp.color;
     const g = el(svg, "g", {class: "input", "data-input": inp.name});
     el(g, "path", {class: "frontier", "data-input": inp.name, stroke: c,
                    d: steps(inp.points, X, y => Y(y + off))});
@@ -458,7 +527,7 @@ function drawFrontiers() {
                            (p[3] ? "\n" + p[3] : ""));
     });
   });
-  legend(svg, D.inputs.map(i => i.name));
+  legend(svg, D.inputs, B);
 }
 function drawInflight() {
   const svg = document.getElementById("inflight"), B = 210;
@@ -476,9 +545,9 @@ function drawInflight() {
   el(svg, "text", {x: L, y: T - 4}, "messages in flight per iteration");
   D.iterations.forEach((it, k) => {
     el(svg, "path", {class: "inflight", "data-iteration": it.iteration,
-                     stroke: COLORS[k % COLORS.length], d: steps(it.points, X, Y)});
+                     stroke: it.color, d: steps(it.points, X, Y)});
   });
-  legend(svg, D.iterations.map(it => "iteration " + it.iteration).slice(0, 13));
+  legend(svg, D.iterations.map(it => ({name: "iteration " + it.iteration, color: it.color})), B);
 }
 drawFrontiers();
 drawInflight();

@@ -259,3 +259,42 @@ def test_an_abbreviated_option_is_refused_gh23(capsys, argv, bad):
                     k.arg == "allow_abbrev" and getattr(k.value, "value", True) is False
                     for k in node.keywords)))
     assert len(made) > 10 and all(ok for _, ok in made), [p for p, ok in made if not ok]
+
+
+@pytest.mark.parametrize(("argv", "command"), [
+    (["wcc", "g.txt", "--outdir", "x"], "wcc"),
+    (["sssp", "g.txt", "--source", "1", "--outdir", "x"], "sssp"),
+    (["replay", "w.txt", "--bogus"], "replay"),
+    (["--bogus", "psi", "w.txt"], "psi"),
+])
+def test_gh23_an_unknown_option_is_the_commands_error_with_its_usage(capsys, argv, command):
+    """Issue 23 item 13: ``tfront wcc ... --outdir x`` printed the top-level usage (which,
+    for a built-in command, listed no wcc or sssp); the command's own usage and prefix."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert err.startswith(f"usage: tfront {command} "), err
+    assert f"tfront {command}: error: unrecognized arguments: " in err, err
+
+
+def test_gh23_the_top_level_usage_lists_every_command(capsys):
+    with pytest.raises(SystemExit):
+        main([])
+    err = capsys.readouterr().err
+    assert all(c in err for c in ("wcc", "sssp", "replay", "psi", "progress", "rollback")), err
+
+
+def test_gh23_a_workload_header_after_comments_is_not_called_the_first_line(capsys, tmp_path):
+    """Issue 23 item 13: ``line 4: first line must be ...`` for a file whose first lines are
+    comments: the header must come first, before it only comments and blank lines."""
+    w = tmp_path / "w.txt"
+    w.write_text("# a comment\n\n# another\n1 2\n")
+    assert main(["psi", str(w)]) == 2
+    assert capsys.readouterr().err == (
+        f"tfront psi: error: line 4: the header 'timely-reach v1' must come first (before it "
+        f"only comments and blank lines), got '1 2'\n")
+    w.write_text("1 2\n")
+    assert main(["psi", str(w)]) == 2
+    assert "line 1: the first line must be 'timely-reach v1', got '1 2'" in \
+        capsys.readouterr().err

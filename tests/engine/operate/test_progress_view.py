@@ -196,3 +196,60 @@ def test_the_page_draws_the_timeline_in_a_headless_browser(log, tmp_path):
     chart = px[60:640, 60:860]   # where the two SVG panels are
     coloured = (chart.max(axis=2) - chart.min(axis=2) > 0.3).mean()   # the coloured lines
     assert 0.002 < coloured < 0.5 and (chart.min(axis=2) < 0.9).mean() > 0.01
+
+
+def test_gh23_every_iteration_has_its_own_colour_and_legend_entry(tmp_path):
+    """Issue 23 item 13: the page's legend stopped after 13 iterations and the PNG reused
+    its 10 colours. 25 iterations: 25 colours, 25 legend entries in both."""
+    from progress_cases import WccProtocol
+
+    path = tmp_path / "long.jsonl"
+    WccProtocol(path).run((25,), edges=1 << 30)   # enough messages to last 25 iterations
+    run = read_progress(path)
+    tl = timeline(run)
+    its = tl["iterations"]
+    assert len(its) == 25 and len({it["color"] for it in its}) == 25
+    fig = render_png(run, tmp_path / "p.png")
+    ax, bx = fig.axes
+    assert len({line.get_color() for line in bx.get_lines()
+                if line.get_label().startswith("iteration")}) == 25
+    assert [t.get_text() for t in bx.get_legend().get_texts()] == [
+        f"iteration {k}" for k in range(25)]
+    page = tmp_path / "p.html"
+    render_html(run, page)
+    text = page.read_text()
+    assert ".slice(0, 13)" not in text and "COLORS[" not in text
+    if chromium() is None:
+        return
+    flags = [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--no-first-run", "--hide-scrollbars", f"--user-data-dir={tmp_path / 'u'}",
+             "--virtual-time-budget=2000", "--dump-dom", page.as_uri()]
+    dom = subprocess.run(flags, capture_output=True, text=True, timeout=120).stdout
+    assert 'data-drawn="5"' in dom
+    for k in range(25):
+        assert f'class="legend">iteration {k}<' in dom, k
+    strokes = {p.split(' stroke="')[1].split('"')[0]
+               for p in dom.split('<path class="inflight"')[1:]}
+    assert len(strokes) == 25
+
+
+def test_gh23_png_and_html_paths_are_checked_before_drawing(log, tmp_path, capsys):
+    """Issue 23 item 13: ``--png`` into a missing folder named a temporary file; ``--png
+    x.jpg`` wrote PNG data under a JPEG name. Both are refused naming the path given, and
+    nothing is written."""
+    missing = tmp_path / "nodir" / "x.png"
+    assert main(["progress", str(log), "--png", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"tfront progress: error: {missing}: its folder {missing.parent} does not "
+                   f"exist\n"), err
+    assert main(["progress", str(log), "--html", str(tmp_path / "nodir" / "x.html")]) == 2
+    assert "x.html: its folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["progress", str(log), "--png", str(tmp_path / "x.jpg")])
+    assert e.value.code == 2
+    assert ("argument --png: the picture is PNG data; give it a name ending in .png (e.g. "
+            "x.png)") in capsys.readouterr().err
+    with pytest.raises(ProgressLogError, match=r"x\.jpg: the picture is PNG data"):
+        render_png(read_progress(log), tmp_path / "x.jpg")
+    assert list(tmp_path.iterdir()) == []

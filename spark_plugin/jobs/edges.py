@@ -818,6 +818,7 @@ def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
         if whole.rows == 0:
             raise EdgeInputError(f"{_fmt(path)}: the Parquet file has no rows: no edges, "
                                  f"nothing to do", str(path))
+        _check_split(whole.rows, epochs, str(path))
         slices = [whole.part(e, epochs) for e in range(epochs)]
         return epochs, (EpochSource(f"{path} rows {s.start + 1}-{s.stop}", s.read, s,
                                     whole.stamp.check) for s in slices)
@@ -844,9 +845,19 @@ def _parquet_slices(reader, path) -> bool:
     return (reader is None or isinstance(reader, _ColumnsReader)) and _kind(Path(path)) == "parquet"
 
 
+def _check_split(rows: int, epochs: int, what: str) -> None:
+    """A split input has at least one edge per epoch (else the epoch lines read ``rows
+    1-0``)."""
+    if epochs > rows > 0:
+        raise EdgeInputError(f"{what}: --epochs {epochs} is more than its {rows} "
+                             f"edge{'s' if rows != 1 else ''}: each epoch of a split input "
+                             f"needs at least one (--epochs {rows} or fewer)", what)
+
+
 def _table_sources(table: pa.Table, epochs: int, what: str):
     if table.num_rows == 0:
         raise EdgeInputError(f"{what}: no edges (no rows); nothing to do", what)
+    _check_split(table.num_rows, epochs, what)
     bounds = even_cuts(table.num_rows, epochs)
     return epochs, (EpochSource(f"{what} rows {bounds[e] + 1}-{bounds[e + 1]}",
                                 (lambda s=bounds[e], t=bounds[e + 1]: table.slice(s, t - s)),
@@ -999,7 +1010,26 @@ def check_input(edges, epochs: int | None = None, *, follow: float | None = None
     if not check(path, peek):
         raise EdgeInputError(f"{_fmt(path)}: no edges (the file is empty or has only comments "
                              f"and blank lines); nothing to do", str(path))
+    if epochs is not None and epochs > 1:
+        rows = _known_rows(path, peek, columns)
+        if rows is not None:
+            _check_split(rows, epochs, str(path))
     return said
+
+
+def _known_rows(path: Path, peek: int, columns) -> int | None:
+    """The edges of a file when they are known cheaply (a Parquet footer, a text file no
+    longer than ``peek``), else ``None``."""
+    try:
+        if _kind(path) == "parquet":
+            return ParquetSlice._open(path).metadata.num_rows
+        lines, whole = _peek_text(path, peek)
+        if whole:
+            return _parse_lines(path, lines, csv=_kind(path) == "csv",
+                                columns=columns).num_rows
+    except EdgeInputError:   # another reader's format (weighted): the run counts them
+        pass
+    return None
 
 
 def _check_file(f: Path, peek: int, columns: "EdgeColumns | None" = None):

@@ -215,6 +215,8 @@ class SsspEpoch:
     where: str = "driver"
     cut: float = 0.0
     local_rounds: int = 0
+    #: ``--undirected``: every input edge is two of :attr:`edges` (the line says so).
+    both_ways: bool = False
 
     #: The counts of this job in the progress log's ``epoch`` event (besides ``epoch``,
     #: ``vertices``, ``edges``, ``rounds``, ``seconds``).
@@ -222,11 +224,18 @@ class SsspEpoch:
 
     def line(self) -> str:
         """``epoch E: vertices V, reached R, edges M, rounds K, max distance D, WHERE, S.SS
-        s`` -- ``WHERE`` is ``on the driver`` or ``on Spark, cut C%``."""
+        s`` -- ``WHERE`` is ``on the driver`` or ``on Spark, cut C%``; undirected, ``edges
+        M`` counts the input's edges and says that each leads both ways.
+
+        >>> SsspEpoch(0, 3, 3, 4, 1, 0.5, 2, both_ways=True).line()
+        'epoch 0: vertices 3, reached 3, edges 2 (both ways: 4 directed), rounds 1, max distance 2, on the driver, 0.50 s'
+        """
         where = ("on the driver" if self.where == "driver"
                  else f"on Spark, cut {100 * self.cut:.1f}%")
+        edges = (f"{self.edges // 2} (both ways: {self.edges} directed)" if self.both_ways
+                 else f"{self.edges}")
         return (f"epoch {self.epoch}: vertices {self.vertices}, reached {self.reached}, edges "
-                f"{self.edges}, rounds {self.rounds}, max distance {self.max_distance:g}, "
+                f"{edges}, rounds {self.rounds}, max distance {self.max_distance:g}, "
                 f"{where}, {self.seconds:.2f} s")
 
 
@@ -685,7 +694,8 @@ class SsspJob(EpochJob):
                          seconds, outcome.stats["max_distance"], frontier, source,
                          self.new_edges, where="spark" if self.on_spark else "driver",
                          cut=self.n_cut / self.n_edges if self.on_spark and self.n_edges
-                         else 0.0, local_rounds=outcome.stats["local_rounds"])
+                         else 0.0, local_rounds=outcome.stats["local_rounds"],
+                         both_ways=self.undirected)
 
     def run(self) -> SsspResult:
         result = super().run()

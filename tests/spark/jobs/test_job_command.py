@@ -187,6 +187,10 @@ def test_out_and_weights_are_checked_before_spark_starts_gh23(tmp_path):
          "--columns 'from,to': 2 columns, expected three, SRC,DST,WEIGHT"),
         (["sssp", "named.parquet", "--source", "1", "--weighted", "--columns", "from,to,x"],
          "named.parquet: --columns from,to,x: no column 'x' (columns: from, to, w)"),
+        # issue 23 item 13: more epochs than edges printed 'rows 1-0'
+        (["wcc", "g.txt", "--epochs", "3"],
+         "g.txt: --epochs 3 is more than its 2 edges: each epoch of a split input needs at "
+         "least one (--epochs 2 or fewer)"),
         (["wcc", "g.txt", "--columns", "from,to"],
          "g.txt:1: --columns from,to names column 'from', but the file has no header row"),
     ]

@@ -101,6 +101,8 @@ def test_grid_and_rmat_of_the_benchmark_equal_scipy_every_epoch(spark, tmp_path)
                    out=str(tmp_path / "r"), undirected=True, partitions=2)
     check_epochs(str(tmp_path / "r"), s, d, np.ones(len(s)), source, 2, undirected=True)
     assert res.epochs[-1].edges == 2 * len(s)
+    # issue 23 item 13: the line counted each edge twice without saying so
+    assert f"edges {len(s)} (both ways: {2 * len(s)} directed)" in res.epochs[-1].line()
 
 
 @pytest.mark.parametrize("where", ["driver", "spark"])

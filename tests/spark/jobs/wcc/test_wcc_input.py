@@ -485,3 +485,20 @@ def test_gh23_run_wcc_and_tfront_wcc_read_other_columns(spark, tmp_path, capsys)
     assert main(["wcc", str(tmp_path / "three.txt"), "--epochs", "2", "-q"]) == 0
     err = capsys.readouterr().err
     assert err.count("its rows have 3 fields: the first two are src, dst") == 1, err
+
+
+def test_gh23_more_epochs_than_edges_is_refused(tmp_path):
+    """Issue 23 item 13: ``--epochs`` larger than the edge count gave epochs reading ``rows
+    1-0``; a split input needs an edge per epoch, and the message says how many it has."""
+    (tmp_path / "g.txt").write_text("1 2\n2 3\n3 4\n")
+    pq.write_table(pa.table({"src": [1, 2, 3], "dst": [2, 3, 4]}), tmp_path / "g.parquet")
+    what = r"--epochs 4 is more than its 3 edges: each epoch of a split input needs at least " \
+           r"one \(--epochs 3 or fewer\)"
+    for name in ("g.txt", "g.parquet"):
+        with pytest.raises(EdgeInputError, match=rf"g\.\w+: {what}"):
+            check_input(tmp_path / name, 4)
+        with pytest.raises(EdgeInputError, match=rf"g\.\w+: {what}"):
+            epoch_sources(tmp_path / name, 4)
+        assert epoch_sources(tmp_path / name, 3)[0] == 3
+    with pytest.raises(EdgeInputError, match=rf"edge table: {what}"):
+        epoch_sources(pq.read_table(tmp_path / "g.parquet"), 4)

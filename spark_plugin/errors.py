@@ -115,6 +115,12 @@ class OutputStateError(TimelyFrontierError, ValueError):
     Nothing in it was changed."""
 
 
+class OutputWriteError(TimelyFrontierError, RuntimeError):
+    """Writing into ``--out`` failed (a full disk, a lost permission): the message names the
+    file and says that a rerun of the same command resumes -- the epochs the manifest made
+    final are kept, and what the failed write left is removed on the next start."""
+
+
 class SparkJobError(TimelyFrontierError, RuntimeError):
     """The Spark driver JVM died under a job (killed, crashed): the job cannot go on.
 

@@ -53,7 +53,10 @@ import pyarrow as pa
 
 from engine.rollback.problem import Avail, EdgeDecl, RollbackProblem, in_down, solve
 
-from spark_plugin.errors import OutputStateError
+import contextlib
+import errno
+
+from spark_plugin.errors import OutputStateError, OutputWriteError
 from spark_plugin.jobs.out_store import MANIFEST, OutStore, _file_digest, is_local, open_store
 from spark_plugin.jobs.edges import FileStamp, edge_files
 
@@ -418,6 +421,8 @@ class OutputLog:
                  columns: tuple = ("vertex", "component")):
         self.store, self.job, self.manifest, self.columns = store, job, manifest, tuple(columns)
         self.out = store.url
+        #: The epochs final in the manifest last written (a failed write says so).
+        self._saved_final = len(manifest.get("output", []))
 
     # -- opening --
     @classmethod
@@ -575,6 +580,38 @@ class OutputLog:
         t = t.select(cols)
         return t.take(pa.array(np.argsort(t.column(cols[0]).to_numpy(), kind="stable")))
 
+    # -- writing --
+    @contextlib.contextmanager
+    def writing(self, what: str, name: str = ""):
+        """Turn a failed write of ``what`` (``name``: the file, relative to ``--out``) into
+        an :class:`~spark_plugin.errors.OutputWriteError` that names the file and says that
+        a rerun resumes: an ``OSError`` here, or a Spark job's failure whose message says
+        the disk is full. Other Spark errors pass unchanged."""
+        try:
+            yield
+        except OutputWriteError:
+            raise
+        except OSError as err:
+            where = err.filename if err.filename else self.store.path(name)
+            why = ("no space left on device" if err.errno == errno.ENOSPC
+                   else (err.strerror or str(err)).lower())
+            raise self._write_error(what, where, why) from None
+        except Exception as err:   # noqa: BLE001 -- Py4J: the executors' IOException
+            if "No space left on device" not in str(err):
+                raise
+            raise self._write_error(what, self.store.path(name),
+                                    "no space left on device") from None
+
+    def _write_error(self, what: str, where, why: str) -> OutputWriteError:
+        final = self._saved_final   # what the manifest on disk makes final
+        kept = ("no epoch was final there yet" if not final else
+                "epoch 0 is final there and kept" if final == 1 else
+                f"epochs 0-{final - 1} are final there and kept")
+        return OutputWriteError(
+            f"--out {self.out}: writing {what} to {where} failed: {why}; {kept}: "
+            + ("free some space, then " if why == "no space left on device" else "")
+            + f"rerun the same command to resume from epoch {final}")
+
     # -- the input --
     def kept_input(self, e: int) -> dict | None:
         """The input record of epoch ``e``, if kept."""
@@ -623,8 +660,9 @@ class OutputLog:
         table = pa.table({"epoch": pa.array(np.full(n, e, np.int64)),
                           **{c: table.column(c) for c in self.columns}})
         name = self.new_name(e)
-        self.store.write_table(f".{name}.tmp", table)
-        self.store.rename_in(f".{name}.tmp", name)
+        with self.writing(f"epoch {e}'s result", f".{name}.tmp"):
+            self.store.write_table(f".{name}.tmp", table)
+            self.store.rename_in(f".{name}.tmp", name)
         return [name]
 
     def write_df(self, e: int, df) -> list[str]:
@@ -634,16 +672,17 @@ class OutputLog:
         from pyspark.sql import functions as F
 
         tmp = f".epoch-{e:06d}.tmp"
-        df.select(F.lit(e).cast("long").alias("epoch"), *self.columns) \
-            .write.mode("overwrite").parquet(self.store.path(tmp))
-        files = []
-        parts = [p for p in self.store.listdir(tmp)
-                 if p.startswith("part-") and p.endswith(".parquet")]
-        for k, part in enumerate(parts):
-            name = self.new_name(e, k)
-            self.store.rename_in(f"{tmp}/{part}", name)
-            files.append(name)
-        self.store.remove(tmp)
+        with self.writing(f"epoch {e}'s result", tmp):
+            df.select(F.lit(e).cast("long").alias("epoch"), *self.columns) \
+                .write.mode("overwrite").parquet(self.store.path(tmp))
+            files = []
+            parts = [p for p in self.store.listdir(tmp)
+                     if p.startswith("part-") and p.endswith(".parquet")]
+            for k, part in enumerate(parts):
+                name = self.new_name(e, k)
+                self.store.rename_in(f"{tmp}/{part}", name)
+                files.append(name)
+            self.store.remove(tmp)
         return files
 
     def record_final(self, e: int, files: list[str], rows: int, edges: int) -> None:
@@ -651,8 +690,9 @@ class OutputLog:
         and the loop record it, in one atomic manifest write; the loop checkpoints of epoch
         ``e`` are then superseded and deleted (a crash before that leaves files the manifest
         no longer names: the next start removes them)."""
-        self.store.sync()
-        digests = [self.store.digest(f) for f in files]   # checked on resume
+        with self.writing(f"epoch {e}'s result", ""):
+            self.store.sync()
+            digests = [self.store.digest(f) for f in files]   # checked on resume
         self.manifest["output"].append({"epoch": e, "files": list(files), "rows": int(rows),
                                         "edges": int(edges), "digests": digests})
         old = loop_records(self.manifest)
@@ -674,6 +714,10 @@ class OutputLog:
         the files' footers, ``new`` of them flagged new, and the tracker's ``pointstamps`` at
         that point), replacing the epoch's previous checkpoint, whose files are deleted
         after. Returns the record."""
+        with self.writing(f"the loop checkpoint of epoch {e} iteration {it}", LOOP_DIR):
+            return self._record_loop(e, it, df, new=new, pointstamps=pointstamps)
+
+    def _record_loop(self, e: int, it: int, df, *, new: int, pointstamps: list) -> dict:
         store = self.store
         name = self.loop_name(e, it)
         tmp = f"{LOOP_DIR}/.{name}.{uuid.uuid4().hex[:8]}.tmp"
@@ -730,7 +774,9 @@ class OutputLog:
 
     def save(self) -> None:
         """Write the manifest atomically and durably (:meth:`OutStore.save_manifest`)."""
-        self.store.save_manifest(self.manifest)
+        with self.writing("the manifest", MANIFEST):
+            self.store.save_manifest(self.manifest)
+        self._saved_final = len(self.manifest.get("output", []))
 
 
 def already_final(out, edges, epochs: int, follow, job: dict | None = None) -> str | None:

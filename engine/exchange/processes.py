@@ -582,8 +582,11 @@ class ProcessExchange:
         while pending:
             ready = wait(list(pending), timeout=max(0.0, deadline - time.monotonic()))
             if not ready:
-                late = sorted(pending.values())
-                raise self._failure(late[0], None, hung=True, doing=doing, others=late[1:])
+                # the workers a stopped one holds up are late too: name the stopped first
+                late = sorted(pending.values(),
+                              key=lambda i: (not _stopped(self._procs[i].pid), i))
+                raise self._failure(late[0], None, hung=True, doing=doing,
+                                    others=sorted(late[1:]))
             for conn in ready:
                 i = pending[conn]
                 try:
@@ -647,10 +650,16 @@ class ProcessExchange:
         self._broken = f"worker {i} failed"
         log = _tail(self._logs[i])
         if hung:
+            stopped = _stopped(proc.pid)
             self._hung.update([i, *others])
-            more = f" (also late: workers {', '.join(map(str, others))})" if others else ""
+            more = (f" (also late: worker{'s' if len(others) > 1 else ''} "
+                    f"{', '.join(map(str, others))}"
+                    + (", waiting for it" if stopped else "") + ")") if others else ""
+            why = (": the process is stopped (SIGSTOP or Ctrl-Z; SIGCONT resumes it)"
+                   if stopped else "")
             return WorkerTimeoutError(
-                f"worker {i} (pid {proc.pid}) did not {doing} within {self.timeout:g} s{more}"
+                f"worker {i} (pid {proc.pid}) did not {doing} within {self.timeout:g} s"
+                f"{why}{more}"
                 + (f"; its output ends:\n{log}" if log else ""), worker=i)
         if status is None:
             why = f"{what}, but the process is still running"
@@ -661,6 +670,18 @@ class ProcessExchange:
         return WorkerProcessError(
             f"worker {i} (pid {proc.pid}) failed while the exchange waited for it to {doing}: "
             f"{why}" + (f"; its output ends:\n{log}" if log else ""), worker=i, exit_status=status)
+
+
+def _stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (``SIGSTOP``, ``SIGTSTP``, a tracer): its state
+    in ``/proc/PID/stat`` is ``T`` or ``t`` (Linux; ``False`` where that cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    state = stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3]   # after "(comm) "
+    return state in (b"T", b"t")
 
 
 def _tail(log, lines: int = 12) -> str:

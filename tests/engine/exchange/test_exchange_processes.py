@@ -139,3 +139,20 @@ def test_a_hung_worker_is_named_within_the_timeout():
             ex.run_batch(b.loc, b.ts, b.diff)
         assert e.value.worker == 0
         assert all(p.poll() is not None for p in ex._procs)     # killed, not left stopped
+
+
+def test_gh23_the_stopped_worker_is_named_not_the_ones_waiting_for_it():
+    """Issue 23 item 14: with worker 2 of 3 stopped, ``replay --processes`` named worker 0
+    (the first late one: 0 and 1 wait for 2's updates). The stopped process is named, and
+    the others as waiting for it."""
+    workload = read_workload(EXAMPLE_PATH)
+    b = workload.batches[0]
+    with ProcessExchange(workload.graph, 3, backend="reference", timeout=120) as ex:
+        ex.timeout = 1.0
+        os.kill(ex.pids[2], signal.SIGSTOP)
+        with pytest.raises(WorkerTimeoutError,
+                           match=r"worker 2 \(pid \d+\) did not .* within 1 s: the process is "
+                                 r"stopped \(SIGSTOP or Ctrl-Z; SIGCONT resumes it\)") as e:
+            ex.run_batch(b.loc, b.ts, b.diff)
+        assert e.value.worker == 2
+        assert all(p.poll() is not None for p in ex._procs)

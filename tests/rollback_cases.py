@@ -1,9 +1,11 @@
 """Rollback problems shared by the rollback tests, the backend tests and the simulator tests:
-the paper's examples with their answers, and a Hypothesis strategy of random problems."""
+the paper's examples (the files ``engine/examples/rollback-example-*.txt``) with their
+answers, and a Hypothesis strategy of random problems."""
 
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 from hypothesis import assume, strategies as st
 
@@ -11,56 +13,11 @@ from engine.errors import RollbackFormatError
 from engine.rollback.problem import Avail, EdgeDecl, RollbackProblem, down, maximal, union
 
 
-EXAMPLE_1 = """timely-rollback v1
-times 2 2
-node 0          # q
-node 1 buffer   # b
-in 0 0          # q's input
-edge 1 0 1      # q -> b, phi identity
-out 2 1         # o: b -> outside
-step 1 0 1 1 1  # (q, t1) ~>1 (q->b, t3)
-consumed 0 0 1
-notified 0 1 0
-avail 0 0 1     # q: only the checkpoint {t1}
-"""
-
-
-EXAMPLE_2 = """timely-rollback v1
-times 2 1
-node 0          # p0
-node 1          # p1
-node 2          # p2
-node 3          # p3
-in 0 0          # input into p0
-in 1 1          # input into p1
-edge 2 0 2      # p0 -> p2
-edge 3 1 2      # p1 -> p2
-edge 4 2 3      # e: p2 -> p3, phi(e) identity
-step 4 0 0 1 0  # (p2, 0) ~>1 (e, 1) only
-consumed 0 0 0
-consumed 1 1 0
-consumed 2 0 0
-consumed 3 1 0
-notified 3 1 0
-avail 2 0 0     # p2 can only go back to {0}
-"""
-
-
-EXAMPLE_3 = """timely-rollback v1
-times 3 1
-node 0          # r
-node 1          # p
-node 2          # q
-in 0 0          # r's input
-edge 1 0 1      # d: r -> p
-edge 2 1 2      # e: p -> q
-step 2 1 0 2 0  # (p, 1) ~>1 (e, 2) only
-consumed 0 1 0
-consumed 1 1 0
-consumed 2 2 0
-notified 2 1 0 2 0
-avail 0 1 0     # r restarts from its checkpoint {1}; p and q may keep anything
-"""
+#: The paper's three examples, as shipped with the package (``engine/examples/``: the docs
+#: run them with ``tfront rollback``); :data:`EXPECTED` holds their answers.
+EXAMPLES = Path(__file__).resolve().parents[1] / "engine" / "examples"
+EXAMPLE_1, EXAMPLE_2, EXAMPLE_3 = (
+    (EXAMPLES / f"rollback-example-{k}.txt").read_text() for k in (1, 2, 3))
 
 
 EXPECTED = [

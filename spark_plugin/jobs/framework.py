@@ -82,7 +82,7 @@ from spark_plugin.jobs.arrow import (arrow_bool, arrow_fixed, arrow_numpy, arrow
                                      arrow_types, list_matrix)
 from spark_plugin.jobs.backend import requested_backend, service_backend
 from spark_plugin.jobs.checkpoints import Checkpoints
-from spark_plugin.jobs.edges import EdgeInputError, edges_table, epoch_sources, table_columns
+from spark_plugin.jobs.edges import edges_table, epoch_sources, table_columns
 from spark_plugin.jobs.progress_bar import Progress, fmt_frontier
 from spark_plugin.jobs.recovery import OutputLog, crash_point, dataframe_digest, job_fingerprint
 

@@ -292,8 +292,8 @@ def test_gh23_a_workload_header_after_comments_is_not_called_the_first_line(caps
     w.write_text("# a comment\n\n# another\n1 2\n")
     assert main(["psi", str(w)]) == 2
     assert capsys.readouterr().err == (
-        f"tfront psi: error: line 4: the header 'timely-reach v1' must come first (before it "
-        f"only comments and blank lines), got '1 2'\n")
+        "tfront psi: error: line 4: the header 'timely-reach v1' must come first (before it "
+        "only comments and blank lines), got '1 2'\n")
     w.write_text("1 2\n")
     assert main(["psi", str(w)]) == 2
     assert "line 1: the first line must be 'timely-reach v1', got '1 2'" in \

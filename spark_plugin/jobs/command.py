@@ -31,7 +31,6 @@ from typing import Callable
 
 from engine.errors import TimelyFrontierError
 
-from spark_plugin.session.config import driver_heap_bytes
 from spark_plugin.session.console import write_line
 
 __all__ = ["run_job_command", "check_out_before_spark", "verbosity", "SPARK_LOG_LEVELS",

@@ -1006,10 +1006,15 @@ class WccJob(EpochJob):
                 cuts = even_cuts(t.num_rows, P)
                 return t.slice(cuts[p], cuts[p + 1] - cuts[p])
 
-            out = [next(_IpcTask(fn, fn.schema(), part=p)(
-                [(None if state_tbl is None else piece(state_tbl, p),
-                  piece(new, p) if isinstance(new, pa.Table) else new.part(p, P))]))
-                   for p in range(P)]
+            def task(p):
+                return next(_IpcTask(fn, fn.schema(), part=p)(
+                    [(None if state_tbl is None else piece(state_tbl, p),
+                      piece(new, p) if isinstance(new, pa.Table) else new.part(p, P))]))
+
+            # the union-find runs without the GIL: the tasks share the driver's cores
+            with ThreadPoolExecutor(max(1, min(P, os.cpu_count() or 1)),
+                                    thread_name_prefix="wcc-contract") as pool:
+                out = list(pool.map(task, range(P)))
         for _, _, err in out:
             if err is not None:   # a task found bad input: the epoch stops, nothing written
                 raise EdgeInputError(*err)

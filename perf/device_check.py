@@ -115,9 +115,10 @@ def step_launch(args):
 
 
 def step_propagate(args):
-    """Churn batches of the benchmark's workload on the cuda backend (``auto`` strategy): the
-    median wall time of the churn batches over ``--repeat`` replays, the strategy taken and
-    the counts of the last batch; the cpu backend on the same host beside it."""
+    """Churn batches of the benchmark's workload on the cuda backend, per strategy (``auto``,
+    and each forced, closure only up to ``--closure-max-n``): the median wall time of the
+    churn batches over ``--repeat`` replays, the strategy taken and why, and the counts of
+    the last batch; the cpu backend (``auto``) on the same host beside it."""
     from engine.batched.tracker import BatchedTracker
     from perf.workloads import batch_columns, build_graph, generate_batches, generate_graph
     res = {"device": _device_name(args.simulated), "cases": []}
@@ -128,12 +129,14 @@ def step_propagate(args):
             t0 = time.perf_counter()
             batches = [(x.kind, batch_columns(g, x)) for x in generate_batches(spec, b, 1)]
             rec = {"n": n, "b": b, "workload_s": time.perf_counter() - t0}
-            for backend in ("cuda", "cpu"):
-                times, counts, strategy = [], None, None
+            runs = [("cuda", st) for st in args.strategies
+                    if not (st == "closure" and n > args.closure_max_n)] + [("cpu", "auto")]
+            for backend, strat in runs:
+                times, counts, taken = [], None, None
                 for rep in range(args.repeat + 1):   # the first replay warms up (compiles)
                     kernels = _kernels(args.simulated) if backend == "cuda" else None
-                    tr = BatchedTracker(g, kernels=kernels, strategy="auto")
-                    strategy = tr.strategy.value if hasattr(tr.strategy, "value") else str(tr.strategy)
+                    tr = BatchedTracker(g, kernels=kernels, strategy=strat)
+                    taken = getattr(tr.strategy, "value", str(tr.strategy))
                     for kind, arr in batches:
                         t = time.perf_counter()
                         tr.update_arrays(*arr)
@@ -142,12 +145,13 @@ def step_propagate(args):
                             times.append(dt)
                             counts = {k: v for k, v in tr.last_timing.items()
                                       if isinstance(v, (int, float))}
-                rec[backend] = {"strategy": strategy, "churn_ms": [x * 1e3 for x in times],
-                                "median_ms": statistics.median(times) * 1e3,
-                                "last_batch": counts}
+                rec.setdefault(backend, {})[strat] = {
+                    "strategy": taken, "churn_ms": [x * 1e3 for x in times],
+                    "median_ms": statistics.median(times) * 1e3, "last_batch": counts,
+                    "reason": str(getattr(tr, "choice", ""))}
+                print(f"N={n} B={b}: {backend} {strat} ({taken}) "
+                      f"{rec[backend][strat]['median_ms']:.2f} ms", flush=True)
             res["cases"].append(rec)
-            print(f"N={n} B={b}: cuda {rec['cuda']['median_ms']:.2f} ms "
-                  f"({rec['cuda']['strategy']}), cpu {rec['cpu']['median_ms']:.2f} ms", flush=True)
             _write(args.out, res)
     _write(args.out, res)
     return 0
@@ -211,23 +215,26 @@ def target_rows(folder):
             return json.load(f)
     rows = []
     prop = load("propagate.json")
-    for n, b, strat in ((1000, 100_000, "closure"), (1000, 1_000_000, "closure"),
-                        (5000, 100_000, "edgewise"), (5000, 1_000_000, "edgewise")):
+    measured = {}
+    for case in (prop or {}).get("cases", []):
+        for strat, m in case.get("cuda", {}).items():
+            measured[(case["n"], case["b"], strat)] = m
+    named = [(1000, 100_000, "closure"), (1000, 100_000, "edgewise"),
+             (1000, 1_000_000, "closure"), (1000, 1_000_000, "edgewise"),
+             (5000, 100_000, "edgewise"), (5000, 1_000_000, "edgewise")]
+    for n, b, strat in named:
         key = f"churn N={n} B={b:.0e} {strat}"
-        r = preds.get(key)
-        meas = None
-        if prop:
-            for case in prop["cases"]:
-                if (case["n"], case["b"]) == (n, b):
-                    meas = case["cuda"]["median_ms"]
-        rows.append(_row(key, meas, r, c, gm))
-    if prop:  # cases measured that the model has no counted prediction for (simulated sizes)
-        named = {(1000, 100_000), (1000, 1_000_000), (5000, 100_000), (5000, 1_000_000)}
-        for case in prop["cases"]:
-            if (case["n"], case["b"]) not in named:
-                rows.append(_row(f"churn N={case['n']} B={case['b']:.0e} "
-                                 f"{case['cuda']['strategy']} (measured only)",
-                                 case["cuda"]["median_ms"], None, c, gm))
+        m = measured.get((n, b, strat))
+        rows.append(_row(key, m and m["median_ms"], preds.get(key), c, gm))
+    for (n, b, strat), m in sorted(measured.items()):
+        if strat == "auto":  # what auto took, beside the prediction of what it took
+            key = f"churn N={n} B={b:.0e} {m['strategy']}"
+            r = preds.get(key)
+            rows.append(_row(f"churn N={n} B={b:.0e} auto (took {m['strategy']})",
+                             m["median_ms"], r, c, gm, target_key=key))
+        elif (n, b, strat) not in named:  # sizes the model has no counts for (simulator)
+            rows.append(_row(f"churn N={n} B={b:.0e} {strat} (measured only)",
+                             m["median_ms"], None, c, gm))
     psi = load("psi.json")
     for n in (1000, 2000):
         key = f"Psi device build N={n} (dense)"
@@ -254,14 +261,13 @@ def target_rows(folder):
     return rows, load("launch.json")
 
 
-def _row(key, meas, r, c, gm):
+def _row(key, meas, r, c, gm, target_key=None):
     pred = gm.predict_ms(r, c) if r is not None else None
+    target = gm._target_of(target_key or key)
     return {"case": key, "measured_ms": meas, "predicted_ms": pred,
             "ratio": (meas / pred) if meas is not None and pred else None,
-            "target_ms": gm._target_of(key) if r is not None else None,
-            "dominant": gm.dominant(r, c) if r else None,
-            "meets_target": (meas <= gm._target_of(key))
-            if r is not None and meas is not None and gm._target_of(key) else None}
+            "target_ms": target, "dominant": gm.dominant(r, c) if r else None,
+            "meets_target": (meas <= target) if meas is not None and target else None}
 
 
 def step_table(args):
@@ -322,9 +328,13 @@ def main(argv=None):
         if name == "launch":
             q.add_argument("--reps", type=int, default=5 if simulated else 200)
         if name == "propagate":
-            q.add_argument("--sizes", type=_ints, default=[6] if simulated else [1000, 5000])
-            q.add_argument("--batches", type=_ints, default=[20] if simulated else [100_000, 1_000_000])
+            q.add_argument("--sizes", type=_ints, default=[3] if simulated else [1000, 5000])
+            q.add_argument("--batches", type=_ints, default=[10] if simulated else [100_000, 1_000_000])
             q.add_argument("--repeat", type=int, default=1 if simulated else 3)
+            q.add_argument("--strategies", type=lambda t: t.split(","),
+                           default=["auto", "closure", "edgewise"])
+            q.add_argument("--closure-max-n", type=int, default=2000,
+                           help="force the closure strategy only up to this N (Psi's size)")
         if name == "psi":
             q.add_argument("--sizes", type=_ints, default=[3] if simulated else [1000, 2000])
             q.add_argument("--repeat", type=int, default=1 if simulated else 3)

@@ -101,13 +101,13 @@ class DeviceConstants:
 #: 14.2; ``perf/calibration/gpu_model.py``, table in docs/performance-model.md). A test checks
 #: that the fit on the committed counts reproduces these.
 H100_840C890 = DeviceConstants(
-    launch_s=1.9e-4,
+    launch_s=3.256e-4,
     array_arg_s=0.0,
-    primitive_s=1.2e-4,
+    primitive_s=5.892e-5,
     sync_s=0.0,
-    device_byte_s=5.9e-13,
-    h2d_byte_s=1.5e-10,
-    serial_step_s=1.0e-6,
+    device_byte_s=4.320e-13,
+    h2d_byte_s=1.612e-10,
+    serial_step_s=1.035e-6,
 )
 
 

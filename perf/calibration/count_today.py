@@ -88,6 +88,25 @@ def psi_counts():
     return out
 
 
+def rollback_counts():
+    """The rollback solver's device work per fixed-point round (simulated, small problems):
+    launches, syncs, primitives and the array arguments per launch."""
+    from gpu_kernels import _cuda
+    from perf.bench_rollback import run_benchmark
+    out = {}
+    for guard in ("simple", "full"):
+        ARGS["n"] = 0
+        before = _cuda.COUNTS.snapshot()
+        res = run_benchmark([8], [4], [guard], repeat=1, backends=("cuda",), simulated=True,
+                            log=lambda *a, **k: None)
+        tot = _cuda.COUNTS.since(before)
+        case = res["cases"][0]
+        out[guard] = {"per_round": case["per_round"], "rounds": case["rounds"],
+                      "launches_total": tot["launches"],
+                      "array_args_per_launch": ARGS["n"] / max(tot["launches"], 1)}
+    return out
+
+
 def serial_work(sizes):
     """Loop lengths of one device thread at the real sizes (host data, no simulator)."""
     from engine.batched.graph_arrays import GraphArrays
@@ -137,14 +156,25 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True)
     p.add_argument("--sizes", default="1000,2000")
+    p.add_argument("--rollback-only", action="store_true",
+                   help="add the rollback counts to an existing --out")
     args = p.parse_args(argv)
     _wrap_launch()
+    if args.rollback_only:
+        with open(args.out) as f:
+            res = json.load(f)
+        res["rollback"] = rollback_counts()
+        print(res["rollback"])
+        with open(args.out, "w") as f:
+            json.dump(res, f, indent=1)
+        return 0
     res = {"how": __doc__}
     res["batch"] = batch_counts()
     print(json.dumps(res["batch"])[:1500], flush=True)
     res["psi_build"] = psi_counts()
     print(res["psi_build"], flush=True)
     res["serial"] = serial_work([int(x) for x in args.sizes.split(",")])
+    res["rollback"] = rollback_counts()
     with open(args.out, "w") as f:
         json.dump(res, f, indent=1)
     return 0

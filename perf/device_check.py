@@ -8,6 +8,7 @@ or runs out of time leaves its JSON missing, and the table says so for its rows:
     python -m perf.device_check propagate --out DIR/propagate.json   # churn batches
     python -m perf.device_check psi       --out DIR/psi.json         # Psi on the device
     python -m perf.device_check uf        --out DIR/uf.json          # WCC's CuPy twin
+    python -m perf.device_check rollback  --out DIR/rollback.json    # the rollback solver
     python -m perf.device_check table     --dir DIR --out DIR/targets.json
 
 ``--simulated`` (every subcommand but ``table``) runs on Numba's CUDA simulator with NumPy
@@ -198,6 +199,33 @@ def step_uf(args):
     return 0
 
 
+def step_rollback(args):
+    """The batched rollback solver, simple guard, on the cpu and cuda backends
+    (``perf.bench_rollback``): the median of ``--repeat`` solves after a first (compiling)
+    one, and the calibrated estimate of ``engine.rollback.cuda.estimate`` for the same
+    problem, without its one-time compilation term."""
+    from engine.rollback.cuda import RollbackCostModel, estimate
+    from engine.rollback.problem import Guard
+    from perf.bench_rollback import generate_problem, run_benchmark
+    r = run_benchmark(args.procs, args.times, ["simple"], repeat=args.repeat,
+                      reference_limit=0, reference_limit_full=0, backends=("cpu", "cuda"),
+                      simulated=args.simulated, log=lambda *a, **k: None)
+    res = {"device": _device_name(args.simulated), "cases": []}
+    model = RollbackCostModel()
+    for c in r["cases"]:
+        rec = {k: c.get(k) for k in ("n", "times", "backend", "rounds", "first_call_s")}
+        rec["median_ms"] = c["batched_s_median"] * 1e3
+        if c["backend"] == "cuda":
+            cpu_s, cuda_s, _ = estimate(generate_problem(c["n"], c["times"]), Guard.SIMPLE)
+            rec["predicted_ms"] = (cuda_s - model.device_setup_s) * 1e3
+            rec["predicted_cpu_ms"] = cpu_s * 1e3
+        res["cases"].append(rec)
+        print(f"rollback n={c['n']} |T|={c['times']} {c['backend']}: {rec['median_ms']:.2f} ms",
+              flush=True)
+    _write(args.out, res)
+    return 0
+
+
 def target_rows(folder):
     """Rows ``(what, measured_ms or None, predicted_ms, target_ms or None, dominant)`` from the
     step JSONs in ``folder`` and the calibrated model."""
@@ -258,6 +286,15 @@ def target_rows(folder):
             if (x["n"], x["m"]) != (2_000_000, 8_000_000):
                 rows.append(_row(f"WCC uf_stars_xp n={x['n']:.0e} m={x['m']:.0e} (measured only)",
                                  x["median_ms"], None, c, gm))
+    rb = load("rollback.json")
+    for x in (rb or {}).get("cases", []):
+        if x["backend"] == "cuda":
+            pred = x.get("predicted_ms")
+            rows.append({"case": f"rollback simple n={x['n']} |T|={x['times']} (cuda)",
+                         "measured_ms": x["median_ms"], "predicted_ms": pred,
+                         "ratio": x["median_ms"] / pred if pred else None, "target_ms": None,
+                         "dominant": "RollbackCostModel (launches, syncs, mask bytes)",
+                         "meets_target": None})
     return rows, load("launch.json")
 
 
@@ -319,7 +356,7 @@ def main(argv=None):
     sub = p.add_subparsers(dest="step", required=True)
     simulated = os.environ.get(SIM_ENV) == "1"
     for name, fn in (("launch", step_launch), ("propagate", step_propagate), ("psi", step_psi),
-                     ("uf", step_uf)):
+                     ("uf", step_uf), ("rollback", step_rollback)):
         q = sub.add_parser(name)
         q.set_defaults(fn=fn)
         q.add_argument("--out", required=True)
@@ -342,6 +379,10 @@ def main(argv=None):
             q.add_argument("--cases", type=_pairs, default=[(10, 5)] if simulated else
                            [(100_000, 200_000), (2_000_000, 8_000_000)])
             q.add_argument("--repeat", type=int, default=1 if simulated else 5)
+        if name == "rollback":
+            q.add_argument("--procs", type=_ints, default=[4] if simulated else [1000])
+            q.add_argument("--times", type=_ints, default=[4] if simulated else [1000, 10_000])
+            q.add_argument("--repeat", type=int, default=1 if simulated else 3)
     q = sub.add_parser("table")
     q.set_defaults(fn=step_table)
     q.add_argument("--dir", required=True)

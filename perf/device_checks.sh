@@ -10,8 +10,8 @@
 # the end prints the target table (measured here next to the calibrated prediction of
 # perf/calibration/gpu_model.py, with the targets) and writes it as OUTDIR/targets.json.
 #
-# Steps and their limits (seconds): info 30, launch 40, gpu-tests 120, propagate 150,
-# psi 60, uf 30, table 20 -- 450 s at most.
+# Steps and their limits (seconds): info 30, launch 40, gpu-tests 110, propagate 140,
+# psi 60, uf 30, rollback 40, table 20 -- 470 s at most.
 #
 # TFRONT_DEVICE_CHECK_SIMULATED=1 runs the same steps on Numba's CUDA simulator with tiny
 # sizes (tests/perf/test_device_checks.py does): the script's logic, not the device's speed.
@@ -46,13 +46,14 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
 step info 30 "$py" -m engine.cli.main info
 step launch 40 "$py" -m perf.device_check launch "${sim[@]}" --out "$out/launch.json"
 if [ ${#sim[@]} -eq 0 ]; then
-  step gpu-tests 120 "$py" -m pytest -m gpu -q -p no:cacheprovider -x \
+  step gpu-tests 110 "$py" -m pytest -m gpu -q -p no:cacheprovider -x \
       tests/engine/batched/test_cuda_gpu.py tests/gpu_kernels/test_unionfind.py
 else  # the simulated kernels are the normal suite's business (tests/test_cuda_sim.py)
-  step gpu-tests 120 "$py" -c "print('gpu tests: not on the simulator')"
+  step gpu-tests 110 "$py" -c "print('gpu tests: not on the simulator')"
 fi
-step propagate 150 "$py" -m perf.device_check propagate "${sim[@]}" --out "$out/propagate.json"
+step propagate 140 "$py" -m perf.device_check propagate "${sim[@]}" --out "$out/propagate.json"
 step psi 60 "$py" -m perf.device_check psi "${sim[@]}" --out "$out/psi.json"
 step uf 30 "$py" -m perf.device_check uf "${sim[@]}" --out "$out/uf.json"
+step rollback 40 "$py" -m perf.device_check rollback "${sim[@]}" --out "$out/rollback.json"
 step table 20 "$py" -m perf.device_check table --dir "$out" --out "$out/targets.json"
 cat "$out/table.log"

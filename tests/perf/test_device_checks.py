@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "perf" / "device_checks.sh"
-STEPS = ["info", "launch", "gpu-tests", "propagate", "psi", "uf", "table"]
+STEPS = ["info", "launch", "gpu-tests", "propagate", "psi", "uf", "rollback", "table"]
 
 
 def _run(out, **env):
@@ -39,7 +39,7 @@ def test_device_checks_run_every_step_and_write_the_target_table(tmp_path):
     assert r.returncode == 0, r.stderr
     rcs, order = _steps(tmp_path)
     assert order == STEPS and all(rc == 0 for rc in rcs.values()), rcs
-    for name in ("launch", "propagate", "psi", "uf", "targets"):
+    for name in ("launch", "propagate", "psi", "uf", "rollback", "targets"):
         assert (tmp_path / f"{name}.json").exists(), name
     table = json.loads((tmp_path / "targets.json").read_text())
     assert table["device"].startswith("simulator")
@@ -52,7 +52,7 @@ def test_device_checks_run_every_step_and_write_the_target_table(tmp_path):
         assert cases[case]["predicted_ms"] > 0 and cases[case]["target_ms"] == target
     # what the simulator measured is in the table too, with no prediction beside it
     measured = [row for row in table["rows"] if row["measured_ms"] is not None]
-    assert {row["case"].split(" ")[0] for row in measured} >= {"churn", "Psi", "WCC"}
+    assert {row["case"].split(" ")[0] for row in measured} >= {"churn", "Psi", "WCC", "rollback"}
     assert "measured ms" in r.stdout and "predicted" in r.stdout
     launch = json.loads((tmp_path / "launch.json").read_text())
     assert {"launch_s", "array_arg_s", "primitive_s", "alloc_s", "sync_s"} <= set(launch)

@@ -51,7 +51,6 @@ import os
 import sys
 import time
 
-os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
 import numpy as np  # noqa: E402
 
@@ -413,6 +412,10 @@ def uf_counts(cases=((10, 5), (1000, 3000), (100_000, 200_000), (2_000_000, 8_00
 
 
 def main(argv=None):
+    # the simulator is chosen when Numba loads: a process that already loaded it cannot count
+    if "numba" in sys.modules and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
+        sys.exit("run this as a script: Numba is already loaded without its CUDA simulator")
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True)
     p.add_argument("--cases", default="1000:1e5,1000:1e6,1000:1e7,5000:1e5,5000:1e6")

@@ -28,8 +28,7 @@ import os
 import sys
 import time
 
-os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
@@ -153,6 +152,12 @@ def serial_work(sizes):
 
 
 def main(argv=None):
+    # the simulator is chosen when Numba loads: a process that already loaded it cannot count
+    if "numba" in sys.modules and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
+        sys.exit("run this as a script: Numba is already loaded without its CUDA simulator")
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True)
     p.add_argument("--sizes", default="1000,2000")

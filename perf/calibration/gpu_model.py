@@ -19,8 +19,8 @@ Every time the model gives is ``sum(count x constant)`` over eight terms:
 **Counts** come from :mod:`perf.calibration.count_840c890` (840c890 on the CUDA simulator
 and its cpu twin, ``perf/results/gpu-counts-840c890.json``) and
 :mod:`perf.calibration.count_today` (this tree, ``perf/results/gpu-counts-today.json``).
-**Measurements** are the H100 figures of ``../shared/gpu/`` (:data:`MEASURED`, each with the
-log it comes from). **Fit**: non-negative least squares on relative errors over the per-stage
+**Measurements** are the H100 figures of ``perf/results/h100-840c890/`` (:data:`MEASURED`,
+each with the log it comes from). **Fit**: non-negative least squares on relative errors over the per-stage
 rows of the stage profile (each stage wrapped in a device synchronisation, so stages do not
 overlap), the per-round cost of the dense ``Psi`` and the union-find twin; the end-to-end
 churn timings of ``perf.bench_propagate`` and ``tfront replay`` are *held out* and only
@@ -49,9 +49,9 @@ COUNTS_TODAY = os.path.join(RESULTS, "gpu-counts-today.json")
 TERMS = ("launch_s", "array_arg_s", "primitive_s", "sync_s", "device_byte_s", "h2d_byte_s",
          "serial_step_s", "host_row_s")
 
-#: H100 figures of commit 840c890, milliseconds (``../shared/gpu/``; per churn batch unless said).
+#: H100 figures of commit 840c890, milliseconds (``perf/results/h100-840c890/``; per churn batch).
 MEASURED = {
-    # stage profile (h100-840c890-raw/run3-prof.log): per batch, mean over load, 3 churn, drain
+    # stage profile (run3-prof.log): per batch, mean over load, 3 churn, drain
     "profile": {
         (1000, 100_000, "closure"): {
             "gather_closure": 57.25, "consolidate": 3.49, "batch_arrays": 3.02,
@@ -70,10 +70,11 @@ MEASURED = {
     "bench": {(1000, 100_000, "closure"): 76.14, (1000, 1_000_000, "closure"): 80.26,
               (1000, 10_000_000, "closure"): 351.81, (1000, 100_000, "edgewise"): 1235.3,
               (1000, 1_000_000, "edgewise"): 559.70, (1000, 10_000_000, "edgewise"): 335.65},
-    # tfront replay --time, cuda (gpu/README.md section 2): B / (M changes/s), auto strategy
+    # tfront replay --time, cuda: B / (M changes/s), auto strategy (quoted in the team's GPU
+    # notes; the cuda logs of that run were not kept, only the cpu side: run5-timely-vs-us/)
     "replay": {(1000, 100_000): 1e5 / 1.64e6 * 1e3, (1000, 1_000_000): 1e6 / 7.88e6 * 1e3,
                (5000, 100_000): 1e5 / 0.01e6 * 1e3, (5000, 1_000_000): 1e6 / 0.36e6 * 1e3},
-    # closure_check.py (run4-closure.log): warm seconds per build, rounds
+    # closure_check.py (run4-closure.log): warm milliseconds per build (mean of 3), rounds
     "psi_dense": {100: (60.6, 203), 1000: (3520.0, 2003), 2000: (39174.0, 4003)},
     # unionfind_check.py (run4-uf.log; run3-uf.log the same sizes): warm ms, cupy
     "uf_stars": {(10, 5): 2.8, (1000, 3000): 3.1, (100_000, 200_000): 4.6,

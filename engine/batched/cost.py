@@ -6,7 +6,8 @@ A batch's propagation can run two ways with identical results (docs/batched-engi
   implied frontier through ``Psi``. Work: the candidates ``s(t)``, one per ``Psi`` entry
   ``(l1, s)`` times the rows of ``F(l1)`` -- independent per target, so on a GPU it is a
   block per target (:func:`gpu_kernels.propagate.closure_step_cuda`) and costs a fixed
-  number of launches and synchronisations plus the candidates at the device's rate, plus
+  number of launches and synchronisations plus the candidates of its busiest thread (the
+  block's 32 threads share a target's; one serial step each), plus
   its vote (per entry of a retreated source: a withdrawn mark read per old ``F`` row and,
   per withdrawn row, one summary application and a binary search in the target's old
   frontier -- on a churn batch every source may have retreated; counted as

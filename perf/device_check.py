@@ -169,7 +169,8 @@ def step_psi(args):
     for s in r["sizes"]:
         res["sizes"].append({"n": s["n"], "device_build_ms": s["device_build"]["median"] * 1e3,
                              "device_counts": s.get("device_counts")})
-        print(f"Psi N={s['n']}: device build {s['device_build']['median'] * 1e3:.2f} ms", flush=True)
+        print(f"Psi N={s['n']}: device build {s['device_build']['median'] * 1e3:.2f} ms",
+              flush=True)
     _write(args.out, res)
     return 0
 
@@ -279,7 +280,8 @@ def target_rows(folder):
     key = "WCC uf_stars_xp n=2e6 m=8e6 (same code as 840c890)"
     meas = None
     if uf:
-        meas = next((x["median_ms"] for x in uf["cases"] if (x["n"], x["m"]) == (2_000_000, 8_000_000)), None)
+        meas = next((x["median_ms"] for x in uf["cases"]
+                     if (x["n"], x["m"]) == (2_000_000, 8_000_000)), None)
     rows.append(_row(key, meas, preds.get(key), c, gm))
     if uf:
         for x in uf["cases"]:
@@ -366,7 +368,8 @@ def main(argv=None):
             q.add_argument("--reps", type=int, default=5 if simulated else 200)
         if name == "propagate":
             q.add_argument("--sizes", type=_ints, default=[3] if simulated else [1000, 5000])
-            q.add_argument("--batches", type=_ints, default=[10] if simulated else [100_000, 1_000_000])
+            q.add_argument("--batches", type=_ints,
+                           default=[10] if simulated else [100_000, 1_000_000])
             q.add_argument("--repeat", type=int, default=1 if simulated else 3)
             q.add_argument("--strategies", type=lambda t: t.split(","),
                            default=["auto", "closure", "edgewise"])
@@ -382,7 +385,7 @@ def main(argv=None):
         if name == "rollback":
             q.add_argument("--procs", type=_ints, default=[4] if simulated else [1000])
             q.add_argument("--times", type=_ints, default=[4] if simulated else [1000, 10_000])
-            q.add_argument("--repeat", type=int, default=1 if simulated else 3)
+            q.add_argument("--repeat", type=int, default=1 if simulated else 2)
     q = sub.add_parser("table")
     q.set_defaults(fn=step_table)
     q.add_argument("--dir", required=True)

@@ -20,10 +20,10 @@ Every time the model gives is ``sum(count x constant)`` over eight terms:
 and its cpu twin, ``perf/results/gpu-counts-840c890.json``) and
 :mod:`perf.calibration.count_today` (this tree, ``perf/results/gpu-counts-today.json``).
 **Measurements** are the H100 figures of ``perf/results/h100-840c890/`` (:data:`MEASURED`,
-each with the log it comes from). **Fit**: non-negative least squares on relative errors over the per-stage
-rows of the stage profile (each stage wrapped in a device synchronisation, so stages do not
-overlap), the per-round cost of the dense ``Psi`` and the union-find twin; the end-to-end
-churn timings of ``perf.bench_propagate`` and ``tfront replay`` are *held out* and only
+each with the log it comes from). **Fit**: non-negative least squares on relative errors over
+the per-stage rows of the stage profile (each stage wrapped in a device synchronisation, so
+stages do not overlap), the per-round cost of the dense ``Psi`` and the union-find twin; the
+end-to-end churn timings of ``perf.bench_propagate`` and ``tfront replay`` are *held out* and only
 predicted.
 
 Run ``python -m perf.calibration.gpu_model`` to print the calibration table and the
@@ -420,7 +420,8 @@ def main(argv=None):
     for t in TERMS:
         print(f"  {t:15s} {c[t]:.3e}")
     print(table(rows, c))
-    print("pinned (largest share of a fitted row):", {t: round(v, 2) for t, v in pinned(rows, c).items()})
+    print("pinned (largest share of a fitted row):",
+          {t: round(v, 2) for t, v in pinned(rows, c).items()})
     today = _load(COUNTS_TODAY) if os.path.exists(COUNTS_TODAY) else None
     trows = today_rows(counts, today) if today else []
     if trows:

@@ -331,8 +331,8 @@ def today_rows(counts, today):
     w = today["batch"]
     host_edgewise_ms = MEASURED["host_edgewise_bench"]
     for strat, cases in (("closure", [(1000, 100_000), (1000, 1_000_000), (1000, 10_000_000)]),
-                         ("edgewise", [(1000, 100_000), (1000, 1_000_000), (5000, 100_000),
-                                       (5000, 1_000_000),
+                         ("edgewise", [(1000, 100_000), (1000, 1_000_000), (1000, 10_000_000),
+                                       (5000, 100_000), (5000, 1_000_000),
                                        (5000, 10_000_000)])):
         sc = w[strat]["steady_churn"]
         for n, b in cases:

@@ -2,7 +2,8 @@
 the target table that sets them beside the calibrated predictions (issue 24).
 
 Each step is one subcommand, run by the script under its own ``timeout``; a step that fails
-or runs out of time leaves its JSON missing, and the table says so for its rows::
+or runs out of time leaves its JSON missing (``propagate`` writes its JSON after every case, so
+a cut keeps the cases done), and the table shows ``-`` for what is missing::
 
     python -m perf.device_check launch    --out DIR/launch.json      # pins launch vs args
     python -m perf.device_check propagate --out DIR/propagate.json   # churn batches

@@ -10,8 +10,8 @@
 # the end prints the target table (measured here next to the calibrated prediction of
 # perf/calibration/gpu_model.py, with the targets) and writes it as OUTDIR/targets.json.
 #
-# Steps and their limits (seconds): info 30, launch 40, gpu-tests 110, propagate 140,
-# psi 60, uf 30, rollback 40, table 20 -- 470 s at most.
+# Steps and their limits (seconds): info 30, launch 40, gpu-tests 100, propagate 130,
+# psi 60, uf 30, rollback 40, table 20 -- 450 s, and 2 s of grace each after a TERM: 466 s.
 #
 # TFRONT_DEVICE_CHECK_SIMULATED=1 runs the same steps on Numba's CUDA simulator with tiny
 # sizes (tests/perf/test_device_checks.py does): the script's logic, not the device's speed.
@@ -33,7 +33,7 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
   local name=$1 limit=$2 t0=$SECONDS rc
   shift 2
   limit=$(awk -v l="$limit" -v s="$scale" 'BEGIN { v = int(l * s + 0.5); print (v < 1 ? 1 : v) }')
-  timeout -k 5 "$limit" "$@" > "$out/$name.log" 2>&1
+  timeout -k 2 "$limit" "$@" > "$out/$name.log" 2>&1
   rc=$?
   printf '%s\t%d\t%d\n' "$name" "$rc" "$((SECONDS - t0))" >> "$out/steps.tsv"
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
@@ -46,12 +46,12 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...
 step info 30 "$py" -m engine.cli.main info
 step launch 40 "$py" -m perf.device_check launch "${sim[@]}" --out "$out/launch.json"
 if [ ${#sim[@]} -eq 0 ]; then
-  step gpu-tests 110 "$py" -m pytest -m gpu -q -p no:cacheprovider -x \
+  step gpu-tests 100 "$py" -m pytest -m gpu -q -p no:cacheprovider -x \
       tests/engine/batched/test_cuda_gpu.py tests/gpu_kernels/test_unionfind.py
 else  # the simulated kernels are the normal suite's business (tests/test_cuda_sim.py)
-  step gpu-tests 110 "$py" -c "print('gpu tests: not on the simulator')"
+  step gpu-tests 100 "$py" -c "print('gpu tests: not on the simulator')"
 fi
-step propagate 140 "$py" -m perf.device_check propagate "${sim[@]}" --out "$out/propagate.json"
+step propagate 130 "$py" -m perf.device_check propagate "${sim[@]}" --out "$out/propagate.json"
 step psi 60 "$py" -m perf.device_check psi "${sim[@]}" --out "$out/psi.json"
 step uf 30 "$py" -m perf.device_check uf "${sim[@]}" --out "$out/uf.json"
 step rollback 40 "$py" -m perf.device_check rollback "${sim[@]}" --out "$out/rollback.json"

@@ -302,6 +302,16 @@ class BatchedTracker:
         w = self._width
         return [[tuple(r[:w[l]]) for r in rows[ptr[l]:ptr[l + 1]]] for l in range(self.ga.L)]
 
+    def frontier_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every location's implied frontier as host columns ``(loc int32[n], ts int64[n,
+        m+K])``, sorted by ``(loc, ts)`` (padded rows: unused counters 0) -- what
+        :meth:`frontiers` lists, without a Python object per element (the exchange simulator
+        compares many workers' frontiers this way)."""
+        ptr = np.asarray(self.kernels.to_host(self._I_ptr), np.int64)
+        ts = np.asarray(self.kernels.to_host(self._I_ts), np.int64)
+        loc = np.repeat(np.arange(self.ga.L, dtype=np.int32), np.diff(ptr))
+        return loc, ts[:len(loc)]
+
     def table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The count table as host arrays ``(loc int32[r], ts int64[r, m+K], cnt int64[r])``,
         sorted by ``(loc, ts)``, non-zero counts only (to save, inspect or compare state).

@@ -50,6 +50,7 @@ from engine.errors import (BatchError, ExchangeCapabilityError, ExchangeError, E
 from engine.exchange.messages import OWN, DataMessage, Update
 from engine.exchange.multisets import (PointstampOrder, Table, _empty, _lookup, _rows, _take,
                                        _zsum, justified)
+from engine.exchange.phases import PhaseClock
 from engine.exchange.policies import Policy, make_policy
 
 __all__ = ["Worker"]
@@ -91,8 +92,10 @@ class Worker:
 
     def __init__(self, graph: Graph, index: int, workers: int, *, backend="cpu",
                  policy: "str | Policy" = "all", initial=None, initial_glob=None,
-                 order: PointstampOrder | None = None):
+                 order: PointstampOrder | None = None, phases: PhaseClock | None = None):
         from engine.batched.backend import make_tracker
+        #: Where this worker's time goes (:mod:`engine.exchange.phases`; shared by a system).
+        self.phases = phases if phases is not None else PhaseClock()
         if not (isinstance(workers, (int, np.integer)) and workers >= 1):
             raise ExchangeError(f"workers must be a positive integer, got {workers!r}")
         if not (isinstance(index, (int, np.integer)) and 0 <= index < workers):
@@ -144,6 +147,11 @@ class Worker:
     # -- perf_op -------------------------------------------------------------------------------
 
     def perform(self, loc, ts, diff, *, to=None, now=None) -> list[DataMessage]:
+        """``perf_op``: one operation of this worker (see :meth:`_perform`)."""
+        with self.phases("perform"):
+            return self._perform(loc, ts, diff, to=to, now=now)
+
+    def _perform(self, loc, ts, diff, *, to=None, now=None) -> list[DataMessage]:
         """``perf_op``: one operation of this worker, as signed changes.
 
         Rows with ``to[i] == OWN`` (the default for every row) change the worker's own
@@ -263,7 +271,7 @@ class Worker:
         error it would raise (nothing changes either way)."""
         saved = self._caps, self._temp, self.temp_since, dict(self.stats)
         try:
-            self.perform(loc, ts, diff, to=to)
+            self._perform(loc, ts, diff, to=to)
         except (ExchangeError, BatchError) as err:
             return err
         finally:
@@ -283,6 +291,10 @@ class Worker:
     def receive_data(self, loc, ts, diff) -> None:
         """``recv_cap``: capabilities that arrived as data join ``caps`` (positive counts).
         That they were in flight to this worker is the caller's (the system's) to check."""
+        with self.phases("deliver"):
+            self._receive_data(loc, ts, diff)
+
+    def _receive_data(self, loc, ts, diff) -> None:
         from engine.batched.batch_arrays import batch_arrays
         b = batch_arrays(self.graph, self.order.ga.depth, loc, ts, diff)
         if (b[2] <= 0).any():
@@ -294,6 +306,11 @@ class Worker:
     # -- send_upd ------------------------------------------------------------------------------
 
     def send(self, now=None, *, select=None) -> Update | None:
+        """``send_upd`` (see :meth:`_send`)."""
+        with self.phases("build"):
+            return self._send(now, select=select)
+
+    def _send(self, now=None, *, select=None) -> Update | None:
         """``send_upd``: broadcast the part of ``temp`` the policy releases (or ``select``,
         a ``bool[n]`` over the rows of :attr:`temp`, overriding the policy).
 
@@ -339,7 +356,10 @@ class Worker:
 
     def wants_to_send(self, now=None) -> bool:
         """Whether the policy would release anything now."""
-        return bool(len(self._temp[0])) and bool(self.policy.release(self, now).any())
+        if not len(self._temp[0]):
+            return False
+        with self.phases("schedule"):
+            return bool(self.policy.release(self, now).any())
 
     # -- recv_upd ------------------------------------------------------------------------------
 
@@ -352,20 +372,52 @@ class Worker:
             An unknown sender, or ``update.seq`` is not the next of its sender (a duplicate
             or a gap: updates of one sender are received in the order they were sent).
         """
-        s = update.sender
-        if not (isinstance(s, (int, np.integer)) and 0 <= s < self.workers):
-            raise UpdateOrderError(f"worker {self.index}: update from unknown sender {s!r} "
-                                   f"(workers are 0..{self.workers - 1})")
-        if update.seq != self._expect[s]:
-            what = "a duplicate" if update.seq < self._expect[s] else "out of order"
-            raise UpdateOrderError(f"worker {self.index}: update {update.seq} from worker {s} is "
-                                   f"{what}: expected update {self._expect[s]}")
-        from engine.batched.batch_arrays import batch_arrays
-        rows = batch_arrays(self.graph, self.order.ga.depth, update.loc, update.ts, update.diff)
-        self._apply_tracker(rows)
-        self._glob = _zsum(self._glob, rows)
-        self._expect[s] += 1
-        self.stats["updates_received"] += 1
+        self.receive_many([update])
+
+    def receive_many(self, updates, rows: Table | None = None) -> None:
+        """``recv_upd`` for several updates at once, in order: the same as :meth:`receive` of
+        each in turn (each must be the next of its sender, counting the ones before it in the
+        list), but ``glob`` and the local tracker take their sum as *one* batch -- the state
+        after a sequence of ``recv_upd`` steps does not depend on how they are grouped.
+
+        Parameters
+        ----------
+        updates : sequence of Update
+        rows : (loc, ts, diff), optional
+            The updates' rows summed and consolidated, when the caller has them already (a
+            round of :class:`~engine.exchange.simulation.Exchange` delivers the same updates to
+            many workers and consolidates them once).
+
+        Raises
+        ------
+        UpdateOrderError
+            As :meth:`receive`, for the first offending update; nothing changes.
+        """
+        with self.phases("deliver"):
+            expect = {}
+            for update in updates:
+                s = update.sender
+                if not (isinstance(s, (int, np.integer)) and 0 <= s < self.workers):
+                    raise UpdateOrderError(f"worker {self.index}: update from unknown sender "
+                                           f"{s!r} (workers are 0..{self.workers - 1})")
+                want = expect.get(s, self._expect[s])
+                if update.seq != want:
+                    what = "a duplicate" if update.seq < want else "out of order"
+                    raise UpdateOrderError(f"worker {self.index}: update {update.seq} from "
+                                           f"worker {s} is {what}: expected update {want}")
+                expect[s] = want + 1
+            if not updates:
+                return
+            if rows is None:
+                from engine.batched.batch_arrays import batch_arrays
+                depth = self.order.ga.depth
+                parts = [batch_arrays(self.graph, depth, u.loc, u.ts, u.diff) for u in updates]
+                rows = _zsum(*parts)
+            self._apply_tracker(rows)
+            self._glob = _zsum(self._glob, rows)
+            for s, e in expect.items():
+                self._expect[s] = e
+            self.stats["updates_received"] += len(updates)
 
     def admit(self, loc, ts, diff, *, owner: int) -> None:
         """This worker's share of admitting initial capabilities of worker ``owner`` (the
@@ -394,7 +446,8 @@ class Worker:
             self._caps = _zsum(self._caps, rows)
 
     def _apply_tracker(self, rows: Table) -> None:
-        _feed(self.tracker, self.graph, rows)
+        with self.phases("tracker"):
+            _feed(self.tracker, self.graph, rows)
 
     def __repr__(self):
         return (f"Worker({self.index}/{self.workers}, caps={len(self._caps[0])}, "

@@ -16,7 +16,7 @@ import numpy as np
 from engine.core.graph import Graph
 from engine.errors import ExchangeError
 
-__all__ = ["Table", "PointstampOrder", "justified"]
+__all__ = ["Table", "PointstampOrder", "justified", "covered"]
 
 #: A signed multiset of pointstamps: ``(loc int32[n], ts int64[n, W], cnt int64[n])``, sorted by
 #: ``(loc, ts)``, consolidated (no zero rows).
@@ -41,18 +41,41 @@ def _take(t: Table, mask) -> Table:
     return t[0][mask], t[1][mask], t[2][mask]
 
 
+def _keys(loc, ts) -> np.ndarray:
+    """One opaque key per row ``(loc, ts)``: the row's big-endian bytes, whose byte order is
+    the numeric lexicographic order of ``(loc, ts)`` (every entry is non-negative)."""
+    ts = np.asarray(ts)
+    a = np.empty((len(loc), ts.shape[1] + 1), ">i8")
+    a[:, 0] = loc
+    a[:, 1:] = ts
+    return a.view(np.dtype((np.void, 8 * a.shape[1]))).reshape(-1)
+
+
+def _sorted_rows(loc, ts) -> bool:
+    """Whether rows ``(loc, ts)`` are in strictly increasing lexicographic order."""
+    if len(loc) < 2:
+        return True
+    k = np.column_stack([np.asarray(loc, np.int64), ts])
+    d = k[1:] - k[:-1]
+    nz = d != 0
+    first = nz.argmax(axis=1)
+    return bool(nz.any(axis=1).all() and (d[np.arange(len(d)), first] > 0).all())
+
+
 def _lookup(t: Table, q_loc, q_ts) -> np.ndarray:
-    """``int64[q]``: the count of each query pointstamp in the table (0 where absent)."""
+    """``int64[q]``: the count of each query pointstamp in the table (0 where absent).
+    Binary search of the queries' keys among the table's (a consolidated table is sorted
+    already)."""
     n, q = len(t[0]), len(q_loc)
     if n == 0 or q == 0:
         return np.zeros(q, np.int64)
-    keys = np.concatenate([np.column_stack([t[0], t[1]]),
-                           np.column_stack([np.asarray(q_loc, np.int64), q_ts])])
-    _, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    vals = np.zeros(int(inv.max()) + 1, np.int64)
-    vals[inv[:n]] = t[2]
-    return vals[inv[n:]]
+    tk, cnt = _keys(t[0], t[1]), t[2]
+    if not _sorted_rows(t[0], t[1]):
+        order = np.argsort(tk, kind="stable")
+        tk, cnt = tk[order], cnt[order]
+    qk = _keys(q_loc, q_ts)
+    i = np.minimum(np.searchsorted(tk, qk), n - 1)
+    return np.where(tk[i] == qk, cnt[i], 0).astype(np.int64)
 
 
 def _positive(t: Table) -> Table:
@@ -92,6 +115,59 @@ class PointstampOrder:
         self.ga = GraphArrays.from_graph(graph)
         self.width = graph.m + graph.max_depth
         self._rows = PsiRowCache(self.ga)
+        self._tracker = None     # the scratch tracker of reaches(), made on first use
+
+    #: Up to this many active pointstamps (whose ``Psi`` rows it needs) and this many
+    #: (query, active pointstamp) pairs, :meth:`reaches` asks :meth:`below`.
+    DIRECT_ACTIVE, DIRECT_PAIRS = 64, 1 << 14
+
+    def reaches(self, t: Table, q_loc, q_ts, *, strict: bool) -> np.ndarray:
+        """``bool[q]``: whether some pointstamp with a positive count in ``t`` is at or before
+        each query pointstamp (``strict``: strictly before, so not the query itself).
+
+        The same answer as ``below(t, ...) > 0`` (``strict``), or that or the query being in
+        ``t`` (not ``strict``), computed through frontiers when there are many pairs: a
+        scratch batched tracker takes ``t``'s positive part, its implied frontiers are read
+        (:func:`covered`: a pointstamp has one at or before it exactly when the implied
+        frontier at its location has an element at or before its time), and it gives the
+        counts back. Cost: two tracker batches and ``O(q * antichain)``, instead of a
+        could-result-in scan of every active location per query. A query that is itself in
+        ``t`` is ambiguous for ``strict`` (the frontier element may be itself) and asks
+        :meth:`below`.
+        """
+        q = len(q_loc)
+        act = t[2] > 0
+        n = int(act.sum())
+        if q == 0 or n == 0:
+            return np.zeros(q, bool)
+        q_loc, q_ts = np.asarray(q_loc, np.int32), np.ascontiguousarray(q_ts, dtype=np.int64)
+        if n <= self.DIRECT_ACTIVE and q * n <= self.DIRECT_PAIRS:
+            ok = self.below(t, q_loc, q_ts) > 0
+            return ok if strict else ok | (_lookup(_positive(t), q_loc, q_ts) > 0)
+        pos = _positive(t)
+        if self._tracker is None:
+            from engine.batched.backend import make_tracker
+            self._tracker = make_tracker(self.graph, "cpu")
+        tr = self._tracker
+        tr.update_arrays(*pos)
+        try:
+            f_loc, f_ts = tr.frontier_table()
+        finally:
+            tr.update_arrays(pos[0], pos[1], -pos[2])
+        ok = covered(f_loc, f_ts, q_loc, q_ts, self.graph.m)
+        if strict:
+            amb = np.flatnonzero(ok & (_lookup(pos, q_loc, q_ts) > 0))
+            if len(amb):
+                # q is in t: strictly before q is something of t without the ambiguous
+                # queries' pointstamps at or before q, or another of them before q
+                a = _zsum((q_loc[amb], q_ts[amb], np.ones(len(amb), np.int64)))
+                rest = _take(pos, _lookup(a, pos[0], pos[1]) == 0)
+                hit = self.reaches(rest, q_loc[amb], q_ts[amb], strict=False)
+                if not hit.all():
+                    more = np.flatnonzero(~hit)
+                    hit[more] = self.below(a, q_loc[amb][more], q_ts[amb][more]) > 0
+                ok[amb] = hit
+        return ok
 
     def below(self, t: Table, q_loc, q_ts) -> np.ndarray:
         """``int64[q]``: how many *other* pointstamps with a positive count in ``t`` are
@@ -129,11 +205,46 @@ def justified(order: PointstampOrder, caps: Table, m: Table) -> int:
         return -1
     q_loc, q_ts = m[0][pos], m[1][pos]
     neg = m[0], m[1], -m[2]                  # M's negative entries, as positive counts
-    ok = order.below(neg, q_loc, q_ts) > 0
-    ok |= order.below(caps, q_loc, q_ts) > 0
+    ok = order.reaches(neg, q_loc, q_ts, strict=True)
+    rest = np.flatnonzero(~ok)
+    ok[rest] = order.reaches(caps, q_loc[rest], q_ts[rest], strict=True)
     ok |= m[2][pos] < _lookup(caps, q_loc, q_ts)
     bad = pos[~ok]
     return int(bad[0]) if len(bad) else -1
+
+
+def covered(f_loc, f_ts, q_loc, q_ts, m: int) -> np.ndarray:
+    """``bool[q]``: for each query pointstamp ``(q_loc[i], q_ts[i])``, whether some row of the
+    frontier table ``(f_loc, f_ts)`` (sorted by location) at the *same* location is at or
+    before it in the timestamp order (outer coordinates componentwise, loop counters
+    lexicographically; DESIGN.md 2.2). Vectorised over all (query, element) pairs of a
+    location, which antichains keep few.
+
+    >>> f_loc, f_ts = np.array([0, 0, 1]), np.array([[0, 5], [1, 0], [2, 2]])
+    >>> covered(f_loc, f_ts, np.array([0, 0, 1, 2]), np.array([[0, 6], [0, 4], [3, 0], [9, 9]]), 1)
+    array([ True, False,  True, False])
+    """
+    q_loc = np.asarray(q_loc)
+    q = len(q_loc)
+    out = np.zeros(q, bool)
+    if q == 0 or len(f_loc) == 0:
+        return out
+    lo = np.searchsorted(f_loc, q_loc, "left")
+    cnt = np.searchsorted(f_loc, q_loc, "right") - lo
+    total = int(cnt.sum())
+    if total == 0:
+        return out
+    qi = np.repeat(np.arange(q), cnt)
+    fi = lo[qi] + np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    a, b = np.asarray(f_ts)[fi], np.asarray(q_ts)[qi]
+    ok = (a[:, :m] <= b[:, :m]).all(axis=1)
+    if a.shape[1] > m:
+        d = a[:, m:] - b[:, m:]
+        nz = d != 0
+        first = nz.argmax(axis=1)
+        ok &= ~nz.any(axis=1) | (d[np.arange(total), first] < 0)
+    out[qi[ok]] = True
+    return out
 
 
 def _rows(graph: Graph, order: PointstampOrder, rows) -> Table:

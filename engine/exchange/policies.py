@@ -103,7 +103,7 @@ class HoldBack(Policy):
         if pos.any():
             caps = worker.caps
             idx = np.flatnonzero(pos)
-            ok = worker.order.below(caps, loc[idx], ts[idx]) > 0
+            ok = worker.order.reaches(caps, loc[idx], ts[idx], strict=True)
             ok |= cnt[idx] < _lookup(caps, loc[idx], ts[idx])
             keep[idx[ok]] = True
         return ~keep

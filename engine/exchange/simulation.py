@@ -30,7 +30,7 @@ from engine.errors import (BatchError, ExchangeError, ExchangeStateError, Negati
                            SafetyError)
 from engine.exchange.messages import INITIAL, OWN, Operation, Update
 from engine.exchange.multisets import (PointstampOrder, Table, _empty, _lookup, _magnitude,
-                                       _positive, _rows, _take, _zsum)
+                                       _positive, _rows, _take, _zsum, covered)
 from engine.exchange.phases import PhaseClock
 from engine.exchange.policies import HoldBack, make_policy
 from engine.exchange.worker import Worker, _feed
@@ -122,17 +122,34 @@ def split_batch(graph: Graph, loc, ts, diff, workers: int, *, held=None,
     performer = owner.copy()
     pos = np.flatnonzero(b[2] > 0)
     if len(pos):
-        p_loc, p_ts = b[0][pos], b[1][pos]
+        # Each row asks its owner first, then all of `held` at once, then the workers in
+        # order only for the rows that something held justifies: a row costs about one
+        # could-result-in query, not one per worker.
+        p_loc, p_ts, p_owner = b[0][pos], b[1][pos], owner[pos]
         h_owner = owner_of(h[0], workers)
-        below = np.stack([order.below(_take(h, h_owner == w), p_loc, p_ts) > 0
-                          for w in range(workers)]) if len(h[0]) else np.zeros((workers, len(pos)), bool)
-        own_ok = (_lookup(h, p_loc, p_ts) > 0) | below[owner[pos], np.arange(len(pos))]
-        any_below = below.any(axis=0)
-        first = np.argmax(below, axis=0)
-        data = ~own_ok & any_below
+        own_ok = np.zeros(len(pos), bool)
+        for w in np.unique(p_owner).tolist():
+            sel = np.flatnonzero(p_owner == w)
+            hw = _take(h, h_owner == w)
+            if len(hw[0]):
+                own_ok[sel] = order.reaches(hw, p_loc[sel], p_ts[sel], strict=False)
+        first = np.full(len(pos), -1, np.int64)     # the lowest worker strictly before
+        rest = np.flatnonzero(~own_ok)
+        if len(rest) and len(h[0]):
+            undecided = rest[order.reaches(h, p_loc[rest], p_ts[rest], strict=True)]
+            for w in range(workers):
+                if not len(undecided):
+                    break
+                hw = _take(h, h_owner == w)
+                if not len(hw[0]):
+                    continue
+                hit = order.reaches(hw, p_loc[undecided], p_ts[undecided], strict=True)
+                first[undecided[hit]] = w
+                undecided = undecided[~hit]
+        data = ~own_ok & (first >= 0)
         performer[pos[data]] = first[data]
         to[pos[data]] = owner[pos[data]]
-        init = ~own_ok & ~any_below
+        init = ~own_ok & (first < 0)
         to[pos[init]] = INITIAL
     ops = []
     for w in range(workers):
@@ -700,40 +717,6 @@ def frontier_table(tracker, graph: Graph) -> tuple[np.ndarray, np.ndarray]:
             locs.append(l)
             rows.append(tuple(t) + (0,) * (W - len(t)))
     return np.asarray(locs, np.int32), np.asarray(rows, np.int64).reshape(len(rows), W)
-
-
-def covered(f_loc, f_ts, q_loc, q_ts, m: int) -> np.ndarray:
-    """``bool[q]``: for each query pointstamp ``(q_loc[i], q_ts[i])``, whether some row of the
-    frontier table ``(f_loc, f_ts)`` (sorted by location) at the *same* location is at or
-    before it in the timestamp order (outer coordinates componentwise, loop counters
-    lexicographically; DESIGN.md 2.2). Vectorised over all (query, element) pairs of a
-    location, which antichains keep few.
-
-    >>> f_loc, f_ts = np.array([0, 0, 1]), np.array([[0, 5], [1, 0], [2, 2]])
-    >>> covered(f_loc, f_ts, np.array([0, 0, 1, 2]), np.array([[0, 6], [0, 4], [3, 0], [9, 9]]), 1)
-    array([ True, False,  True, False])
-    """
-    q_loc = np.asarray(q_loc)
-    q = len(q_loc)
-    out = np.zeros(q, bool)
-    if q == 0 or len(f_loc) == 0:
-        return out
-    lo = np.searchsorted(f_loc, q_loc, "left")
-    cnt = np.searchsorted(f_loc, q_loc, "right") - lo
-    total = int(cnt.sum())
-    if total == 0:
-        return out
-    qi = np.repeat(np.arange(q), cnt)
-    fi = lo[qi] + np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    a, b = f_ts[fi], np.asarray(q_ts)[qi]
-    ok = (a[:, :m] <= b[:, :m]).all(axis=1)
-    if a.shape[1] > m:
-        d = a[:, m:] - b[:, m:]
-        nz = d != 0
-        first = nz.argmax(axis=1)
-        ok &= ~nz.any(axis=1) | (d[np.arange(total), first] < 0)
-    out[qi[ok]] = True
-    return out
 
 
 def warm_up() -> None:

@@ -225,8 +225,7 @@ class Worker:
                     f"{int(held[j])}")
         # a new own capability: a held one at or before it
         if len(dself[0]):
-            ok = (_lookup(caps, dself[0], dself[1]) > 0)
-            ok |= self.order.below(caps, dself[0], dself[1]) > 0
+            ok = self.order.reaches(caps, dself[0], dself[1], strict=False)
             if not ok.all():
                 j = int(np.flatnonzero(~ok)[0])
                 raise ExchangeCapabilityError(
@@ -241,7 +240,7 @@ class Worker:
         # a data message: a held capability strictly before it
         data_rows = np.flatnonzero(~own)
         if len(data_rows):
-            ok = self.order.below(caps, b_loc[data_rows], b_ts[data_rows]) > 0
+            ok = self.order.reaches(caps, b_loc[data_rows], b_ts[data_rows], strict=True)
             if not ok.all():
                 i = int(data_rows[np.flatnonzero(~ok)[0]])
                 raise ExchangeCapabilityError(

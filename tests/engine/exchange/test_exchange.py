@@ -944,7 +944,7 @@ def test_replay_workers_names_the_first_safety_violation(monkeypatch):
     monkeypatch.setitem(POLICIES, "all", DropsFirst)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(["replay", str(EXAMPLES[0]), "--workers", "2"])
+        status = main(["replay", str(EXAMPLES[0]), "--workers", "2", "--check", "every-step"])
     assert status == 2
     assert re.match(r"tfront replay: error: batch 1 \(line 28\): step \d+: Safe fails: worker \d's "
                     r"view is vacant up to \(source node1\[1\]\.out0 \(depth 1\), \(1, 0\)\), "

@@ -515,6 +515,14 @@ class Exchange:
                     raise SafetyError(f"round {self.rounds} (step {self.clock}): {err}") from None
         return taken
 
+    def deliver_all(self) -> int:
+        """Deliver every queued update and all data in flight, as steps 3 and 4 of
+        :meth:`round` without holding anything back: each worker takes what is queued to it
+        as one columnar batch. Returns the transitions taken."""
+        moved = self._deliver_round(False)
+        self.clock += moved
+        return moved
+
     def _deliver_round(self, hold_back: bool) -> int:
         """Steps 3 and 4 of :meth:`round`: the transitions taken."""
         rng, K = self.rng, self.K

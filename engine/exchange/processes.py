@@ -736,6 +736,7 @@ class _Node:
     def __init__(self, cin: Connection, cout: Connection):
         self.cin, self.cout = cin, cout
         self.inbox: queue.Queue = queue.Queue()
+        self.front: list = []      # events taken from the inbox and not handled yet
         self.deferred: list = []
         self.stopping = False
 
@@ -832,13 +833,14 @@ class _Node:
             if self.deferred:
                 events = [self.deferred.pop(0)]
             else:
-                events = [self.inbox.get()] + self._available()
+                events = self._available() or [self.inbox.get()] + self._available()
             if not self._handle_all(events, during_batch=False):
                 return
 
     def _available(self) -> list:
-        """Every event already in the inbox, without waiting."""
-        out = []
+        """Every event taken and not handled yet (:attr:`front`), then every event already
+        in the inbox, without waiting."""
+        out, self.front = self.front, []
         while True:
             try:
                 out.append(self.inbox.get_nowait())
@@ -851,7 +853,7 @@ class _Node:
         ``glob`` merge and one tracker batch), which the model allows: a sequence of
         ``recv_upd`` steps ends in the same state however it is grouped."""
         ups: list = []
-        for ev in events:
+        for i, ev in enumerate(events):
             if ev[0] == "update":
                 j = ev[1]
                 got = read_batch(ev[2], j, self.width,
@@ -865,9 +867,10 @@ class _Node:
                 self._check_await()
                 continue
             self._apply_many(ups)
-            ups = []
-            if not self._handle(ev, during_batch=during_batch):
-                return False
+            # A control event may run a batch, which receives what arrives meanwhile: the
+            # events behind it go back to the front of the line first, to keep FIFO order.
+            self.front[:0] = events[i + 1:]
+            return self._handle(ev, during_batch=during_batch)
         self._apply_many(ups)
         self._check_await()
         return True

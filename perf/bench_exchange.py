@@ -47,8 +47,22 @@ How to run (from the repository root)
 -------------------------------------
 ::
 
-    python -m perf.bench_exchange --plot docs/img/exchange.png          # a few minutes on 2 cores
+    python -m perf.bench_exchange --targets issue --cli --plot docs/img/exchange.png   # minutes
     python -m perf.bench_exchange --procs 2 --sim 2,4 --nodes 20 --batch 10   # seconds
+    python -m perf.bench_exchange --no-sim --no-real --targets FILE --target-workers 4,32
+
+``--targets`` (issue 25's targets) times the replay of workload files -- ``issue``: the two
+workloads of the issue, written by :func:`issue_workloads` -- with the single tracker and on
+``--target-workers`` simulated workers (the path of ``tfront replay --workers K``: rounds,
+checked once per batch), side by side in one process, every worker's frontiers checked
+against the single tracker's; each run keeps its per-phase breakdown (``phases``: split,
+perform, build, deliver, tracker, check, schedule; :mod:`engine.exchange.phases`). ``--cli``
+adds the wall time of each whole ``tfront replay`` command, start-up and parsing included.
+
+Data traffic is a model beside the measured progress traffic: every positive count change at
+a target is a record of ``--record-bytes`` (default 16) put on a channel, and crosses to
+another worker with probability ``(K - 1) / K``; ``progress_to_data`` is the delivered
+progress bytes over that (timely's issue 190 measured 0.46 at 4 workers).
 
 How to read the output
 ----------------------
@@ -59,7 +73,10 @@ latencies at K > cores measure time-sharing as much as the protocol), ``paramete
 source), ``runs`` (per batch: mode, K, policy, the counts and times) and ``cases`` (per
 configuration: totals, per-data-change figures, ``vs_all``, start-up time).
 ``--plot FILE.png`` draws delivered pointstamps and bytes per data change against K (log-log,
-one line per mode and policy, timely's 32 workers marked) and the real processes' latency.
+one line per mode and policy, timely's 32 workers marked), the real processes' latency, and
+progress bytes over the data-traffic model beside timely's figures. ``targets`` (with
+``--targets``) holds per workload the single tracker's time and, per K, the time, ratio,
+rounds, traffic and phases.
 """
 
 from __future__ import annotations
@@ -262,6 +279,7 @@ def run_benchmark(*, nodes: int, batch: int, seed: int, procs: Sequence[int],
             start = time.perf_counter()
             case, runs = _sim_case(graph, batches, K, policy, backend, seed, oracle, op_rows)
             case["wall_s"] = time.perf_counter() - start
+            _add_data_bytes(case, results["workload"]["data_records"], record_bytes)
             results["runs"] += runs
             results["cases"].append(case)
             log(_row(case))
@@ -278,6 +296,7 @@ def run_benchmark(*, nodes: int, batch: int, seed: int, procs: Sequence[int],
                 case, runs = _real_case(ex, batches, K, policy)
                 case["startup_s"] = ex.startup_s
                 case["wall_s"] = time.perf_counter() - start
+                _add_data_bytes(case, results["workload"]["data_records"], record_bytes)
                 results["runs"] += runs
                 results["cases"].append(case)
                 log(_row(case))
@@ -288,7 +307,6 @@ def run_benchmark(*, nodes: int, batch: int, seed: int, procs: Sequence[int],
             if "all" in policies else None
         case["vs_all"] = (None if base is None or not base["totals"]["pointstamps"] else
                           case["totals"]["pointstamps"] / base["totals"]["pointstamps"])
-        _add_data_bytes(case, results["workload"]["data_records"], record_bytes)
     return results
 
 

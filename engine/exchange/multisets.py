@@ -116,6 +116,7 @@ class PointstampOrder:
         self.width = graph.m + graph.max_depth
         self._rows = PsiRowCache(self.ga)
         self._tracker = None     # the scratch tracker of reaches(), made on first use
+        self._implied: dict = {}  # id(arrays) -> (table, frontier table): implied()
 
     #: Up to this many active pointstamps (whose ``Psi`` rows it needs) and this many
     #: (query, active pointstamp) pairs, :meth:`reaches` asks :meth:`below`.
@@ -145,29 +146,49 @@ class PointstampOrder:
             ok = self.below(t, q_loc, q_ts) > 0
             return ok if strict else ok | (_lookup(_positive(t), q_loc, q_ts) > 0)
         pos = _positive(t)
+        f_loc, f_ts = self.implied(t)
+        ok = covered(f_loc, f_ts, q_loc, q_ts, self.graph.m)
+        if strict:
+            amb = np.flatnonzero(ok & (_lookup(pos, q_loc, q_ts) > 0))
+            if len(amb):
+                # q is in t, so q's own time is in the frontier at its location: a frontier
+                # element strictly before it comes from another pointstamp (no cycle maps a
+                # time below itself); one equal to it may be q's alone -- ask the kernel
+                hit = covered(f_loc, f_ts, q_loc[amb], q_ts[amb], self.graph.m, strict=True)
+                if not hit.all():
+                    more = amb[~hit]
+                    hit[~hit] = self.below(t, q_loc[more], q_ts[more]) > 0
+                ok[amb] = hit
+        return ok
+
+    #: How many tables' implied frontiers :meth:`implied` remembers.
+    CACHE = 8
+
+    def implied(self, t: Table) -> tuple[np.ndarray, np.ndarray]:
+        """The implied frontiers of ``t``'s positive part at every location, as a frontier
+        table ``(loc int32[n], ts int64[n, W])``: through the scratch tracker (it takes the
+        counts and gives them back). The last :attr:`CACHE` tables' answers are kept, by
+        identity of their arrays (tables are never changed in place: a worker's ``caps`` is a
+        new table after every change), so the guards and the policy of one worker's step
+        share one computation."""
+        key = tuple(id(a) for a in t)
+        hit = self._implied.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], t)):
+            return hit[1]
+        pos = _positive(t)
         if self._tracker is None:
             from engine.batched.backend import make_tracker
             self._tracker = make_tracker(self.graph, "cpu")
         tr = self._tracker
         tr.update_arrays(*pos)
         try:
-            f_loc, f_ts = tr.frontier_table()
+            out = tr.frontier_table()
         finally:
             tr.update_arrays(pos[0], pos[1], -pos[2])
-        ok = covered(f_loc, f_ts, q_loc, q_ts, self.graph.m)
-        if strict:
-            amb = np.flatnonzero(ok & (_lookup(pos, q_loc, q_ts) > 0))
-            if len(amb):
-                # q is in t: strictly before q is something of t without the ambiguous
-                # queries' pointstamps at or before q, or another of them before q
-                a = _zsum((q_loc[amb], q_ts[amb], np.ones(len(amb), np.int64)))
-                rest = _take(pos, _lookup(a, pos[0], pos[1]) == 0)
-                hit = self.reaches(rest, q_loc[amb], q_ts[amb], strict=False)
-                if not hit.all():
-                    more = np.flatnonzero(~hit)
-                    hit[more] = self.below(a, q_loc[amb][more], q_ts[amb][more]) > 0
-                ok[amb] = hit
-        return ok
+        if len(self._implied) >= self.CACHE:
+            self._implied.pop(next(iter(self._implied)))
+        self._implied[key] = (t, out)
+        return out
 
     def below(self, t: Table, q_loc, q_ts) -> np.ndarray:
         """``int64[q]``: how many *other* pointstamps with a positive count in ``t`` are
@@ -213,12 +234,12 @@ def justified(order: PointstampOrder, caps: Table, m: Table) -> int:
     return int(bad[0]) if len(bad) else -1
 
 
-def covered(f_loc, f_ts, q_loc, q_ts, m: int) -> np.ndarray:
+def covered(f_loc, f_ts, q_loc, q_ts, m: int, *, strict: bool = False) -> np.ndarray:
     """``bool[q]``: for each query pointstamp ``(q_loc[i], q_ts[i])``, whether some row of the
     frontier table ``(f_loc, f_ts)`` (sorted by location) at the *same* location is at or
-    before it in the timestamp order (outer coordinates componentwise, loop counters
-    lexicographically; DESIGN.md 2.2). Vectorised over all (query, element) pairs of a
-    location, which antichains keep few.
+    before it (``strict``: and not equal to it) in the timestamp order (outer coordinates
+    componentwise, loop counters lexicographically; docs/semantics.md 2.2). Vectorised over all
+    (query, element) pairs of a location, which antichains keep few.
 
     >>> f_loc, f_ts = np.array([0, 0, 1]), np.array([[0, 5], [1, 0], [2, 2]])
     >>> covered(f_loc, f_ts, np.array([0, 0, 1, 2]), np.array([[0, 6], [0, 4], [3, 0], [9, 9]]), 1)
@@ -243,6 +264,8 @@ def covered(f_loc, f_ts, q_loc, q_ts, m: int) -> np.ndarray:
         nz = d != 0
         first = nz.argmax(axis=1)
         ok &= ~nz.any(axis=1) | (d[np.arange(total), first] < 0)
+    if strict:
+        ok &= (a != b).any(axis=1)
     out[qi[ok]] = True
     return out
 

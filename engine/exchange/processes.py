@@ -924,8 +924,7 @@ class _Node:
 
     def _admit(self, k: int, admits: list) -> None:
         self.last_change = None
-        for owner, loc, ts, diff in admits:
-            self.worker.admit(loc, ts, diff, owner=owner)
+        self.worker.admit_many(admits)
         self.admitted = k
         self.cout.send(("admitted", k))
 

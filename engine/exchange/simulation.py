@@ -369,9 +369,12 @@ class Exchange:
                               held=self.expected(), order=self.order)
             initial = [op for op in ops if op.initial]
             self._counts = _zsum(self._counts, b)
-        for op in initial:
-            self._admit(op.loc, op.ts, op.diff, owner=op.worker)
-        if initial:
+        if initial:     # one step of every worker: all owners' rows as one batch each
+            parts = [(op.worker, op.loc, op.ts, op.diff) for op in initial]
+            for w in self.workers:
+                w.admit_many(parts)
+            with self.phases("tracker"):
+                _feed(self.truth, self.graph, _zsum(*[(op.loc, op.ts, op.diff) for op in initial]))
             self._restart_mono()
         for op in ops:
             if not op.initial:

@@ -432,17 +432,31 @@ class Worker:
         ExchangeStateError
             A count is not positive.
         """
+        self.admit_many([(owner, loc, ts, diff)])
+
+    def admit_many(self, parts) -> None:
+        """:meth:`admit` of several owners' initial capabilities as one step: ``parts`` is a
+        list of ``(owner, loc, ts, diff)``; ``glob`` and the local tracker take them all as
+        one batch, ``caps`` the parts this worker owns. Every count is checked before anything
+        changes (:class:`~engine.errors.ExchangeStateError`)."""
         from engine.batched.batch_arrays import batch_arrays
-        rows = _zsum(batch_arrays(self.graph, self.order.ga.depth, loc, ts, diff))
-        if (rows[2] <= 0).any():
-            i = int(np.flatnonzero(rows[2] <= 0)[0])
-            raise ExchangeStateError(f"worker {self.index}: initial capability "
-                                     f"{self.order.name(rows[0][i], rows[1][i])} has count "
-                                     f"{int(rows[2][i])}; it must be positive")
+        tables = []
+        for owner, loc, ts, diff in parts:
+            rows = _zsum(batch_arrays(self.graph, self.order.ga.depth, loc, ts, diff))
+            if (rows[2] <= 0).any():
+                i = int(np.flatnonzero(rows[2] <= 0)[0])
+                raise ExchangeStateError(f"worker {self.index}: initial capability "
+                                         f"{self.order.name(rows[0][i], rows[1][i])} has count "
+                                         f"{int(rows[2][i])}; it must be positive")
+            tables.append((owner, rows))
+        if not tables:
+            return
+        rows = tables[0][1] if len(tables) == 1 else _zsum(*[t for _, t in tables])
         self._apply_tracker(rows)
         self._glob = _zsum(self._glob, rows)
-        if owner == self.index:
-            self._caps = _zsum(self._caps, rows)
+        mine = [t for owner, t in tables if owner == self.index]
+        if mine:
+            self._caps = _zsum(self._caps, *mine)
 
     def _apply_tracker(self, rows: Table) -> None:
         with self.phases("tracker"):

@@ -122,7 +122,7 @@ class PointstampOrder:
     #: (query, active pointstamp) pairs, :meth:`reaches` asks :meth:`below`.
     DIRECT_ACTIVE, DIRECT_PAIRS = 64, 1 << 14
 
-    def reaches(self, t: Table, q_loc, q_ts, *, strict: bool) -> np.ndarray:
+    def reaches(self, t: Table, q_loc, q_ts, *, strict: bool, implied=None) -> np.ndarray:
         """``bool[q]``: whether some pointstamp with a positive count in ``t`` is at or before
         each query pointstamp (``strict``: strictly before, so not the query itself).
 
@@ -134,7 +134,8 @@ class PointstampOrder:
         counts back. Cost: two tracker batches and ``O(q * antichain)``, instead of a
         could-result-in scan of every active location per query. A query that is itself in
         ``t`` is ambiguous for ``strict`` (the frontier element may be itself) and asks
-        :meth:`below`.
+        :meth:`below`. ``implied``, if given, is a function returning ``t``'s implied
+        frontier table, kept by the caller (a worker's tracker of its ``caps``).
         """
         q = len(q_loc)
         act = t[2] > 0
@@ -146,7 +147,7 @@ class PointstampOrder:
             ok = self.below(t, q_loc, q_ts) > 0
             return ok if strict else ok | (_lookup(_positive(t), q_loc, q_ts) > 0)
         pos = _positive(t)
-        f_loc, f_ts = self.implied(t)
+        f_loc, f_ts = implied() if implied is not None else self.implied(t)
         ok = covered(f_loc, f_ts, q_loc, q_ts, self.graph.m)
         if strict:
             amb = np.flatnonzero(ok & (_lookup(pos, q_loc, q_ts) > 0))
@@ -213,13 +214,14 @@ class PointstampOrder:
         return f"({self.graph.describe(int(loc))}, {tuple(int(x) for x in row[:w])})"
 
 
-def justified(order: PointstampOrder, caps: Table, m: Table) -> int:
+def justified(order: PointstampOrder, caps: Table, m: Table, caps_implied=None) -> int:
     """The paper's ``justified C M``, with ``C`` = ``caps``: every positive count of ``M`` at
     ``p`` is justified by a negative count of ``M`` strictly before ``p`` (``supp``), or by a
     positive count of ``C`` strictly before ``p``, or by ``M(p) < C(p)``.
 
     Returns the index (into ``m``) of the first positive row that is not justified, or -1
-    when ``M`` is justified.
+    when ``M`` is justified. ``caps_implied``: a function returning ``caps``'s implied frontier
+    table, if the caller keeps one (:meth:`PointstampOrder.reaches`).
     """
     pos = np.flatnonzero(m[2] > 0)
     if not len(pos):
@@ -228,7 +230,7 @@ def justified(order: PointstampOrder, caps: Table, m: Table) -> int:
     neg = m[0], m[1], -m[2]                  # M's negative entries, as positive counts
     ok = order.reaches(neg, q_loc, q_ts, strict=True)
     rest = np.flatnonzero(~ok)
-    ok[rest] = order.reaches(caps, q_loc[rest], q_ts[rest], strict=True)
+    ok[rest] = order.reaches(caps, q_loc[rest], q_ts[rest], strict=True, implied=caps_implied)
     ok |= m[2][pos] < _lookup(caps, q_loc, q_ts)
     bad = pos[~ok]
     return int(bad[0]) if len(bad) else -1

@@ -103,7 +103,7 @@ class HoldBack(Policy):
         if pos.any():
             caps = worker._caps
             idx = np.flatnonzero(pos)
-            ok = worker.order.reaches(caps, loc[idx], ts[idx], strict=True)
+            ok = worker.holds(loc[idx], ts[idx], strict=True)
             ok |= cnt[idx] < _lookup(caps, loc[idx], ts[idx])
             keep[idx[ok]] = True
         return ~keep

@@ -86,7 +86,7 @@ def owner_of(loc, workers: int) -> np.ndarray:
 
 
 def split_batch(graph: Graph, loc, ts, diff, workers: int, *, held=None,
-                order: PointstampOrder | None = None) -> list[Operation]:
+                order: PointstampOrder | None = None, held_frontiers=None) -> list[Operation]:
     """Split one batch of changes to ``rec`` among ``workers`` workers, admissibly.
 
     Each pointstamp belongs to the worker ``loc % workers`` (:func:`owner_of`): that worker
@@ -111,6 +111,12 @@ def split_batch(graph: Graph, loc, ts, diff, workers: int, *, held=None,
         interleaving. A batch queued while earlier operations are still pending or their
         data in flight is split against what will be held after them
         (:meth:`Exchange.perform_batch`).
+
+    ``held_frontiers``, if given, is per worker the implied frontier table of what it holds
+    of ``held`` (each worker holding only pointstamps it owns: :meth:`Worker.caps_frontier`);
+    the questions "does the owner hold something at or before the row" and "which is the
+    lowest worker holding something strictly before it" are then frontier covers, with no
+    could-result-in pass at all.
     """
     from engine.batched.batch_arrays import batch_arrays
     order = order if order is not None else PointstampOrder(graph)
@@ -128,14 +134,28 @@ def split_batch(graph: Graph, loc, ts, diff, workers: int, *, held=None,
         p_loc, p_ts, p_owner = b[0][pos], b[1][pos], owner[pos]
         h_owner = owner_of(h[0], workers)
         own_ok = np.zeros(len(pos), bool)
-        for w in np.unique(p_owner).tolist():
+        first = np.full(len(pos), -1, np.int64)     # the lowest worker strictly before
+        if held_frontiers is not None:
+            m = graph.m
+            for w in np.unique(p_owner).tolist():
+                sel = np.flatnonzero(p_owner == w)
+                own_ok[sel] = covered(*held_frontiers[w], p_loc[sel], p_ts[sel], m)
+            undecided = np.flatnonzero(~own_ok)
+            # a row the owner does not cover is not held by anyone (only its owner holds at
+            # its location), so "at or before" is "strictly before" for every other worker
+            for w in range(workers):
+                if not len(undecided):
+                    break
+                hit = covered(*held_frontiers[w], p_loc[undecided], p_ts[undecided], m)
+                first[undecided[hit]] = w
+                undecided = undecided[~hit]
+        for w in (np.unique(p_owner).tolist() if held_frontiers is None else ()):
             sel = np.flatnonzero(p_owner == w)
             hw = _take(h, h_owner == w)
             if len(hw[0]):
                 own_ok[sel] = order.reaches(hw, p_loc[sel], p_ts[sel], strict=False)
-        first = np.full(len(pos), -1, np.int64)     # the lowest worker strictly before
         rest = np.flatnonzero(~own_ok)
-        if len(rest) and len(h[0]):
+        if held_frontiers is None and len(rest) and len(h[0]):
             undecided = rest[order.reaches(h, p_loc[rest], p_ts[rest], strict=True)]
             for w in range(workers):
                 if not len(undecided):
@@ -365,8 +385,13 @@ class Exchange:
                     f"{int(b[2][i])}); batch rejected, nothing applied")
             dpos = np.maximum(new, 0) - np.maximum(old, 0)
             keep = dpos != 0
+            # quiescent, each worker holding only what it owns: split on the workers'
+            # frontiers of what they hold (kept by their caps trackers)
+            settled = (not any(self.pending) and not any(len(d[0]) for d in self.data)
+                       and all((w._caps[0] % self.K == w.index).all() for w in self.workers))
+            fronts = [w.caps_frontier() for w in self.workers] if settled else None
             ops = split_batch(self.graph, b[0][keep], b[1][keep], dpos[keep], self.K,
-                              held=self.expected(), order=self.order)
+                              held=self.expected(), order=self.order, held_frontiers=fronts)
             initial = [op for op in ops if op.initial]
             self._counts = _zsum(self._counts, b)
         if initial:     # one step of every worker: all owners' rows as one batch each
@@ -494,10 +519,14 @@ class Exchange:
         taken = 0
         for w in order:                                   # 1. operations
             if self.pending[w]:
-                op = self.pending[w][0]
+                op, caps = self.pending[w][0], self.workers[w]._caps
+                seen = self._verdicts[w]
+                if seen is not None and seen[0] is op and seen[1] is caps and seen[2] is not None:
+                    continue                  # refused before, and nothing it holds changed
                 try:
                     self.perform(w, op.loc, op.ts, op.diff, to=op.to)
-                except (ExchangeError, BatchError):
+                except (ExchangeError, BatchError) as err:
+                    self._verdicts[w] = (op, caps, err)
                     continue                  # not admissible now: it waits (nothing changed)
                 self.pending[w].popleft()
                 taken += 1
@@ -655,8 +684,12 @@ class Exchange:
         t_loc, t_ts = frontier_table(self.truth, self.graph)
         globs = [w._glob for w in self.workers]
         fronts = [frontier_table(w.tracker, self.graph) for w in self.workers]
+        verified: list[tuple] = []      # (glob, previous glob) pairs found monotone
         for w, g, (f_loc, f_ts) in zip(self.workers, globs, fronts):
-            ahead = ~covered(f_loc, f_ts, t_loc, t_ts, m)
+            if np.array_equal(f_loc, t_loc) and np.array_equal(f_ts, t_ts):
+                ahead = np.zeros(0, bool)      # the true frontiers themselves
+            else:
+                ahead = ~covered(f_loc, f_ts, t_loc, t_ts, m)
             if ahead.any():
                 if rec is None:
                     rec = _positive(self.rec())
@@ -670,6 +703,9 @@ class Exchange:
                     f"in it is at or before {tuple(int(x) for x in t_ts[i][:self.graph.width(l)])}")
             if self._prev_globs is not None and len(g[0]):
                 prev = self._prev_globs[w.index]
+                if g is prev or _same(g, prev) or any(_same(g, a) and _same(prev, b)
+                                                      for a, b in verified):
+                    continue        # unchanged, or as another worker's view was: monotone
                 ok = _lookup(prev, g[0], g[1]) != 0
                 if self._prev_fronts is not None and not ok.all():
                     p_loc, p_ts = self._prev_fronts[w.index]
@@ -683,6 +719,8 @@ class Exchange:
                     raise SafetyError(
                         f"Mono fails: worker {w.index}'s view moved back: it has a count at "
                         f"{self.order.name(g[0][i], g[1][i])}, where it was vacant")
+                if len(verified) < 4:
+                    verified.append((g, prev))
         self._prev_globs = globs
         self._prev_fronts = fronts
 
@@ -712,6 +750,11 @@ class Exchange:
                     if sorted(a) != sorted(b):
                         raise SafetyError(f"after quiescence worker {w.index}'s frontier at "
                                           f"{self.graph.describe(l)} is {a}, the true one {b}")
+
+
+def _same(a: Table, b: Table) -> bool:
+    """Whether two tables hold the same rows (the same arrays, or equal ones)."""
+    return all(x is y for x, y in zip(a, b)) or all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
 def frontier_table(tracker, graph: Graph) -> tuple[np.ndarray, np.ndarray]:

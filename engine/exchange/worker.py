@@ -113,6 +113,7 @@ class Worker:
         glob = _zsum(_rows(graph, self.order, initial_glob)) if initial_glob is not None else caps
         self.tracker = make_tracker(graph, backend)
         self._caps, self._temp, self._glob = caps, _empty(W), glob
+        self._caps_tracker = self._caps_front = None     # caps_frontier(), made on first use
         self._apply_tracker(glob)
         self._seq = 0
         self._expect = [0] * self.workers
@@ -151,7 +152,7 @@ class Worker:
         with self.phases("perform"):
             return self._perform(loc, ts, diff, to=to, now=now)
 
-    def _perform(self, loc, ts, diff, *, to=None, now=None) -> list[DataMessage]:
+    def _perform(self, loc, ts, diff, *, to=None, now=None, commit=True) -> list[DataMessage]:
         """``perf_op``: one operation of this worker, as signed changes.
 
         Rows with ``to[i] == OWN`` (the default for every row) change the worker's own
@@ -225,7 +226,7 @@ class Worker:
                     f"{int(held[j])}")
         # a new own capability: a held one at or before it
         if len(dself[0]):
-            ok = self.order.reaches(caps, dself[0], dself[1], strict=False)
+            ok = self.holds(dself[0], dself[1], strict=False)
             if not ok.all():
                 j = int(np.flatnonzero(~ok)[0])
                 raise ExchangeCapabilityError(
@@ -240,16 +241,19 @@ class Worker:
         # a data message: a held capability strictly before it
         data_rows = np.flatnonzero(~own)
         if len(data_rows):
-            ok = self.order.reaches(caps, b_loc[data_rows], b_ts[data_rows], strict=True)
+            ok = self.holds(b_loc[data_rows], b_ts[data_rows], strict=True)
             if not ok.all():
                 i = int(data_rows[np.flatnonzero(~ok)[0]])
                 raise ExchangeCapabilityError(
                     f"worker {self.index}: row {i}: data message to worker {int(to_a[i])} at "
                     f"{self.order.name(b_loc[i], b_ts[i])} is not justified: the worker holds "
                     f"no capability strictly before it")
+        if not commit:
+            return []
         # commit
         data = (b_loc[~own], b_ts[~own], b_diff[~own])
         new_caps = _zsum(caps, net)
+        self._caps_changed(net)
         new_temp = _zsum(self._temp, net, data)
         out = []
         for r in np.unique(to_a[~own]).tolist():
@@ -268,15 +272,43 @@ class Worker:
     def admissible(self, loc, ts, diff, *, to=None) -> ExchangeError | BatchError | None:
         """Whether :meth:`perform` would accept this operation now: None if so, else the
         error it would raise (nothing changes either way)."""
-        saved = self._caps, self._temp, self.temp_since, dict(self.stats)
         try:
-            self._perform(loc, ts, diff, to=to)
+            self._perform(loc, ts, diff, to=to, commit=False)
         except (ExchangeError, BatchError) as err:
             return err
-        finally:
-            self._caps, self._temp, self.temp_since = saved[:3]
-            self.stats = saved[3]
         return None
+
+    # -- what the worker holds, as frontiers ------------------------------------------------
+
+    def holds(self, q_loc, q_ts, *, strict: bool) -> np.ndarray:
+        """``bool[q]``: whether this worker holds a capability at or before (``strict``:
+        strictly before) each query pointstamp -- the question of the guards, of
+        ``justified`` and of :class:`~engine.exchange.policies.HoldBack`. Answered from the
+        implied frontiers of ``caps`` (:meth:`caps_frontier`), kept by a tracker of their
+        own that takes every change of ``caps``
+        (:meth:`~engine.exchange.multisets.PointstampOrder.reaches`)."""
+        return self.order.reaches(self._caps, q_loc, q_ts, strict=strict,
+                                  implied=self.caps_frontier)
+
+    def caps_frontier(self) -> tuple[np.ndarray, np.ndarray]:
+        """The implied frontiers of the capabilities held, as a frontier table ``(loc, ts)``:
+        a batched tracker (cpu) made on first use from ``caps`` and fed every change since."""
+        if self._caps_tracker is None:
+            from engine.batched.backend import make_tracker
+            self._caps_tracker = make_tracker(self.graph, "cpu")
+            if len(self._caps[0]):
+                self._caps_tracker.update_arrays(*self._caps)
+            self._caps_front = None
+        if self._caps_front is None:
+            self._caps_front = self._caps_tracker.frontier_table()
+        return self._caps_front
+
+    def _caps_changed(self, delta: Table) -> None:
+        """``caps`` is about to change by ``delta`` (consolidated): keep its tracker up."""
+        if self._caps_tracker is not None and len(delta[0]):
+            with self.phases("tracker"):
+                self._caps_tracker.update_arrays(*delta)
+            self._caps_front = None
 
     @staticmethod
     def _row_of(b_loc, b_ts, table, j, among) -> int:
@@ -300,6 +332,7 @@ class Worker:
             i = int(np.flatnonzero(b[2] <= 0)[0])
             raise ExchangeStateError(f"worker {self.index}: row {i}: received data must have a "
                                      f"positive count, got {int(b[2][i])}")
+        self._caps_changed(_zsum(b))
         self._caps = _zsum(self._caps, b)
 
     # -- send_upd ------------------------------------------------------------------------------
@@ -330,7 +363,7 @@ class Worker:
         if not mask.any():
             return None
         rest = _take(self._temp, ~mask)
-        bad = justified(self.order, self._caps, rest)
+        bad = justified(self.order, self._caps, rest, self.caps_frontier)
         if bad >= 0:
             p_loc, p_ts, kept = rest[0][bad:bad + 1], rest[1][bad:bad + 1], int(rest[2][bad])
             held = int(_lookup(self._caps, p_loc, p_ts)[0])
@@ -456,7 +489,9 @@ class Worker:
         self._glob = _zsum(self._glob, rows)
         mine = [t for owner, t in tables if owner == self.index]
         if mine:
-            self._caps = _zsum(self._caps, *mine)
+            delta = _zsum(*mine)
+            self._caps_changed(delta)
+            self._caps = _zsum(self._caps, delta)
 
     def _apply_tracker(self, rows: Table) -> None:
         with self.phases("tracker"):

@@ -244,7 +244,7 @@ def covered(f_loc, f_ts, q_loc, q_ts, m: int, *, strict: bool = False) -> np.nda
     (query, element) pairs of a location, which antichains keep few.
 
     >>> f_loc, f_ts = np.array([0, 0, 1]), np.array([[0, 5], [1, 0], [2, 2]])
-    >>> covered(f_loc, f_ts, np.array([0, 0, 1, 2]), np.array([[0, 6], [0, 4], [3, 0], [9, 9]]), 1)
+    >>> covered(f_loc, f_ts, np.array([0, 0, 1, 2]), np.array([[0, 6], [0, 4], [3, 2], [9, 9]]), 1)
     array([ True, False,  True, False])
     """
     q_loc = np.asarray(q_loc)

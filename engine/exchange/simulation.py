@@ -287,9 +287,10 @@ class Exchange:
     @property
     def stats(self) -> dict:
         """Totals over the workers (:attr:`~engine.exchange.worker.Worker.stats`), plus
-        ``steps`` and ``data_messages``."""
+        ``steps`` (transitions taken), ``rounds`` (:meth:`round`) and ``data_messages``."""
         out = {k: sum(w.stats[k] for w in self.workers) for k in self.workers[0].stats}
         out["steps"] = self.clock
+        out["rounds"] = self.rounds
         out["data_messages"] = self.data_messages
         return out
 

@@ -109,6 +109,10 @@ class BatchedTracker:
         Storage of ``Psi`` for the closure strategy (see :func:`engine.batched.psi.compute_psi`).
     kernels : KernelSet, optional
         The backend (array namespace + kernels); default the cpu backend.
+    arrays : GraphArrays, optional
+        ``graph`` as arrays (:meth:`GraphArrays.from_graph`), when the caller has them: many
+        trackers of one graph (the exchange protocol's workers) then share one copy instead
+        of each building its own. Read only.
 
     Attributes
     ----------
@@ -126,11 +130,17 @@ class BatchedTracker:
     def __init__(self, graph: Graph, *, strict: bool = False, strategy: "str | Strategy" = "auto",
                  max_antichain: int | None = None, memory_budget: int = 256 << 20,
                  psi_layout: str = "auto", max_steps: int = 50_000_000,
-                 kernels: KernelSet | None = None):
+                 kernels: KernelSet | None = None, arrays: GraphArrays | None = None):
         self.kernels = kernels if kernels is not None else cpu_kernels
         self.graph = graph
         self.strict = bool(strict)
-        self.ga = GraphArrays.from_graph(graph)
+        if arrays is not None and (arrays.L != graph.num_locations or arrays.m != graph.m
+                                   or arrays.K != graph.max_depth):
+            from engine.errors import BackendError
+            raise BackendError(f"arrays describe {arrays.L} locations, m={arrays.m}, depth "
+                               f"{arrays.K}; the graph has {graph.num_locations}, m={graph.m}, "
+                               f"depth {graph.max_depth}")
+        self.ga = arrays if arrays is not None else GraphArrays.from_graph(graph)
         self.max_steps = max_steps
         self.max_antichain = max_antichain
         self.memory_budget = memory_budget

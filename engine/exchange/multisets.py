@@ -118,6 +118,16 @@ class PointstampOrder:
         self._tracker = None     # the scratch tracker of reaches(), made on first use
         self._implied: dict = {}  # id(arrays) -> (table, frontier table): implied()
 
+    def make_tracker(self, backend):
+        """:func:`engine.make_tracker` for this graph; a batched one (``cpu``, ``cuda``)
+        shares this order's :class:`~engine.batched.graph_arrays.GraphArrays` instead of
+        building its own (a system of ``K`` workers makes ``2 K + 2`` trackers)."""
+        from engine.batched.backend import Backend, make_tracker, resolve_backend
+        chosen, _why = resolve_backend(backend)
+        if chosen in (Backend.CPU, Backend.CUDA):
+            return make_tracker(self.graph, backend, arrays=self.ga)
+        return make_tracker(self.graph, backend)
+
     #: Up to this many active pointstamps (whose ``Psi`` rows it needs) and this many
     #: (query, active pointstamp) pairs, :meth:`reaches` asks :meth:`below`.
     DIRECT_ACTIVE, DIRECT_PAIRS = 64, 1 << 14
@@ -178,8 +188,7 @@ class PointstampOrder:
             return hit[1]
         pos = _positive(t)
         if self._tracker is None:
-            from engine.batched.backend import make_tracker
-            self._tracker = make_tracker(self.graph, "cpu")
+            self._tracker = self.make_tracker("cpu")
         tr = self._tracker
         tr.update_arrays(*pos)
         try:

@@ -225,7 +225,6 @@ class Exchange:
 
     def __init__(self, graph: Graph, workers: int, *, policy="all", backend="cpu", seed: int = 0,
                  check: "CheckMode | str | bool" = False, strict: bool = False):
-        from engine.batched.backend import make_tracker
         self.graph = graph
         if isinstance(workers, bool) or not (isinstance(workers, (int, np.integer)) and workers >= 1):
             raise ExchangeError(f"workers must be a positive integer, got {workers!r}")
@@ -246,7 +245,7 @@ class Exchange:
         self.rounds = 0
         self.strict = strict
         self._counts = _empty(W)           # the workload's signed counts
-        self.truth = make_tracker(graph, backend)   # implied frontiers of rec
+        self.truth = self.order.make_tracker(backend)   # implied frontiers of rec
         self._prev_globs = None
         self._prev_fronts = None            # the workers' frontier tables at the last check
         self._verdicts = [None] * self.K    # (op, caps, verdict) of each worker's next op

@@ -93,7 +93,6 @@ class Worker:
     def __init__(self, graph: Graph, index: int, workers: int, *, backend="cpu",
                  policy: "str | Policy" = "all", initial=None, initial_glob=None,
                  order: PointstampOrder | None = None, phases: PhaseClock | None = None):
-        from engine.batched.backend import make_tracker
         #: Where this worker's time goes (:mod:`engine.exchange.phases`; shared by a system).
         self.phases = phases if phases is not None else PhaseClock()
         if not (isinstance(workers, (int, np.integer)) and workers >= 1):
@@ -111,7 +110,7 @@ class Worker:
                                   f"{self.order.name(caps[0][i], caps[1][i])} has count "
                                   f"{int(caps[2][i])}; initial capabilities are positive")
         glob = _zsum(_rows(graph, self.order, initial_glob)) if initial_glob is not None else caps
-        self.tracker = make_tracker(graph, backend)
+        self.tracker = self.order.make_tracker(backend)
         self._caps, self._temp, self._glob = caps, _empty(W), glob
         self._caps_tracker = self._caps_front = None     # caps_frontier(), made on first use
         self._apply_tracker(glob)
@@ -294,8 +293,7 @@ class Worker:
         """The implied frontiers of the capabilities held, as a frontier table ``(loc, ts)``:
         a batched tracker (cpu) made on first use from ``caps`` and fed every change since."""
         if self._caps_tracker is None:
-            from engine.batched.backend import make_tracker
-            self._caps_tracker = make_tracker(self.graph, "cpu")
+            self._caps_tracker = self.order.make_tracker("cpu")
             if len(self._caps[0]):
                 self._caps_tracker.update_arrays(*self._caps)
             self._caps_front = None

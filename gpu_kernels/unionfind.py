@@ -42,7 +42,7 @@ __all__ = ["compact_ids", "uf_stars", "large_star", "small_star", "root_links", 
            "large_star_xp", "small_star_xp", "root_links_xp", "scatter_min"]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _find(parent, x):
     r = x
     while parent[r] != r:
@@ -54,11 +54,12 @@ def _find(parent, x):
     return r
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _uf_span(a, b, lo, span):
     """Union-find indexed by ``id - lo`` (no compaction): ``parent[x] = -1`` marks an absent
     id. Union by the smaller root keeps ``parent[x] <= x``, so one ascending pass resolves
-    every root in O(1) from the already resolved smaller ids."""
+    every root in O(1) from the already resolved smaller ids. Runs without the GIL (the
+    driver runs a contract stage's tasks on threads when no Spark session runs)."""
     parent = np.full(span, -1, np.int64)
     for j in range(a.shape[0]):
         x = a[j] - lo

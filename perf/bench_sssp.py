@@ -85,7 +85,7 @@ from perf.bench_wcc import (_machine, add_system_args, local_record, parse_args,
                             system_timeout, timed_job)
 from perf.common import (child_env, child_main, commit_info, commit_label,  # noqa: E402
                          progress, run_child_process)
-from perf.systems import (SYSTEMS, Target, evaluate_targets, fmt_time,  # noqa: E402
+from perf.systems import (OURS, SYSTEMS, Target, evaluate_targets, fmt_time,  # noqa: E402
                           format_runs, format_speedups, format_targets, plot_systems, speedups,
                           system_env)
 
@@ -215,7 +215,7 @@ def run_one(system: str, graph: str, source: int, *, master: str, partitions: in
 
         rec = {}
         extra = {} if partitioner is None else {"partitioner": partitioner}
-        with timed_job(rec, spark.sparkContext):
+        with timed_job(rec, spark):   # a LazySession (spark_record(lazy=True))
             result = run_sssp(spark, graph, source, epochs=epochs, partitions=partitions,
                               undirected=undirected, **extra)
         rec["spark_jobs_per_epoch"] = rec["spark_jobs"] / max(1, len(result.epochs))
@@ -230,7 +230,8 @@ def run_one(system: str, graph: str, source: int, *, master: str, partitions: in
         return rec
 
     return spark_record(system, spark_settings(master, partitions, driver_memory,
-                                               checkpoint_interval), f"bench-sssp-{system}", job)
+                                               checkpoint_interval), f"bench-sssp-{system}", job,
+                        lazy=system in OURS)
 
 
 def run_child(system: str, meta: dict, args) -> dict:

@@ -361,16 +361,17 @@ def run_one(system: str, graph: str, *, master: str, partitions: int, driver_mem
         raise ValueError(f"unknown system {system!r}")
 
     def job(spark, scratch: str) -> dict:
-        sc = spark.sparkContext
-        rec = {"driver_memory": sc.getConf().get("spark.driver.memory", "1g")}
+        from spark_plugin.session.lazy import conf_of, heap_of
+
+        sc = spark if system in OURS else spark.sparkContext   # ours: a LazySession
+        rec = {"driver_memory": conf_of(spark, "spark.driver.memory", "1g")}
         if system == "graphx":
             rec.update(graphx_connected_components(sc, graph, partitions))
             rec["spark_jobs_per_epoch"] = rec["spark_jobs"]
             return rec
         from spark_plugin.jobs.wcc.job import driver_finish_rows, run_wcc
-        from spark_plugin.session.config import driver_heap_bytes
 
-        rec["driver_heap_bytes"] = driver_heap_bytes(spark)
+        rec["driver_heap_bytes"] = heap_of(spark)
         rec["driver_finish_rows"], rec["driver_finish_rows_why"] = driver_finish_rows(spark)
         extra = {} if partitioner is None else {"partitioner": partitioner}
         with timed_job(rec, sc):
@@ -390,7 +391,8 @@ def run_one(system: str, graph: str, *, master: str, partitions: int, driver_mem
         return rec
 
     return spark_record(system, spark_settings(master, partitions, driver_memory,
-                                               checkpoint_interval), f"bench-wcc-{system}", job)
+                                               checkpoint_interval), f"bench-wcc-{system}", job,
+                        lazy=system in OURS)
 
 
 def local_record(system: str, job: Callable[[], dict]) -> dict:
@@ -408,21 +410,40 @@ def local_record(system: str, job: Callable[[], dict]) -> dict:
 
 
 def spark_record(system: str, settings: dict[str, str], app_name: str,
-                 job: Callable[[object, str], dict]) -> dict:
+                 job: Callable[[object, str], dict], *, lazy: bool = False) -> dict:
     """The record of a Spark system: a session started with ``settings`` (``session_s``), then
     ``job(spark, scratch)``'s record (``scratch``: a temporary directory, removed after; the
     checkpoints live in it), the JVM's and workers' memory read before the session stops, the
-    driver's peak, their sum ``peak_total_kib`` and ``child_s``."""
+    driver's peak, their sum ``peak_total_kib`` and ``child_s``.
+
+    ``lazy``: ``job`` is given a :class:`~spark_plugin.session.lazy.LazySession` instead, as
+    ``tfront wcc`` / ``tfront sssp`` run our jobs: the session starts when the job first
+    runs a Spark job (its start-up is then inside ``job_s``; ``session_s`` says how long it
+    took, ``spark_started`` whether it happened)."""
     t_start = time.perf_counter()
     rec: dict = {"system": system}
     scratch = tempfile.mkdtemp(prefix=f"{app_name}-")
     try:
         t0 = time.perf_counter()
-        spark = start_spark(settings, os.path.join(scratch, "ckpt"), app_name)
-        rec["session_s"] = time.perf_counter() - t0
+        if lazy:
+            from spark_plugin.session.config import session_conf
+            from spark_plugin.session.lazy import LazySession
+
+            spark = LazySession(
+                lambda: start_spark(settings, os.path.join(scratch, "ckpt"), app_name),
+                session_conf("local", conf=settings))
+        else:
+            spark = start_spark(settings, os.path.join(scratch, "ckpt"), app_name)
+            rec["session_s"] = time.perf_counter() - t0
         try:
             rec.update(job(spark, scratch))
-            rec.update(_spark_memory(spark.sparkContext))
+            if lazy:
+                rec["spark_started"] = spark.started
+                rec["session_s"] = spark.start_seconds or 0.0
+            if not lazy or spark.started:
+                from spark_plugin.session.lazy import session_of
+
+                rec.update(_spark_memory(session_of(spark).sparkContext))
         finally:
             spark.stop()
     finally:

@@ -63,16 +63,29 @@ def jobs_submitted(sc, start: int = 0) -> int:
     return hi
 
 
+def _lazy(sc) -> bool:
+    from spark_plugin.session.lazy import LazySession
+
+    return isinstance(sc, LazySession)
+
+
 class JobCount:
     """The Spark jobs ``sc`` runs between construction and :meth:`stop`."""
 
     def __init__(self, sc):
+        """``sc``: a SparkContext, or a :class:`~spark_plugin.session.lazy.LazySession` not
+        started yet (every job of a session it starts is counted; none if it never does)."""
         self.sc = sc
-        self.before = jobs_submitted(sc)
+        self.before = 0 if _lazy(sc) else jobs_submitted(sc)
 
     def stop(self) -> dict:
         """``spark_jobs`` (jobs submitted since construction) and ``spark_jobs_exact``
         (whether all of them, and the last one before, were still retained)."""
-        after = jobs_submitted(self.sc, self.before)
-        retained = int(self.sc.getConf().get("spark.ui.retainedJobs", "1000"))
+        sc = self.sc
+        if _lazy(sc):
+            if not sc.started:
+                return {"spark_jobs": 0, "spark_jobs_exact": True}
+            sc = sc.get().sparkContext
+        after = jobs_submitted(sc, self.before)
+        retained = int(sc.getConf().get("spark.ui.retainedJobs", "1000"))
         return {"spark_jobs": after - self.before, "spark_jobs_exact": after <= retained}

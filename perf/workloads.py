@@ -46,7 +46,8 @@ from typing import BinaryIO, Iterator, TextIO
 
 import numpy as np
 
-__all__ = ["GraphSpec", "BatchSpec", "generate_graph", "generate_batches", "write_workload",
+__all__ = ["GraphSpec", "BatchSpec", "generate_graph", "generate_batches", "adversarial_batches",
+           "ADVERSARIAL_KINDS", "write_workload",
            "workload_text", "build_graph", "batch_columns", "HEADER", "EPOCHS", "ITERS", "BATCH_KINDS", "main"]
 
 HEADER = "timely-reach v1"
@@ -227,6 +228,107 @@ def generate_batches(spec: GraphSpec, b: int, seed: int) -> list[BatchSpec]:
     return out
 
 
+#: The shapes of :func:`adversarial_batches`, in the order they cycle.
+ADVERSARIAL_KINDS = ("burst", "tiny", "cancel", "negative", "empty", "duplicates", "far",
+                     "advance", "restore", "churn")
+
+
+def adversarial_batches(spec: GraphSpec, seed: int, batches: int = 26,
+                        rows: int = 6400) -> list[BatchSpec]:
+    """Batches of awkward shapes for a tracker (and a workload splitter) to get wrong, about
+    ``rows`` rows over ``batches`` batches, the last one draining everything live. The kinds
+    (:data:`ADVERSARIAL_KINDS`) cycle: a *burst* of additions; a *tiny* batch (1-3 rows);
+    *cancel* (each pointstamp added and retracted in the same batch); *negative* (retractions
+    of pointstamps that are not there: counts below zero); an *empty* batch; *duplicates*
+    (one pointstamp on many rows whose diffs partly cancel); *far* (times up to ``2**40``);
+    *advance* (capabilities at output ports move to later times: ``+1`` later, ``-1`` now);
+    *restore* (what *negative* took below zero comes back, and more); *churn* (half
+    retractions of live pointstamps, half additions, as :func:`generate_batches`)."""
+    rng = np.random.default_rng(seed)
+    ports = spec.ports()
+    num_ports = len(ports[0])
+    sources = np.flatnonzero(ports[0])
+    per = max(1, rows // max(1, batches - 1))
+    live: dict[int, int] = {}
+    owed: list[int] = []
+    out = []
+
+    def add(keys, diff, kind):
+        for k, d in zip(keys.tolist(), diff.tolist()):
+            live[k] = live.get(k, 0) + d
+            if live[k] == 0:
+                del live[k]
+        out.append(_batch(kind, keys, diff, ports))
+
+    def far_keys(n):
+        port = rng.integers(0, num_ports, n)
+        epoch = rng.integers(0, 1 << 40, n)
+        it = rng.integers(0, 1 << 40, n)
+        return port, epoch, it
+
+    for b in range(batches - 1):
+        kind = ADVERSARIAL_KINDS[b % len(ADVERSARIAL_KINDS)]
+        if kind == "burst":
+            keys = _random_keys(rng, num_ports, 3 * per)
+            add(keys, rng.integers(1, 4, len(keys)), kind)
+        elif kind == "tiny":
+            keys = _random_keys(rng, num_ports, int(rng.integers(1, 4)))
+            add(keys, np.ones(len(keys), np.int64), kind)
+        elif kind == "cancel":
+            keys = _random_keys(rng, num_ports, per // 2)
+            both = np.concatenate([keys, keys])
+            diff = np.concatenate([np.ones(len(keys), np.int64), -np.ones(len(keys), np.int64)])
+            perm = rng.permutation(len(both))
+            add(both[perm], diff[perm], kind)
+        elif kind == "negative":
+            keys = _random_keys(rng, num_ports, per // 4)
+            keys = keys[[k not in live for k in keys.tolist()]]
+            owed += keys.tolist()
+            add(keys, -np.ones(len(keys), np.int64), kind)
+        elif kind == "empty":
+            add(np.zeros(0, np.int64), np.zeros(0, np.int64), kind)
+        elif kind == "duplicates":
+            key = _random_keys(rng, num_ports, 1)
+            keys = np.repeat(key, per // 2)
+            diff = rng.choice(np.array([-1, 1, 2], np.int64), len(keys))
+            diff[0] = 1 + max(0, int(-diff.sum()))  # ends positive
+            add(keys, diff, kind)
+        elif kind == "far":
+            port, epoch, it = far_keys(per // 2)
+            is_source, node, pt = ports
+            out.append(BatchSpec(kind, is_source[port], node[port], pt[port], epoch, it,
+                                 np.ones(len(port), np.int64)))
+        elif kind == "advance":
+            held = np.array([k for k in live if (k >> _T_BITS) in set(sources.tolist())
+                             and live[k] > 0 and (k & ((1 << _I_BITS) - 1)) < ITERS - 1],
+                            np.int64)[:per]
+            keys = np.concatenate([held + 1, held])
+            diff = np.concatenate([np.ones(len(held), np.int64), -np.ones(len(held), np.int64)])
+            add(keys, diff, kind)
+        elif kind == "restore":
+            keys = np.array(owed, np.int64)
+            owed = []
+            add(keys, np.full(len(keys), 2, np.int64), kind)
+        else:   # churn
+            items = [k for k, c in live.items() if c > 0]
+            r = min(per // 2, len(items))
+            ret = np.array(items, np.int64)[rng.choice(len(items), r, replace=False)] if r else \
+                np.zeros(0, np.int64)
+            new = _random_keys(rng, num_ports, per - r)
+            keys = np.concatenate([ret, new])
+            diff = np.concatenate([-np.ones(r, np.int64), np.ones(len(new), np.int64)])
+            perm = rng.permutation(len(keys))
+            add(keys[perm], diff[perm], kind)
+    # drain: every live count back to zero (the far rows too)
+    keys = np.array(sorted(live), np.int64)
+    add(keys, -np.array([live[k] for k in keys.tolist()], np.int64), "drain")
+    far = [x for x in out if x.kind == "far"]     # not in `live` (their times do not pack)
+    fields = ("is_source", "node", "port", "epoch", "iter", "diff")
+    out[-1] = BatchSpec("drain", *[np.concatenate([getattr(out[-1], f)] + [
+        -x.diff if f == "diff" else getattr(x, f) for x in far]) for f in fields])
+    return out
+
+
 # --- writing -------------------------------------------------------------------------------
 
 def _field_width(vals: np.ndarray) -> int:
@@ -353,13 +455,20 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m perf.workloads",
                                 description="Write a deterministic synthetic workload (format v1).")
     p.add_argument("--nodes", type=int, required=True, help="chain operators N")
-    p.add_argument("--batch", type=int, required=True, help="changes per batch B")
+    p.add_argument("--batch", type=int, default=None,
+                   help="changes per batch B (required unless --adversarial)")
+    p.add_argument("--adversarial", action="store_true",
+                   help="batches of awkward shapes instead (adversarial_batches: 26 batches, "
+                        "about 6,400 rows)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="output file ('-' for stdout)")
     args = p.parse_args(argv)
+    if args.batch is None and not args.adversarial:
+        p.error("--batch is required (or --adversarial)")
     start = time.perf_counter()
     spec = generate_graph(args.nodes, args.seed)
-    batches = generate_batches(spec, args.batch, args.seed)
+    batches = adversarial_batches(spec, args.seed) if args.adversarial else \
+        generate_batches(spec, args.batch, args.seed)
     if args.out == "-":
         size = write_workload(sys.stdout.buffer, spec, batches)
         sys.stdout.flush()

@@ -6,7 +6,8 @@ A batch's propagation can run two ways with identical results (docs/batched-engi
   implied frontier through ``Psi``. Work: the candidates ``s(t)``, one per ``Psi`` entry
   ``(l1, s)`` times the rows of ``F(l1)`` -- independent per target, so on a GPU it is a
   block per target (:func:`gpu_kernels.propagate.closure_step_cuda`) and costs a fixed
-  number of launches and synchronisations plus the candidates at the device's rate, plus
+  number of launches and synchronisations plus the candidates of its busiest thread (the
+  block's 32 threads share a target's; one serial step each), plus
   its vote (per entry of a retreated source: a withdrawn mark read per old ``F`` row and,
   per withdrawn row, one summary application and a binary search in the target's old
   frontier -- on a churn batch every source may have retreated; counted as
@@ -25,13 +26,16 @@ serially, so the model always prefers edge-wise there; the cuda backend's edge-w
 propagation is the cpu backend's own, so ``auto`` on a GPU is never slower at propagation than
 the cpu backend -- it only takes the closure gather where the model says that is faster.
 
-The constants are a model, calibrated from measurements on an H100 host
-(measured by hand there, not reproduced in CI: the cpu backend propagates a churn batch of the N=1000 chain
-workload in about 1 ms and of N=5000 in about 4 ms; CUDA launches and synchronisations cost
-10-30 microseconds each through CuPy and Numba) and from the counted device work (the
-closure step: 2 launches, 1 primitive, 2 synchronisations; a whole batch: 16 launches and
-primitives, 2 synchronisations). The device rate of the block-per-target gather is a
-prediction until it is measured on a device.
+The device constants are **calibrated**, not guessed (issue 24): :data:`H100_840C890` holds
+seconds per counted unit (a Numba launch, a CuPy primitive, a host round trip, a byte, a
+serial step of the longest device thread) fitted by ``perf/calibration/gpu_model.py`` to the
+one H100 run of commit 840c890, whose launches, primitives, syncs, bytes and per-thread loop
+lengths were counted on the CUDA simulator (``perf/results/gpu-counts-840c890.json``). The
+work of one batch of *this* tree is counted the same way (``perf/results/gpu-counts-today.json``,
+:data:`BATCH_WORK`); a device figure this module gives is therefore a **calibrated
+prediction**, not a measurement. The host constants (``host_row_s``, ``host_relax_s``) are
+the cpu backend measured on the H100's host. ``docs/performance-model.md`` has the
+calibration table and says which terms the data does not pin down.
 
 >>> from engine.core.workload import example_graph
 >>> from engine.batched.graph_arrays import GraphArrays
@@ -46,8 +50,86 @@ from dataclasses import dataclass
 
 from engine.batched.graph_arrays import GraphArrays
 
-__all__ = ["CostModel", "StrategyChoice", "BackendChoice", "estimate_summaries",
-           "choose_strategy", "choose_backend"]
+__all__ = ["DeviceConstants", "H100_840C890", "BatchWork", "BATCH_WORK", "CostModel",
+           "StrategyChoice", "BackendChoice", "estimate_summaries", "choose_strategy",
+           "choose_backend"]
+
+
+@dataclass(frozen=True)
+class DeviceConstants:
+    """Seconds per counted unit of device work (``perf/calibration/gpu_model.py`` defines
+    the terms and fits them).
+
+    Attributes
+    ----------
+    launch_s : float
+        One Numba kernel launch from Python (dispatch, typing and converting its arguments:
+        the 840c890 data does not split this from ``array_arg_s``).
+    array_arg_s : float
+        One device array argument of a launch, beyond what ``launch_s`` holds.
+    primitive_s : float
+        One array-library call (a CuPy primitive or allocation) from Python, kernel included.
+    sync_s : float
+        One blocking device-to-host read beyond the primitive it ends (not pinned by 840c890:
+        each of its syncs came with a primitive).
+    device_byte_s : float
+        One byte of device-memory traffic (streaming, sorting, gathering kernels).
+    h2d_byte_s : float
+        One byte of a NumPy array staged through pinned memory into the device (and back).
+    serial_step_s : float
+        One dependent step (a candidate inserted into an antichain, a location visited) of
+        the longest-running device thread: latency-bound work.
+    """
+
+    launch_s: float
+    array_arg_s: float
+    primitive_s: float
+    sync_s: float
+    device_byte_s: float
+    h2d_byte_s: float
+    serial_step_s: float
+
+    def seconds(self, *, launches=0.0, array_args=0.0, primitives=0.0, syncs=0.0,
+                device_bytes=0.0, h2d_bytes=0.0, serial_steps=0.0) -> float:
+        """The model's seconds for that much counted work."""
+        return (launches * self.launch_s + array_args * self.array_arg_s
+                + primitives * self.primitive_s + syncs * self.sync_s
+                + device_bytes * self.device_byte_s + h2d_bytes * self.h2d_byte_s
+                + serial_steps * self.serial_step_s)
+
+
+#: Fitted to the H100 run of commit 840c890 (NVIDIA H100 80GB HBM3, numba-cuda 0.30.4, CuPy
+#: 14.2; ``perf/calibration/gpu_model.py``, table in docs/performance-model.md). A test checks
+#: that the fit on the committed counts reproduces these.
+H100_840C890 = DeviceConstants(
+    launch_s=3.256e-4,
+    array_arg_s=0.0,
+    primitive_s=5.892e-5,
+    sync_s=0.0,
+    device_byte_s=4.320e-13,
+    h2d_byte_s=1.612e-10,
+    serial_step_s=1.035e-6,
+)
+
+
+@dataclass(frozen=True)
+class BatchWork:
+    """Device work of one steady-state churn batch of this tree's cuda backend, counted on the
+    simulator (``perf/calibration/count_today.py``; ``tests/cuda_sim`` asserts the launches,
+    primitives and syncs): Numba launches, their array arguments, primitives plus
+    allocations, syncs; and device bytes per input row (intake with 64-bit keys, merge,
+    new ``F``: docs/performance-model.md)."""
+
+    launches: int
+    array_args: int
+    primitives: int
+    syncs: int
+    h2d_bytes_per_row: float = 28.0
+    device_bytes_per_row: float = 650.0
+
+
+#: Per strategy (``closure``: the gather on the device; ``edgewise``: ``F`` to the host).
+BATCH_WORK = {"closure": BatchWork(10, 104, 36, 2), "edgewise": BatchWork(8, 78, 30, 2)}
 
 
 @dataclass(frozen=True)
@@ -56,42 +138,59 @@ class CostModel:
 
     Attributes
     ----------
+    device : DeviceConstants
+        The calibrated device constants (:data:`H100_840C890`).
     host_relax_s : float
         Edge-wise propagation on the host, per arc relaxation times the frontier rows on its
-        two ends (``antichain_insert`` of one candidate).
-    device_launch_s, device_sync_s : float
-        One kernel launch (Numba, through CuPy's stream) and one blocking device-to-host read.
-    device_candidate_s : float
-        One candidate ``s(t)`` of the closure gather, over the whole device (summed over SMs).
+        two ends (about 1 ms per churn batch at N = 1000 and 4 ms at N = 5000 on the H100's
+        host: measured, cpu backend).
     device_vote_share : float
         The closure gather's vote, per ``Psi`` entry and row of the source's old ``F``, as a
-        share of one candidate: a withdrawn row costs a summary application and a binary
-        search in a frontier of about ``frontier_rows`` rows (a candidate: the application
-        and an insertion into an 8-row antichain, up to 8 ``W`` compares); a covered row
-        only its 1-byte mark. Worst case on a churn batch: every row withdrawn.
-    transfer_s_per_byte : float
-        Host <-> device bytes (pinned, one direction).
+        share of one candidate (worst case on a churn batch: every row withdrawn).
     frontier_rows : float
-        Rows of a typical frontier ``F``/``I`` (the model's average antichain of timestamps).
-    host_row_s, device_row_s : float
-        Per batch row: the cpu backend's validation, consolidation and merge (about 60 ns on
-        one core: 18 M changes/s end to end at N = 1000, B = 1e6); the cuda backend's intake
-        (pinned fill, PCIe, sort) and merge (a prediction).
-    device_batch_ops, device_batch_syncs : int
-        Kernel launches plus primitives, and blocking reads, of one cuda batch (counted).
+        Rows of a typical frontier ``F``/``I`` (3 on the synthetic churn batches).
+    gather_skew : float
+        The most-loaded target's candidates over the mean (2.6 on the synthetic workloads,
+        counted): the gather's block per target waits for its longest thread.
+    gather_threads : int
+        Threads of the gather's block per target (one warp).
+    gather_merge_steps : float
+        The block's merge of its threads' antichains (8 rows x 256 compares in shared
+        memory, counted as an eighth of a step each: an assumption the data does not pin).
+    host_row_s : float
+        Per batch row, the cpu backend's validation, consolidation and merge (measured on the
+        H100's host: 9.5 M changes/s end to end at N = 1000, B = 1e5..1e7).
+    batch : dict
+        :data:`BATCH_WORK`, per strategy.
     """
 
-    host_relax_s: float = 1.0e-7
-    device_launch_s: float = 1.0e-5
-    device_sync_s: float = 2.0e-5
-    device_candidate_s: float = 2.0e-11
+    device: DeviceConstants = H100_840C890
+    host_relax_s: float = 2.9e-8
     device_vote_share: float = 0.5
-    transfer_s_per_byte: float = 1.0 / 20e9
-    frontier_rows: float = 2.0
-    host_row_s: float = 6.0e-8
-    device_row_s: float = 1.5e-9
-    device_batch_ops: int = 16
-    device_batch_syncs: int = 2
+    frontier_rows: float = 3.0
+    gather_skew: float = 2.6
+    gather_threads: int = 32
+    gather_merge_steps: float = 256.0
+    host_row_s: float = 9.5e-8
+    batch: tuple = tuple(BATCH_WORK.items())
+
+    def work(self, strategy: str) -> BatchWork:
+        return dict(self.batch)[strategy]
+
+    def device_batch_s(self, strategy: str, rows: int) -> float:
+        """A churn batch's device work other than propagation: launches, primitives, syncs
+        and the bytes of ``rows`` input rows."""
+        w = self.work(strategy)
+        return self.device.seconds(launches=w.launches, array_args=w.array_args,
+                                   primitives=w.primitives, syncs=w.syncs,
+                                   h2d_bytes=rows * w.h2d_bytes_per_row,
+                                   device_bytes=rows * w.device_bytes_per_row)
+
+    def gather_steps(self, summaries: float, L: int) -> float:
+        """Serial steps of the closure gather's longest thread on a churn batch."""
+        per_target = summaries / max(L, 1) * self.frontier_rows * self.gather_skew
+        return per_target / self.gather_threads * (1 + self.device_vote_share) \
+            + self.gather_merge_steps
 
 
 @dataclass(frozen=True)
@@ -142,15 +241,13 @@ def choose_backend(ga: GraphArrays, rows: int, *, memory_budget: int = 256 << 20
     rows = max(int(rows), 0)
     host = choose_strategy(ga, on_device=False, model=model)
     gpu = choose_strategy(ga, on_device=True, memory_budget=memory_budget, model=model)
-    edgewise_host = gpu.edgewise_s - model.device_sync_s  # the same work, without the copy
-    cpu_s = rows * model.host_row_s + edgewise_host
+    cpu_s = rows * model.host_row_s + host.edgewise_s
     prop = gpu.closure_s if gpu.strategy == "closure" else gpu.edgewise_s
-    cuda_s = model.device_batch_ops * model.device_launch_s \
-        + model.device_batch_syncs * model.device_sync_s + rows * model.device_row_s + prop
+    cuda_s = model.device_batch_s(gpu.strategy, rows) + prop
     pick = "cuda" if cuda_s < cpu_s else "cpu"
     return BackendChoice(pick, f"batches of ~{rows:,} rows: cpu ~{cpu_s * 1e3:.3g} ms "
                          f"({host.strategy}), cuda ~{cuda_s * 1e3:.3g} ms ({gpu.strategy}) per "
-                         f"batch, estimated", cpu_s, cuda_s)
+                         f"batch, calibrated estimate", cpu_s, cuda_s)
 
 
 def choose_strategy(ga: GraphArrays, *, on_device: bool, memory_budget: int = 256 << 20,
@@ -159,25 +256,29 @@ def choose_strategy(ga: GraphArrays, *, on_device: bool, memory_budget: int = 25
 
     Returns a :class:`StrategyChoice` whose ``reason`` names the estimates it compared.
     """
-    if not on_device:
-        return StrategyChoice("edgewise", "cpu backend: edge-wise relaxation does only the "
-                              "work where frontiers change; the closure gather is the same "
-                              "candidates done one by one (measured 5x-1000x slower)")
-    from engine.batched.psi import estimate_bytes
     f = model.frontier_rows
     arcs = int(ga.in_ptr[-1]) if len(ga.in_ptr) else 0
     W = ga.width
-    # edge-wise on the host: relaxations, plus the changed F rows down and nothing else up
-    edgewise_s = (arcs + ga.L) * f * f * model.host_relax_s \
-        + model.device_sync_s + ga.L * f * 8 * W * model.transfer_s_per_byte
+    host_edgewise_s = (arcs + ga.L) * f * f * model.host_relax_s
+    if not on_device:
+        return StrategyChoice("edgewise", "cpu backend: edge-wise relaxation does only the "
+                              "work where frontiers change; the closure gather is the same "
+                              "candidates done one by one (measured 5x-1000x slower)",
+                              None, host_edgewise_s)
+    from engine.batched.psi import estimate_bytes
+    d = model.device
+    # edge-wise on the host: relaxations, plus the new F (pointers and modes, then rows) to
+    # the host: two round trips
+    edgewise_s = host_edgewise_s + d.seconds(syncs=2, primitives=2,
+                                             h2d_bytes=ga.L * (9 + f * 8 * W))
     S = estimate_summaries(ga)
-    # the gather's candidates, plus its vote: per entry of a retreated source, f mark reads
-    # and at most f (summary application + binary search), each a share of a candidate
-    closure_s = 3 * model.device_launch_s + 2 * model.device_sync_s \
-        + S * f * (1 + model.device_vote_share) * model.device_candidate_s
+    # the gather: 2 launches (coop_gather, coop_fill) with their arrays, a scan, 2 syncs,
+    # and the longest thread's candidates and vote (block per target, 32 threads)
+    closure_s = d.seconds(launches=2, array_args=2 * 11, primitives=1, syncs=2,
+                          serial_steps=model.gather_steps(S, ga.L))
     psi_bytes = estimate_bytes(ga, memory_budget=memory_budget)
     est = f"closure ~{closure_s * 1e3:.3g} ms (Psi ~{S:,} summaries), edge-wise on the host " \
-          f"~{edgewise_s * 1e3:.3g} ms per churn batch"
+          f"~{edgewise_s * 1e3:.3g} ms per churn batch (calibrated)"
     if psi_bytes > memory_budget:
         return StrategyChoice("edgewise", f"Psi would take ~{psi_bytes:,} bytes, over the "
                               f"memory budget of {memory_budget:,}; {est}",

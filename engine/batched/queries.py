@@ -33,6 +33,7 @@ class PsiRowCache:
         self.max_antichain = max_antichain or 0
         self._rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._fast = None
+        self._csr = None      # the CSR arrays of every computed row (csr())
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -56,11 +57,22 @@ class PsiRowCache:
 
     def csr(self, sources: np.ndarray):
         """``(row_of int64[L], pair_ptr, pair_dst, sum_ptr, sums)`` covering ``sources``
-        (computing missing rows), in the form of :mod:`gpu_kernels.precursors`."""
+        (computing missing rows), in the form of :mod:`gpu_kernels.precursors`.
+
+        The arrays cover every row computed so far (a superset of ``sources``: the kernels
+        look rows up through ``row_of``) and are kept: they are rebuilt only when a call
+        needs a row that was not computed yet, so the many small queries of the exchange
+        protocol's guards do not copy ``Psi`` rows each time. Treat them as read-only.
+        """
         sources = np.unique(np.asarray(sources, dtype=np.int64))
-        for s in sources.tolist():
-            if s not in self._rows:
-                self._compute(s)
+        missing = [s for s in sources.tolist() if s not in self._rows]
+        for s in missing:
+            self._compute(s)
+        if self._csr is None or missing:
+            self._csr = self._build(np.fromiter(sorted(self._rows), np.int64, len(self._rows)))
+        return self._csr
+
+    def _build(self, sources: np.ndarray):
         row_of = np.full(self.ga.L, -1, np.int64)
         pair_ptr = np.zeros(len(sources) + 1, np.int64)
         dsts, ptrs, sums = [], [], []

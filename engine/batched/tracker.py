@@ -109,6 +109,10 @@ class BatchedTracker:
         Storage of ``Psi`` for the closure strategy (see :func:`engine.batched.psi.compute_psi`).
     kernels : KernelSet, optional
         The backend (array namespace + kernels); default the cpu backend.
+    arrays : GraphArrays, optional
+        ``graph`` as arrays (:meth:`GraphArrays.from_graph`), when the caller has them: many
+        trackers of one graph (the exchange protocol's workers) then share one copy instead
+        of each building its own. Read only.
 
     Attributes
     ----------
@@ -126,11 +130,17 @@ class BatchedTracker:
     def __init__(self, graph: Graph, *, strict: bool = False, strategy: "str | Strategy" = "auto",
                  max_antichain: int | None = None, memory_budget: int = 256 << 20,
                  psi_layout: str = "auto", max_steps: int = 50_000_000,
-                 kernels: KernelSet | None = None):
+                 kernels: KernelSet | None = None, arrays: GraphArrays | None = None):
         self.kernels = kernels if kernels is not None else cpu_kernels
         self.graph = graph
         self.strict = bool(strict)
-        self.ga = GraphArrays.from_graph(graph)
+        if arrays is not None and (arrays.L != graph.num_locations or arrays.m != graph.m
+                                   or arrays.K != graph.max_depth):
+            from engine.errors import BackendError
+            raise BackendError(f"arrays describe {arrays.L} locations, m={arrays.m}, depth "
+                               f"{arrays.K}; the graph has {graph.num_locations}, m={graph.m}, "
+                               f"depth {graph.max_depth}")
+        self.ga = arrays if arrays is not None else GraphArrays.from_graph(graph)
         self.max_steps = max_steps
         self.max_antichain = max_antichain
         self.memory_budget = memory_budget
@@ -301,6 +311,16 @@ class BatchedTracker:
         rows = self.kernels.to_host(self._I_ts).tolist()
         w = self._width
         return [[tuple(r[:w[l]]) for r in rows[ptr[l]:ptr[l + 1]]] for l in range(self.ga.L)]
+
+    def frontier_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every location's implied frontier as host columns ``(loc int32[n], ts int64[n,
+        m+K])``, sorted by ``(loc, ts)`` (padded rows: unused counters 0) -- what
+        :meth:`frontiers` lists, without a Python object per element (the exchange simulator
+        compares many workers' frontiers this way)."""
+        ptr = np.asarray(self.kernels.to_host(self._I_ptr), np.int64)
+        ts = np.asarray(self.kernels.to_host(self._I_ts), np.int64)
+        loc = np.repeat(np.arange(self.ga.L, dtype=np.int32), np.diff(ptr))
+        return loc, ts[:len(loc)]
 
     def table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The count table as host arrays ``(loc int32[r], ts int64[r, m+K], cnt int64[r])``,

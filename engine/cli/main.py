@@ -180,12 +180,17 @@ def _parser(plugins: bool = True) -> argparse.ArgumentParser:
                    help="accept cycles that do not advance time (asynchronous loops)")
     r.add_argument("--workers", type=positive_int, default=None, metavar="K",
                    help="replay on K simulated workers that exchange progress updates "
-                        "(engine.exchange.simulation, docs/exchange.md); same output, safety checked at "
-                        "every step")
+                        "(engine.exchange.simulation, docs/exchange.md); same output, safety "
+                        "checked (see --check)")
     r.add_argument("--schedule-seed", type=int, default=None, metavar="S",
                    help="with --workers: seed of the random delivery order (default 0)")
     r.add_argument("--policy", choices=_policy_names(), default=None,
                    help="with --workers: the workers' sending policy (default all)")
+    r.add_argument("--check", choices=_check_names(), default=None,
+                   help="with --workers: when the simulated workers' Safe, Mono and frontier "
+                        "properties are checked: every-step (one transition at a time, checked "
+                        "after each: exhaustive and slow, for tests), round (after each round "
+                        "of all workers), batch (once per batch, after quiescence; default)")
     # --processes: the K workers as real processes (a runner of RUNNERS_GROUP; needs pyarrow)
     r.add_argument("--processes", action="store_true",
                    help="with --workers: run the K workers as K processes that exchange their "
@@ -292,6 +297,11 @@ def _policy_names() -> list[str]:
     return list(POLICIES)
 
 
+def _check_names() -> list[str]:
+    from engine.exchange.simulation import CheckMode
+    return [c.value for c in CheckMode if c is not CheckMode.NONE]
+
+
 def _replay(args) -> int:
     workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles)
     if args.processes:
@@ -328,13 +338,14 @@ def _replay(args) -> int:
 
 def _replay_workers(args, workload) -> int:
     """``tfront replay FILE --workers K``: each batch split among K simulated workers
-    (:func:`engine.exchange.simulation.split_batch`), every transition taken in a seeded random order with
-    the safety properties checked after each, then the system run to quiescence and worker 0's
-    frontiers printed -- after checking that every worker's equal the true ones."""
+    (:func:`engine.exchange.simulation.split_batch`), run to quiescence in rounds of all workers
+    (or, with ``--check every-step``, one transition at a time) in a seeded random order, the
+    safety properties checked as ``--check`` says, and worker 0's frontiers printed -- after
+    checking that every worker's equal the true ones."""
     from engine.exchange.simulation import Exchange
     ex = Exchange(workload.graph, args.workers, policy=args.policy or "all",
-                  backend=args.backend, seed=args.schedule_seed or 0, check=True,
-                  strict=args.strict)
+                  backend=args.backend, seed=args.schedule_seed or 0,
+                  check=args.check or "batch", strict=args.strict)
     out = sys.stdout
     if not args.quiet:
         out.write(REPLAY_HEADER + "\n")
@@ -342,8 +353,9 @@ def _replay_workers(args, workload) -> int:
         start = time.perf_counter()
         before = ex.stats
         try:
-            ex.run(batch.loc, batch.ts, batch.diff)
-            ex.check_agreement()
+            ex.run(batch.loc, batch.ts, batch.diff)    # in batch mode, checked there
+            if args.check not in (None, "batch"):
+                ex.check_agreement()
         except TimelyFrontierError as e:
             raise type(e)(f"batch {k} (line {batch.line}): {e}") from e
         if args.time:
@@ -536,7 +548,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "rollback" and args.solver == "reference" and args.backend is not None:
         parser.error("rollback --backend is for the batched solver, not --solver reference")
     if args.command == "replay" and args.workers is None:
-        for flag, value in (("--schedule-seed", args.schedule_seed), ("--policy", args.policy)):
+        for flag, value in (("--schedule-seed", args.schedule_seed), ("--policy", args.policy),
+                            ("--check", args.check)):
             if value is not None:
                 parser.error(f"replay {flag} needs --workers")
     if args.command == "replay" and args.processes:
@@ -545,6 +558,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.schedule_seed is not None:
             parser.error("replay --schedule-seed is for the simulated workers: with --processes "
                          "the operating system schedules them")
+        if args.check is not None:
+            parser.error("replay --check is for the simulated workers: with --processes every "
+                         "worker's frontiers are checked against a single tracker after each "
+                         "batch")
     elif args.command == "replay" and args.worker_timeout is not None:
         parser.error("replay --worker-timeout needs --processes")
     try:

@@ -97,13 +97,13 @@ class HoldBack(Policy):
     name = "holdback"
 
     def release(self, worker, now=None):
-        loc, ts, cnt = worker.temp
+        loc, ts, cnt = worker._temp          # read only
         pos = cnt > 0
         keep = np.zeros(len(cnt), bool)
         if pos.any():
-            caps = worker.caps
+            caps = worker._caps
             idx = np.flatnonzero(pos)
-            ok = worker.order.below(caps, loc[idx], ts[idx]) > 0
+            ok = worker.holds(loc[idx], ts[idx], strict=True)
             ok |= cnt[idx] < _lookup(caps, loc[idx], ts[idx])
             keep[idx[ok]] = True
         return ~keep

@@ -757,6 +757,7 @@ class _Node:
     def __init__(self, cin: Connection, cout: Connection):
         self.cin, self.cout = cin, cout
         self.inbox: queue.Queue = queue.Queue()
+        self.front: list = []      # events taken from the inbox and not handled yet
         self.deferred: list = []
         self.stopping = False
 
@@ -850,14 +851,55 @@ class _Node:
         self.start()
         self.pending = None        # (batch, counts) of an await not yet satisfied
         while True:
-            ev = self.deferred.pop(0) if self.deferred else self.inbox.get()
-            if not self._handle(ev, during_batch=False):
+            if self.deferred:
+                events = [self.deferred.pop(0)]
+            else:
+                events = self._available() or [self.inbox.get()] + self._available()
+            if not self._handle_all(events, during_batch=False):
                 return
+
+    def _available(self) -> list:
+        """Every event taken and not handled yet (:attr:`front`), then every event already
+        in the inbox, without waiting."""
+        out, self.front = self.front, []
+        while True:
+            try:
+                out.append(self.inbox.get_nowait())
+            except queue.Empty:
+                return out
+
+    def _handle_all(self, events, *, during_batch: bool) -> bool:
+        """Handle events in order; the progress updates among them, as they come in a row,
+        are received together (:meth:`~engine.exchange.worker.Worker.receive_many`: one
+        ``glob`` merge and one tracker batch), which the model allows: a sequence of
+        ``recv_upd`` steps ends in the same state however it is grouped."""
+        ups: list = []
+        for i, ev in enumerate(events):
+            if ev[0] == "update":
+                j = ev[1]
+                got = read_batch(ev[2], j, self.width,
+                                 self.updates_in[j] + sum(u.sender == j for u in ups))
+                if not isinstance(got, tuple):
+                    ups.append(got)
+                    continue
+                self._apply_many(ups)
+                ups = []
+                self._take_data_message(j, got)
+                self._check_await()
+                continue
+            self._apply_many(ups)
+            # A control event may run a batch, which receives what arrives meanwhile: the
+            # events behind it go back to the front of the line first, to keep FIFO order.
+            self.front[:0] = events[i + 1:]
+            return self._handle(ev, during_batch=during_batch)
+        self._apply_many(ups)
+        self._check_await()
+        return True
 
     def _handle(self, ev, *, during_batch: bool) -> bool:
         kind = ev[0]
         if kind == "update":
-            self._receive(ev[1], ev[2])
+            return self._handle_all([ev], during_batch=during_batch)
         elif kind == "peer-end":
             self.closed_peers.add(ev[1])
             if not self.stopping:
@@ -903,8 +945,7 @@ class _Node:
 
     def _admit(self, k: int, admits: list) -> None:
         self.last_change = None
-        for owner, loc, ts, diff in admits:
-            self.worker.admit(loc, ts, diff, owner=owner)
+        self.worker.admit_many(admits)
         self.admitted = k
         self.cout.send(("admitted", k))
 
@@ -920,13 +961,11 @@ class _Node:
         self.cout.send(("settled", k, list(self.sent_to)))
 
     def _drain(self) -> None:
-        """Receive what has arrived, without waiting (between two operations)."""
-        while True:
-            try:
-                ev = self.inbox.get_nowait()
-            except queue.Empty:
-                return
-            self._handle(ev, during_batch=True)
+        """Receive what has arrived, without waiting (between two operations): the updates
+        in one :meth:`~engine.exchange.worker.Worker.receive_many`."""
+        events = self._available()
+        if events:
+            self._handle_all(events, during_batch=True)
 
     def _broadcast(self, update) -> None:
         if update is None:
@@ -952,17 +991,21 @@ class _Node:
                                        self.width).serialize().to_pybytes())
         self.data_out[r] += 1
 
-    def _receive(self, j: int, batch: pa.RecordBatch) -> None:
-        got = read_batch(batch, j, self.width, self.updates_in[j])
-        if isinstance(got, tuple):
-            seq, loc, ts, diff = got
-            if seq != self.data_in[j]:
-                raise UpdateOrderError(f"worker {self.index}: data message {seq} from worker {j} "
-                                       f"is out of order: expected {self.data_in[j]}")
-            self.data_in[j] += 1
-            self._take_data(j, loc, ts, diff)
-        else:
-            self._apply(got)
+    def _take_data_message(self, j: int, got) -> None:
+        seq, loc, ts, diff = got
+        if seq != self.data_in[j]:
+            raise UpdateOrderError(f"worker {self.index}: data message {seq} from worker {j} "
+                                   f"is out of order: expected {self.data_in[j]}")
+        self.data_in[j] += 1
+        self._take_data(j, loc, ts, diff)
+
+    def _apply_many(self, updates) -> None:
+        if not updates:
+            return
+        self.worker.receive_many(updates)
+        for u in updates:
+            self.received[u.sender] += 1
+            self.updates_in[u.sender] += 1
 
     def _take_data(self, j: int, loc, ts, diff) -> None:
         self.worker.receive_data(loc, ts, diff)     # recv_cap

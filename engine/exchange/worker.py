@@ -50,6 +50,7 @@ from engine.errors import (BatchError, ExchangeCapabilityError, ExchangeError, E
 from engine.exchange.messages import OWN, DataMessage, Update
 from engine.exchange.multisets import (PointstampOrder, Table, _empty, _lookup, _rows, _take,
                                        _zsum, justified)
+from engine.exchange.phases import PhaseClock
 from engine.exchange.policies import Policy, make_policy
 
 __all__ = ["Worker"]
@@ -91,8 +92,9 @@ class Worker:
 
     def __init__(self, graph: Graph, index: int, workers: int, *, backend="cpu",
                  policy: "str | Policy" = "all", initial=None, initial_glob=None,
-                 order: PointstampOrder | None = None):
-        from engine.batched.backend import make_tracker
+                 order: PointstampOrder | None = None, phases: PhaseClock | None = None):
+        #: Where this worker's time goes (:mod:`engine.exchange.phases`; shared by a system).
+        self.phases = phases if phases is not None else PhaseClock()
         if not (isinstance(workers, (int, np.integer)) and workers >= 1):
             raise ExchangeError(f"workers must be a positive integer, got {workers!r}")
         if not (isinstance(index, (int, np.integer)) and 0 <= index < workers):
@@ -108,8 +110,9 @@ class Worker:
                                   f"{self.order.name(caps[0][i], caps[1][i])} has count "
                                   f"{int(caps[2][i])}; initial capabilities are positive")
         glob = _zsum(_rows(graph, self.order, initial_glob)) if initial_glob is not None else caps
-        self.tracker = make_tracker(graph, backend)
+        self.tracker = self.order.make_tracker(backend)
         self._caps, self._temp, self._glob = caps, _empty(W), glob
+        self._caps_tracker = self._caps_front = None     # caps_frontier(), made on first use
         self._apply_tracker(glob)
         self._seq = 0
         self._expect = [0] * self.workers
@@ -144,6 +147,11 @@ class Worker:
     # -- perf_op -------------------------------------------------------------------------------
 
     def perform(self, loc, ts, diff, *, to=None, now=None) -> list[DataMessage]:
+        """``perf_op``: one operation of this worker (see :meth:`_perform`)."""
+        with self.phases("perform"):
+            return self._perform(loc, ts, diff, to=to, now=now)
+
+    def _perform(self, loc, ts, diff, *, to=None, now=None, commit=True) -> list[DataMessage]:
         """``perf_op``: one operation of this worker, as signed changes.
 
         Rows with ``to[i] == OWN`` (the default for every row) change the worker's own
@@ -217,8 +225,7 @@ class Worker:
                     f"{int(held[j])}")
         # a new own capability: a held one at or before it
         if len(dself[0]):
-            ok = (_lookup(caps, dself[0], dself[1]) > 0)
-            ok |= self.order.below(caps, dself[0], dself[1]) > 0
+            ok = self.holds(dself[0], dself[1], strict=False)
             if not ok.all():
                 j = int(np.flatnonzero(~ok)[0])
                 raise ExchangeCapabilityError(
@@ -233,16 +240,19 @@ class Worker:
         # a data message: a held capability strictly before it
         data_rows = np.flatnonzero(~own)
         if len(data_rows):
-            ok = self.order.below(caps, b_loc[data_rows], b_ts[data_rows]) > 0
+            ok = self.holds(b_loc[data_rows], b_ts[data_rows], strict=True)
             if not ok.all():
                 i = int(data_rows[np.flatnonzero(~ok)[0]])
                 raise ExchangeCapabilityError(
                     f"worker {self.index}: row {i}: data message to worker {int(to_a[i])} at "
                     f"{self.order.name(b_loc[i], b_ts[i])} is not justified: the worker holds "
                     f"no capability strictly before it")
+        if not commit:
+            return []
         # commit
         data = (b_loc[~own], b_ts[~own], b_diff[~own])
         new_caps = _zsum(caps, net)
+        self._caps_changed(net)
         new_temp = _zsum(self._temp, net, data)
         out = []
         for r in np.unique(to_a[~own]).tolist():
@@ -261,15 +271,42 @@ class Worker:
     def admissible(self, loc, ts, diff, *, to=None) -> ExchangeError | BatchError | None:
         """Whether :meth:`perform` would accept this operation now: None if so, else the
         error it would raise (nothing changes either way)."""
-        saved = self._caps, self._temp, self.temp_since, dict(self.stats)
         try:
-            self.perform(loc, ts, diff, to=to)
+            self._perform(loc, ts, diff, to=to, commit=False)
         except (ExchangeError, BatchError) as err:
             return err
-        finally:
-            self._caps, self._temp, self.temp_since = saved[:3]
-            self.stats = saved[3]
         return None
+
+    # -- what the worker holds, as frontiers ------------------------------------------------
+
+    def holds(self, q_loc, q_ts, *, strict: bool) -> np.ndarray:
+        """``bool[q]``: whether this worker holds a capability at or before (``strict``:
+        strictly before) each query pointstamp -- the question of the guards, of
+        ``justified`` and of :class:`~engine.exchange.policies.HoldBack`. Answered from the
+        implied frontiers of ``caps`` (:meth:`caps_frontier`), kept by a tracker of their
+        own that takes every change of ``caps``
+        (:meth:`~engine.exchange.multisets.PointstampOrder.reaches`)."""
+        return self.order.reaches(self._caps, q_loc, q_ts, strict=strict,
+                                  implied=self.caps_frontier)
+
+    def caps_frontier(self) -> tuple[np.ndarray, np.ndarray]:
+        """The implied frontiers of the capabilities held, as a frontier table ``(loc, ts)``:
+        a batched tracker (cpu) made on first use from ``caps`` and fed every change since."""
+        if self._caps_tracker is None:
+            self._caps_tracker = self.order.make_tracker("cpu")
+            if len(self._caps[0]):
+                self._caps_tracker.update_arrays(*self._caps)
+            self._caps_front = None
+        if self._caps_front is None:
+            self._caps_front = self._caps_tracker.frontier_table()
+        return self._caps_front
+
+    def _caps_changed(self, delta: Table) -> None:
+        """``caps`` is about to change by ``delta`` (consolidated): keep its tracker up."""
+        if self._caps_tracker is not None and len(delta[0]):
+            with self.phases("tracker"):
+                self._caps_tracker.update_arrays(*delta)
+            self._caps_front = None
 
     @staticmethod
     def _row_of(b_loc, b_ts, table, j, among) -> int:
@@ -283,17 +320,27 @@ class Worker:
     def receive_data(self, loc, ts, diff) -> None:
         """``recv_cap``: capabilities that arrived as data join ``caps`` (positive counts).
         That they were in flight to this worker is the caller's (the system's) to check."""
+        with self.phases("deliver"):
+            self._receive_data(loc, ts, diff)
+
+    def _receive_data(self, loc, ts, diff) -> None:
         from engine.batched.batch_arrays import batch_arrays
         b = batch_arrays(self.graph, self.order.ga.depth, loc, ts, diff)
         if (b[2] <= 0).any():
             i = int(np.flatnonzero(b[2] <= 0)[0])
             raise ExchangeStateError(f"worker {self.index}: row {i}: received data must have a "
                                      f"positive count, got {int(b[2][i])}")
+        self._caps_changed(_zsum(b))
         self._caps = _zsum(self._caps, b)
 
     # -- send_upd ------------------------------------------------------------------------------
 
     def send(self, now=None, *, select=None) -> Update | None:
+        """``send_upd`` (see :meth:`_send`)."""
+        with self.phases("build"):
+            return self._send(now, select=select)
+
+    def _send(self, now=None, *, select=None) -> Update | None:
         """``send_upd``: broadcast the part of ``temp`` the policy releases (or ``select``,
         a ``bool[n]`` over the rows of :attr:`temp`, overriding the policy).
 
@@ -314,7 +361,7 @@ class Worker:
         if not mask.any():
             return None
         rest = _take(self._temp, ~mask)
-        bad = justified(self.order, self._caps, rest)
+        bad = justified(self.order, self._caps, rest, self.caps_frontier)
         if bad >= 0:
             p_loc, p_ts, kept = rest[0][bad:bad + 1], rest[1][bad:bad + 1], int(rest[2][bad])
             held = int(_lookup(self._caps, p_loc, p_ts)[0])
@@ -339,7 +386,10 @@ class Worker:
 
     def wants_to_send(self, now=None) -> bool:
         """Whether the policy would release anything now."""
-        return bool(len(self._temp[0])) and bool(self.policy.release(self, now).any())
+        if not len(self._temp[0]):
+            return False
+        with self.phases("schedule"):
+            return bool(self.policy.release(self, now).any())
 
     # -- recv_upd ------------------------------------------------------------------------------
 
@@ -352,20 +402,52 @@ class Worker:
             An unknown sender, or ``update.seq`` is not the next of its sender (a duplicate
             or a gap: updates of one sender are received in the order they were sent).
         """
-        s = update.sender
-        if not (isinstance(s, (int, np.integer)) and 0 <= s < self.workers):
-            raise UpdateOrderError(f"worker {self.index}: update from unknown sender {s!r} "
-                                   f"(workers are 0..{self.workers - 1})")
-        if update.seq != self._expect[s]:
-            what = "a duplicate" if update.seq < self._expect[s] else "out of order"
-            raise UpdateOrderError(f"worker {self.index}: update {update.seq} from worker {s} is "
-                                   f"{what}: expected update {self._expect[s]}")
-        from engine.batched.batch_arrays import batch_arrays
-        rows = batch_arrays(self.graph, self.order.ga.depth, update.loc, update.ts, update.diff)
-        self._apply_tracker(rows)
-        self._glob = _zsum(self._glob, rows)
-        self._expect[s] += 1
-        self.stats["updates_received"] += 1
+        self.receive_many([update])
+
+    def receive_many(self, updates, rows: Table | None = None) -> None:
+        """``recv_upd`` for several updates at once, in order: the same as :meth:`receive` of
+        each in turn (each must be the next of its sender, counting the ones before it in the
+        list), but ``glob`` and the local tracker take their sum as *one* batch -- the state
+        after a sequence of ``recv_upd`` steps does not depend on how they are grouped.
+
+        Parameters
+        ----------
+        updates : sequence of Update
+        rows : (loc, ts, diff), optional
+            The updates' rows summed and consolidated, when the caller has them already (a
+            round of :class:`~engine.exchange.simulation.Exchange` delivers the same updates to
+            many workers and consolidates them once).
+
+        Raises
+        ------
+        UpdateOrderError
+            As :meth:`receive`, for the first offending update; nothing changes.
+        """
+        with self.phases("deliver"):
+            expect = {}
+            for update in updates:
+                s = update.sender
+                if not (isinstance(s, (int, np.integer)) and 0 <= s < self.workers):
+                    raise UpdateOrderError(f"worker {self.index}: update from unknown sender "
+                                           f"{s!r} (workers are 0..{self.workers - 1})")
+                want = expect.get(s, self._expect[s])
+                if update.seq != want:
+                    what = "a duplicate" if update.seq < want else "out of order"
+                    raise UpdateOrderError(f"worker {self.index}: update {update.seq} from "
+                                           f"worker {s} is {what}: expected update {want}")
+                expect[s] = want + 1
+            if not updates:
+                return
+            if rows is None:
+                from engine.batched.batch_arrays import batch_arrays
+                depth = self.order.ga.depth
+                parts = [batch_arrays(self.graph, depth, u.loc, u.ts, u.diff) for u in updates]
+                rows = _zsum(*parts)
+            self._apply_tracker(rows)
+            self._glob = _zsum(self._glob, rows)
+            for s, e in expect.items():
+                self._expect[s] = e
+            self.stats["updates_received"] += len(updates)
 
     def admit(self, loc, ts, diff, *, owner: int) -> None:
         """This worker's share of admitting initial capabilities of worker ``owner`` (the
@@ -381,20 +463,37 @@ class Worker:
         ExchangeStateError
             A count is not positive.
         """
+        self.admit_many([(owner, loc, ts, diff)])
+
+    def admit_many(self, parts) -> None:
+        """:meth:`admit` of several owners' initial capabilities as one step: ``parts`` is a
+        list of ``(owner, loc, ts, diff)``; ``glob`` and the local tracker take them all as
+        one batch, ``caps`` the parts this worker owns. Every count is checked before anything
+        changes (:class:`~engine.errors.ExchangeStateError`)."""
         from engine.batched.batch_arrays import batch_arrays
-        rows = _zsum(batch_arrays(self.graph, self.order.ga.depth, loc, ts, diff))
-        if (rows[2] <= 0).any():
-            i = int(np.flatnonzero(rows[2] <= 0)[0])
-            raise ExchangeStateError(f"worker {self.index}: initial capability "
-                                     f"{self.order.name(rows[0][i], rows[1][i])} has count "
-                                     f"{int(rows[2][i])}; it must be positive")
+        tables = []
+        for owner, loc, ts, diff in parts:
+            rows = _zsum(batch_arrays(self.graph, self.order.ga.depth, loc, ts, diff))
+            if (rows[2] <= 0).any():
+                i = int(np.flatnonzero(rows[2] <= 0)[0])
+                raise ExchangeStateError(f"worker {self.index}: initial capability "
+                                         f"{self.order.name(rows[0][i], rows[1][i])} has count "
+                                         f"{int(rows[2][i])}; it must be positive")
+            tables.append((owner, rows))
+        if not tables:
+            return
+        rows = tables[0][1] if len(tables) == 1 else _zsum(*[t for _, t in tables])
         self._apply_tracker(rows)
         self._glob = _zsum(self._glob, rows)
-        if owner == self.index:
-            self._caps = _zsum(self._caps, rows)
+        mine = [t for owner, t in tables if owner == self.index]
+        if mine:
+            delta = _zsum(*mine)
+            self._caps_changed(delta)
+            self._caps = _zsum(self._caps, delta)
 
     def _apply_tracker(self, rows: Table) -> None:
-        _feed(self.tracker, self.graph, rows)
+        with self.phases("tracker"):
+            _feed(self.tracker, self.graph, rows)
 
     def __repr__(self):
         return (f"Worker({self.index}/{self.workers}, caps={len(self._caps[0])}, "

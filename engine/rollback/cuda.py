@@ -30,8 +30,9 @@ image and its maximal elements, read back once to build the C4 rows.
 **Choosing** (:func:`choose_rollback_backend`): ``auto`` takes ``cuda`` only where a device is
 usable (:func:`engine.batched.cuda.usable_device`) and the estimate of :class:`RollbackCostModel`
 says the problem is large enough to pay for the launches, the synchronisations and the
-one-time kernel compilation. Its device constants are predictions: no rollback timing has
-been taken on a GPU yet (only launch and sync counts are measured).
+one-time kernel compilation. Its device constants are those calibrated on the H100 run of
+commit 840c890 (issue 24); no rollback timing has been taken on a GPU yet, so its cuda
+estimates are calibrated predictions.
 
 ``simulated=True`` runs the same orchestration with NumPy arrays and the kernels on Numba's
 CUDA simulator (``NUMBA_ENABLE_CUDASIM=1`` set before Numba loads; the tests in
@@ -45,6 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine.batched.cost import H100_840C890, DeviceConstants
 from engine.errors import BackendError
 from engine.rollback.problem import Guard, RollbackProblem
 from engine.rollback.masks import RollbackArrays, maximal_rows
@@ -291,22 +293,33 @@ class RollbackCostModel:
     The cpu constants are rough fits to ``perf/results/rollback.json`` (about 2.5e-8 s per
     mask cell per round at 10^6..10^7 cells, 2-4 rounds; the full guard's C4 reachability
     about 5e-9 s per cell of ``notifications x (n + E) x |T|`` in all, taken as 10
-    reachability rounds of 5e-10 s). The cuda constants -- launch, sync, per cell, per row,
-    the one-time kernel compilation of a fresh process -- are **predictions** until the rollback
-    benchmark's cuda run (``perf/device_checks.sh``) measures them on a device.
+    reachability rounds of 5e-10 s). The device side is the calibrated model of issue 24
+    (:data:`engine.batched.cost.H100_840C890`: per launch, per array argument, per sync, per
+    byte, fitted to the H100 run of commit 840c890) applied to the solver's counted work: a
+    round is 7 launches (6 under the full guard) with about 6 array arguments each
+    (``perf/results/gpu-counts-today.json``, counted on the simulator), one sync, and
+    ``cell_bytes`` of mask traffic per cell; a C3/C4 row ``row_bytes`` of random reads. The
+    one-time kernel compilation of a fresh process, ``device_setup_s``, is of the order of
+    the H100 run's warm-ups (1.6 to 6.1 s for the batch kernels). No rollback timing has
+    been taken on a device: the cuda estimates are **calibrated predictions**.
     """
 
     cpu_cell_s: float = 2.5e-8
     cpu_row_s: float = 3.0e-8
     cpu_reach_cell_s: float = 5.0e-10
-    device_launch_s: float = 1.0e-5
-    device_sync_s: float = 2.0e-5
-    device_cell_s: float = 2.0e-11
-    device_row_s: float = 1.0e-10
+    device: DeviceConstants = H100_840C890
+    round_launches: int = 7
+    array_args_per_launch: float = 6.0
+    cell_bytes: float = 8.0
+    row_bytes: float = 32.0
     device_setup_s: float = 3.0
-    transfer_s_per_byte: float = 1.0 / 20e9
     rounds: int = 4
     reach_rounds: int = 10
+
+    def launches_s(self, launches: int) -> float:
+        """Launches with their arguments, and nothing else."""
+        return self.device.seconds(launches=launches,
+                                   array_args=launches * self.array_args_per_launch)
 
 
 def estimate(problem: RollbackProblem, guard: Guard, model: RollbackCostModel = RollbackCostModel()
@@ -327,11 +340,13 @@ def estimate(problem: RollbackProblem, guard: Guard, model: RollbackCostModel = 
     cpu = m.rounds * (cells * m.cpu_cell_s + rows * m.cpu_row_s) \
         + m.reach_rounds * reach * m.cpu_reach_cell_s
     chunks = -(-2 * reach // DEVICE_CHUNK_BYTES) if reach else 0
-    cuda = m.device_setup_s + m.rounds * (7 * m.device_launch_s + m.device_sync_s
-                                          + cells * m.device_cell_s + rows * m.device_row_s) \
-        + m.reach_rounds * (reach * m.device_cell_s
-                            + chunks * (6 * m.device_launch_s + m.device_sync_s)) \
-        + 3 * cells * m.transfer_s_per_byte
+    d = m.device
+    cuda = m.device_setup_s \
+        + m.rounds * (m.launches_s(m.round_launches) + d.seconds(
+            syncs=1, device_bytes=cells * m.cell_bytes + rows * m.row_bytes)) \
+        + m.reach_rounds * (d.seconds(device_bytes=reach * m.cell_bytes)
+                            + chunks * (m.launches_s(6) + d.seconds(syncs=1))) \
+        + d.seconds(h2d_bytes=3 * cells)
     what = (f"n |T| = {cells:,} mask cells, {rows:,} C3/C4 rows, "
             f"{reach:,} C4 reachability cells per round")
     return cpu, cuda, what
@@ -344,7 +359,8 @@ def choose_rollback_backend(problem: RollbackProblem, guard: Guard | str = Guard
 
     ``cpu`` always; ``cuda`` where a device is usable (:class:`~engine.errors.BackendError`
     naming the cause otherwise); ``auto``: ``cuda`` only where a device is usable and
-    :func:`estimate` (predicted device constants) makes it the cheaper one.
+    :func:`estimate` (device constants calibrated on the H100 run of 840c890) makes it the
+    cheaper one.
     """
     from engine.batched.backend import Backend
     chosen = Backend.parse(backend)
@@ -364,4 +380,4 @@ def choose_rollback_backend(problem: RollbackProblem, guard: Guard | str = Guard
     cpu_s, cuda_s, what = estimate(problem, Guard(guard), model)
     pick = "cuda" if cuda_s < cpu_s else "cpu"
     return pick, (f"auto: {pick}: estimated cpu ~{cpu_s:.3g} s, cuda ~{cuda_s:.3g} s "
-                  f"(predicted device constants) for {what}")
+                  f"(calibrated device constants) for {what}")

@@ -40,8 +40,8 @@ def driver_finish_rows(spark, env: str) -> tuple[int, str]:
         ``env`` is set but not a non-negative integer.
     """
     from spark_plugin.errors import ConfigError
-    from spark_plugin.session.config import (driver_heap_bytes, format_memory, machine_memory,
-                                             parse_memory)
+    from spark_plugin.session.config import format_memory, machine_memory, parse_memory
+    from spark_plugin.session.lazy import conf_of, heap_of
 
     value = os.environ.get(env)
     if value is not None and value.strip() != "":
@@ -52,9 +52,9 @@ def driver_finish_rows(spark, env: str) -> tuple[int, str]:
         if rows < 0:
             raise ConfigError(f"${env} must be a non-negative integer, got {value!r}")
         return rows, f"${env}"
-    heap = driver_heap_bytes(spark)
+    heap = heap_of(spark)   # a lazy session's: the -Xmx it will start with
     limits = {f"driver heap {format_memory(heap)}": heap // DRIVER_JVM_BYTES_PER_ROW}
-    result_size = spark.sparkContext.getConf().get("spark.driver.maxResultSize", "1g")
+    result_size = conf_of(spark, "spark.driver.maxResultSize", "1g")
     try:
         cap = parse_memory(result_size if result_size[-1:].isalpha() else result_size + "b")
     except Exception:   # an unusual value: Spark checks it; leave this bound out

@@ -23,15 +23,28 @@ class Checkpoints:
     state a recovery would restart from."""
 
     def __init__(self, spark, directory: str | None = None):
-        self.sc = spark.sparkContext
+        # a LazySession (spark_plugin.session.lazy) is not started here: a job that runs no
+        # Spark job checkpoints nothing, and starting the JVM for that would cost seconds
+        self._spark, self.directory = spark, directory
         self.reliable = directory is not None
         self.root = None
-        if self.reliable:
-            self.sc.setCheckpointDir(str(directory))
-            jvm = self.sc._jvm
-            root = self.sc._jsc.sc().getCheckpointDir().get()   # <directory>/<uuid>
-            self.root = jvm.org.apache.hadoop.fs.Path(root)
-            self.fs = self.root.getFileSystem(self.sc._jsc.hadoopConfiguration())
+        self._sc = None
+
+    @property
+    def sc(self):
+        """The SparkContext (a lazy session is started now), the checkpoint directory set."""
+        if self._sc is None:
+            from spark_plugin.session.lazy import session_of
+
+            sc = session_of(self._spark).sparkContext
+            if self.reliable:
+                sc.setCheckpointDir(str(self.directory))
+                jvm = sc._jvm
+                root = sc._jsc.sc().getCheckpointDir().get()   # <directory>/<uuid>
+                self.root = jvm.org.apache.hadoop.fs.Path(root)
+                self.fs = self.root.getFileSystem(sc._jsc.hadoopConfiguration())
+            self._sc = sc
+        return self._sc
 
     def _ids(self) -> set:
         from py4j.protocol import Py4JError
@@ -44,6 +57,7 @@ class Checkpoints:
 
     def _files(self) -> set:
         """The run's checkpoint directories (``.../<uuid>/rdd-N``, as URI strings)."""
+        self.sc   # the directory is set once Spark runs
         if not self.fs.exists(self.root):
             return set()
         return {st.getPath().toString() for st in self.fs.listStatus(self.root)}
@@ -76,7 +90,7 @@ class Checkpoints:
         return rdd, self._files() - before
 
     def release(self, ids) -> None:
-        if not ids:
+        if not ids or self._sc is None:   # nothing was checkpointed
             return
         from py4j.protocol import Py4JError
 
@@ -104,6 +118,8 @@ class Checkpoints:
         if not self.reliable:
             self.release(set(live) | set(keep))
             return ()
+        if self._sc is None:   # no stage ran on Spark: no directory of the run was made
+            return tuple(sorted(keep))
         from py4j.protocol import Py4JError
 
         try:

@@ -24,13 +24,13 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Callable
 
 from engine.errors import TimelyFrontierError
 
-from spark_plugin.session.config import driver_heap_bytes
 from spark_plugin.session.console import write_line
 
 __all__ = ["run_job_command", "check_out_before_spark", "verbosity", "SPARK_LOG_LEVELS",
@@ -144,7 +144,10 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
     from spark_plugin.session.config import (DRIVER_MEMORY_SHARE, build_session, format_memory, machine_memory,
                          session_conf, submitted_conf)
     from spark_plugin.session.console import hush_jvm
+    from spark_plugin.session.config import is_embedded_master
     from spark_plugin.session.interrupt import EXIT_INTERRUPTED, CtrlC
+    from spark_plugin.session.lazy import LazySession, conf_of, heap_of, master_of
+    from spark_plugin.session.lazy import started as started_here
 
     follow = getattr(args, "follow", None)
     log_path = getattr(args, "progress_log", None)
@@ -173,9 +176,11 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
     driver_memory = getattr(args, "driver_memory", None)
     if driver_memory:
         cli_conf["spark.driver.memory"] = driver_memory
-    from pyspark.sql import SparkSession
+    running = None   # a caller's session (a test, a notebook); none before PySpark is loaded
+    if "pyspark.sql" in sys.modules:
+        from pyspark.sql import SparkSession
 
-    running = SparkSession.getActiveSession()   # a caller's session (a test, a notebook)
+        running = SparkSession.getActiveSession()
     submitted = submitted_conf()          # {} unless spark-submit started the JVM
     jvm_running = bool(submitted) or running is not None
     settings = session_conf("local", conf=cli_conf, submitted=submitted,
@@ -231,19 +236,35 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
                    f"{'s' if len(done) != 1 else ''}; {kept}", sys.stderr)
         return EXIT_INTERRUPTED
 
+    # An embedded master started by this command starts when the job first needs Spark
+    # (spark_plugin.session.lazy): a job whose every epoch the driver finishes runs no JVM.
+    lazy = (running is None and not submitted
+            and is_embedded_master(settings.get("spark.master", "local[*]")))
     spark = None
     try:
         with ctrl_c:   # from the JVM's start to the session's stop
             try:
-                if level >= 1 and running is None:   # the JVM takes 10-30 s to start
-                    write_line(f"tfront {name}: starting Spark "
-                               f"({settings.get('spark.master', 'local[*]')}) ...", sys.stderr)
-                spark = build_session("local", app_name=f"tfront-{name}", conf=settings,
-                                      log_level=SPARK_LOG_LEVELS[level])
-                ctrl_c.install()   # a new SparkContext installed PySpark's handler
-                heap = driver_heap_bytes(spark)
+                def start():
+                    if level >= 1 and running is None:   # the JVM takes 10-30 s to start
+                        write_line(f"tfront {name}: starting Spark "
+                                   f"({settings.get('spark.master', 'local[*]')}) ...",
+                                   sys.stderr)
+                    return build_session("local", app_name=f"tfront-{name}", conf=settings,
+                                         log_level=SPARK_LOG_LEVELS[level])
+
+                def started(session) -> None:
+                    # a new SparkContext installed PySpark's handler (signals: main thread)
+                    if threading.current_thread() is threading.main_thread():
+                        ctrl_c.install()
+
+                if lazy:
+                    spark = LazySession(start, settings, on_start=started)
+                else:
+                    spark = start()
+                    started(spark)
+                heap = heap_of(spark)
                 if level >= 1:
-                    master = spark.sparkContext.master
+                    master = master_of(spark)
                     total = machine_memory()
                     source = ("--driver-memory" if driver_memory
                               else "--conf" if "spark.driver.memory" in cli_conf
@@ -251,12 +272,14 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
                               else "Spark's default" if jvm_running
                               else f"{DRIVER_MEMORY_SHARE:.0%} of this machine's "
                                    f"{total / (1 << 30):.1f} GiB")
-                    sc_conf = spark.sparkContext.getConf()
-                    write_line(f"tfront {name}: Spark master {master}; driver memory "
-                               f"{sc_conf.get('spark.driver.memory', '1g')} ({source}; "
+                    write_line(f"tfront {name}: Spark master {master}"
+                               + (", started when an epoch needs it" if lazy else "")
+                               + f"; driver memory "
+                               f"{conf_of(spark, 'spark.driver.memory', '1g')} ({source}; "
                                f"heap {format_memory(heap)})"
                                + ("" if master.startswith("local[") or master == "local" else
-                                  f"; executor memory {sc_conf.get('spark.executor.memory', '1g')}")
+                                  f"; executor memory "
+                                  f"{conf_of(spark, 'spark.executor.memory', '1g')}")
                                + (f"; {banner(spark)}" if banner is not None else ""),
                                sys.stderr)
 
@@ -288,8 +311,8 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
             except KeyboardInterrupt:
                 return interrupted()
             finally:
-                if spark is not None and running is None:   # the session this command started
-                    try:
+                if spark is not None and running is None and started_here(spark):
+                    try:   # the session this command started
                         spark.stop()
                     except Exception as e:   # a dead JVM: the job's own error says what happened
                         log.debug("stopping the Spark session failed: %s", e)

@@ -57,6 +57,7 @@ Beside the framework, in modules of their own: the Arrow arrays a task builds an
 from __future__ import annotations
 
 import abc
+import functools
 import logging
 import os
 import sys
@@ -78,6 +79,8 @@ from spark_plugin.jobs.progress_log import ProgressRecorder
 from spark_plugin.schema import delta_table, text_column
 from spark_plugin.service.frontier_service import FrontierService
 from spark_plugin.session.console import write_line
+from spark_plugin.session.lazy import (LazySession, master_of, parallelism_of, session_of,
+                                       started)
 from spark_plugin.jobs.arrow import (arrow_bool, arrow_fixed, arrow_numpy, arrow_ragged, arrow_take,
                                      arrow_types, list_matrix)
 from spark_plugin.jobs.backend import requested_backend, service_backend
@@ -247,15 +250,19 @@ class StageTask(abc.ABC):
             ("count", pa.int64()), ("producer", txt), ("seq", pa.int64()), ("kernels", txt),
             ("kernels_reason", txt)])
 
-    def __call__(self, batches):
-        fn = self._run if self.wrap is None else self.wrap(self._run)
+    def __call__(self, batches, part: int | None = None):
+        """The task's output batches; ``part``: the partition it stands for when the driver
+        runs it (no Spark session runs), else the Spark task's own."""
+        run = self._run if part is None else functools.partial(self._run, part=part)
+        fn = run if self.wrap is None else self.wrap(run)
         return fn(batches)
 
-    def _run(self, batches):
-        from pyspark import TaskContext
+    def _run(self, batches, part: int | None = None):
+        if part is None:
+            from pyspark import TaskContext
 
-        ctx = TaskContext.get()
-        part = ctx.partitionId() if ctx is not None else 0
+            ctx = TaskContext.get()
+            part = ctx.partitionId() if ctx is not None else 0
         bs = list(batches)
         t = pa.Table.from_batches(bs) if bs else None
         cols = {f.name: (arrow_numpy(t.column(f.name)).astype(f.type.to_pandas_dtype(),
@@ -398,7 +405,7 @@ class JobDriver:
 
         if protocol_error is not None:
             self.protocol_error = protocol_error
-        self.spark, self.dataflow, self.name = spark, dataflow, name
+        self._spark, self.dataflow, self.name = spark, dataflow, name
         self.graph = dataflow.graph
         self.requested = requested
         self.service_backend = service_backend(requested)
@@ -417,15 +424,37 @@ class JobDriver:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"{name}-tracking")
         self._pending: list = []
         self._loading: list = []
-        self.steps = ProgressRecorder(spark.sparkContext, progress_log, graph=self.graph,
+        self.steps = ProgressRecorder(spark if isinstance(spark, LazySession)
+                                      else spark.sparkContext, progress_log, graph=self.graph,
                                       job=name, meta=meta)
         self.steps.attach(self.service)
+
+    @property
+    def spark(self):
+        """The Spark session: a :class:`~spark_plugin.session.lazy.LazySession` is started
+        now (only what runs a Spark job asks for it)."""
+        return session_of(self._spark)
 
     # -- the driver's own progress ---------------------------------------------------------
     def load_kernels(self, load: Callable[[], CompileWatch]) -> None:
         """Run ``load`` (returning its :class:`~engine.jit.CompileWatch`) first on the
-        tracking thread; the first :meth:`sync` waits for it outside the tracking time."""
-        self._loading.append(self._pool.submit(load))
+        tracking thread; the first :meth:`sync` waits for it outside the tracking time.
+
+        After it, one empty batch goes through the whole apply path of a scratch service
+        of the job's graph (delta table, guard, translation, consolidation), so that what
+        the first real batch would otherwise pay once -- PyArrow loading pandas on its first
+        array, Numba dispatching the service's own kernels -- is loading time too, not
+        tracking (timed with ``load``: ``kernels loaded``)."""
+        def run():
+            watch = load()
+            t0 = time.perf_counter()
+            scratch = FrontierService(self.graph, backend=self.service_backend, strict=True)
+            scratch.apply(self._delta_table([], [], [], f"{self.name}-warm", 0))
+            scratch.frontier(0)
+            watch.seconds += time.perf_counter() - t0
+            return watch
+
+        self._loading.append(self._pool.submit(run))
 
     def _timed_apply(self, report, producer, s):
         """On the tracking thread: guard and translate ``report`` (``None``: the operators'
@@ -535,6 +564,7 @@ class JobDriver:
 
     def apply_progress(self, progress: pa.Table, s: int, what: str) -> None:
         """:meth:`apply_stage` from a stage's progress rows (:data:`PROGRESS_DDL`)."""
+        self.sync()   # the kernels loaded first (not tracking), then the driver's own batches
         t0 = time.perf_counter()
         names, groups = producer_rows(progress)
         reports = reports_of(progress, (names, groups))
@@ -663,17 +693,29 @@ class EpochJob(abc.ABC):
         if partitions is not None and (isinstance(partitions, bool)
                                        or int(partitions) != partitions or partitions < 1):
             raise ValueError(f"partitions must be a positive integer, got {partitions!r}")
-        self.spark, self.edges, self.epochs, self.out = spark, edges, epochs, out
-        self.P = int(partitions or spark.sparkContext.defaultParallelism)
+        self._spark, self.edges, self.epochs, self.out = spark, edges, epochs, out
+        self.P = int(partitions or parallelism_of(spark))
         self.backend, self.progress, self.on_epoch = backend, progress, on_epoch
         self.task_wrapper, self.follow = task_wrapper, follow
         self.checkpoint_dir, self.progress_log, self.overwrite = (checkpoint_dir, progress_log,
                                                                   overwrite)
         if executor_input is None:   # local[...] only: local-cluster executors have other cwds
             from spark_plugin.session.config import is_embedded_master
-            executor_input = is_embedded_master(spark.sparkContext.master)
+            executor_input = is_embedded_master(master_of(spark))
         self.executor_input = executor_input
         self.driver: JobDriver | None = None
+
+    @property
+    def spark(self):
+        """The Spark session. A job given a :class:`~spark_plugin.session.lazy.LazySession`
+        starts it here, the first time a step needs Spark (:attr:`spark_started` says whether
+        it has); a job whose every epoch the driver finishes never does."""
+        return session_of(self._spark)
+
+    @property
+    def spark_started(self) -> bool:
+        """Whether the job's Spark session runs (a lazy one: whether a step started it)."""
+        return started(self._spark)
 
     #: The input operator and its output port (path, port): it holds a capability at epoch
     #: ``e`` (:meth:`time`: ``(e,)`` outside a loop, ``(e, 0)`` inside) for the next epoch,
@@ -809,7 +851,7 @@ class EpochJob(abc.ABC):
     def run(self) -> JobResult:
         """Run the job: read the epochs, compute each, write each final epoch."""
         t_start = time.perf_counter()
-        spark, edges = self.spark, self.edges
+        spark, edges = self._spark, self.edges
         if is_dataframe(edges):      # collected once: the driver holds each epoch's new edges
             df = edges
             edges = self.edges = self.input_table(df)
@@ -964,7 +1006,7 @@ class EpochJob(abc.ABC):
         if out is None:
             return None
         out_log, resume = OutputLog.open(out, self.fingerprint(), overwrite=self.overwrite,
-                                         columns=self.result_columns, spark=self.spark)
+                                         columns=self.result_columns, spark=self._spark)
         result.resumed_at = resume.epoch
         self.loop_resume = resume.loop
         if resume.labels is not None:   # the loop's state: the last final epoch's result

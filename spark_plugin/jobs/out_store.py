@@ -58,7 +58,9 @@ def open_store(out, spark=None) -> "OutStore":
         return LocalStore(out)
     if spark is None:
         raise ValueError(f"--out {out}: a URI needs the Spark session (Hadoop's FileSystem)")
-    return HadoopStore(spark, out)
+    from spark_plugin.session.lazy import session_of
+
+    return HadoopStore(session_of(spark), out)
 
 
 class OutStore(abc.ABC):

@@ -91,7 +91,8 @@ class ProgressRecorder:
 
     def __init__(self, spark_context, path=None, *, graph: Graph, job: str = "wcc",
                  meta: dict | None = None):
-        self.sc = spark_context
+        self._sc = spark_context
+        self._desc = None
         self.job = job
         self.names = input_names(graph)
         self._lock = threading.Lock()
@@ -112,6 +113,21 @@ class ProgressRecorder:
                         **(meta or {}))
 
     @property
+    def sc(self):
+        """The SparkContext whose job descriptions name the steps: ``None`` without one, or
+        while a :class:`~spark_plugin.session.lazy.LazySession` is not started (its first
+        Spark job is described by the step current when it starts)."""
+        from spark_plugin.session.lazy import LazySession
+
+        sc = self._sc
+        if isinstance(sc, LazySession):
+            if not sc.started:
+                return None
+            sc = self._sc = sc.get().sparkContext
+            sc.setJobDescription(self._desc)
+        return sc
+
+    @property
     def logging(self) -> bool:
         return self._file is not None
 
@@ -125,7 +141,7 @@ class ProgressRecorder:
     def step(self, step: str, epoch: int, iteration: int, stage: int | None = None) -> None:
         """The driver starts ``step`` of ``(epoch, iteration)``; ``stage``: the sequence
         number its tasks' delta batches carry, if it has tasks."""
-        desc = job_description(self.job, step, epoch, iteration)
+        desc = self._desc = job_description(self.job, step, epoch, iteration)
         if self.sc is not None:
             self.sc.setJobDescription(desc)
         if not self.logging:

@@ -29,8 +29,13 @@ LARGE_VAR_TYPES = "spark.sql.execution.arrow.useLargeVarTypes"
 
 
 def large_var_types(spark) -> bool:
-    """Whether the session exchanges ``large_list``/``large_string`` with Python workers."""
-    return str(spark.conf.get(LARGE_VAR_TYPES, "false")).strip().lower() == "true"
+    """Whether the session exchanges ``large_list``/``large_string`` with Python workers (a
+    :class:`~spark_plugin.session.lazy.LazySession` answers from its settings, not started)."""
+    from spark_plugin.session.lazy import LazySession
+
+    value = (spark.conf(LARGE_VAR_TYPES, "false") if isinstance(spark, LazySession)
+             else spark.conf.get(LARGE_VAR_TYPES, "false"))
+    return str(value).strip().lower() == "true"
 
 
 def consolidate_frame(df, width: int, *, producer: str | None = None, seq: int | None = None,

@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -116,6 +117,8 @@ def choose_device(env: Mapping[str, str], task_resources: Mapping[str, Any]) -> 
 
 def task_resources() -> dict[str, Any]:
     """``TaskContext.get().resources()`` inside a Spark task, ``{}`` outside one."""
+    if "pyspark" not in sys.modules:   # not a Spark task (a task has PySpark loaded)
+        return {}
     from pyspark import TaskContext
 
     ctx = TaskContext.get()

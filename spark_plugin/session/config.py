@@ -223,11 +223,11 @@ def submitted_conf() -> dict[str, str]:
     program (its ``--master``, ``--conf``, ``--driver-memory``, ``--properties-file`` and
     ``spark-defaults.conf``); ``{}`` when this process was not started by ``spark-submit``
     (PySpark then starts a JVM with :func:`build_session`'s settings). Never starts a JVM."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:   # set by spark-submit for its Python app
+        return {}
     try:
         from pyspark import SparkConf, SparkContext
     except ImportError:  # pragma: no cover - pyspark is an extra
-        return {}
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:   # set by spark-submit for its Python app
         return {}
     SparkContext._ensure_initialized()   # connects to spark-submit's JVM; starts nothing new
     return {str(k): str(v) for k, v in SparkConf().getAll()}

@@ -424,7 +424,7 @@ class SsspJob(EpochJob):
         return self._picked(("src", "dst", "weight") if self.weighted else ("src", "dst"))
 
     def start(self):
-        self.driver_rows = driver_finish_rows(self.spark)[0]
+        self.driver_rows = driver_finish_rows(self._spark)[0]
 
     def prepare(self):
         # the driver's kernels load (or compile, once) on the tracking thread meanwhile

@@ -398,17 +398,18 @@ class _IpcTask:
     the contract stage is correct on any split of its rows, because the driver's global
     union-find completes it."""
 
-    def __init__(self, fn, schema: pa.Schema):
-        self.fn, self.schema = fn, schema
+    def __init__(self, fn, schema: pa.Schema, part: int | None = None):
+        self.fn, self.schema, self.part = fn, schema, part
 
     def __call__(self, elements):
         batches, loops = [], []
+        ipc = self.part is None
         try:
             for state, new in elements:
                 if state is not None:
-                    batches += from_ipc(state).to_batches()
-                if isinstance(new, (bytes, bytearray)):
-                    t = from_ipc(new)
+                    batches += (from_ipc(state) if ipc else state).to_batches()
+                if isinstance(new, (bytes, bytearray, pa.Table)):
+                    t = from_ipc(new) if ipc else new
                     a, b = (arrow_numpy(t.column(c)) for c in ("a", "b"))
                     batches += t.to_batches()
                 else:
@@ -423,13 +424,17 @@ class _IpcTask:
             return
         loops = np.concatenate(loops) if loops else np.zeros(0, np.int64)
         data, deltas = [], []
-        for batch in self.fn(iter(batches)):
+        for batch in self.fn(iter(batches), part=self.part):
             isd = batch.column("a").is_null()
             if isd.true_count:
                 deltas.append(batch.filter(isd))
             if isd.true_count < batch.num_rows:
                 data.append(batch.filter(pc.invert(isd)).select(["a", "b"]))
-        yield (to_ipc(data, _EDGE_SCHEMA), to_ipc(deltas, self.schema)), loops, None
+        if ipc:
+            yield (to_ipc(data, _EDGE_SCHEMA), to_ipc(deltas, self.schema)), loops, None
+        else:   # run on the driver: the tables themselves
+            yield ((pa.Table.from_batches(data, _EDGE_SCHEMA),
+                    pa.Table.from_batches(deltas, self.schema)), loops, None)
 
 
 class _WarmKernels:
@@ -556,12 +561,15 @@ class WccJob(EpochJob):
         # small job starts the Python workers and loads their kernels meanwhile, so the first
         # stage does not wait for both; when the tasks read Parquet themselves the first stage
         # is submitted at once and starts the workers itself.
+        # A lazy session not started yet (spark_plugin.session.lazy) stays so: an epoch that
+        # fits the driver runs its contract tasks on the driver (_stage_collect), and one
+        # that does not starts Spark when it needs it.
         d = self.driver
-        self.driver_rows = driver_finish_rows(self.spark)[0]
+        self.driver_rows = driver_finish_rows(self._spark)[0]
         self.requested = d.requested
         warm = ThreadPoolExecutor(1, thread_name_prefix="wcc-warm")
         self.warming = []
-        if not (self.executor_input and _tasks_read(self.edges)):
+        if self.spark_started and not (self.executor_input and _tasks_read(self.edges)):
             spark, P = self.spark, self.P
             self.warming.append(warm.submit(lambda: spark.sparkContext.parallelize(range(P), P)
                                             .mapPartitions(_WarmKernels(d.requested)).collect()))
@@ -609,7 +617,6 @@ class WccJob(EpochJob):
 
     # -- the algorithm ---------------------------------------------------------------------
     def epoch(self, e, inp):
-        spark = self.spark
         held = isinstance(self.state, tuple)   # the previous stars are on the driver
         n_state = len(self.state[0]) if held else 0
         on_driver = (self.state is None or held) and inp.rows + n_state <= self.driver_rows
@@ -622,7 +629,7 @@ class WccJob(EpochJob):
             dst = t.column("dst").combine_chunks() if inp.rows else pa.array([], pa.int64())
             new_tbl = pa.table({"a": src, "b": dst, "f": pa.array(np.ones(inp.rows, np.bool_))})
         if isinstance(self.labels, pa.Table) and not on_driver:
-            self.labels = spark.createDataFrame(self.labels,
+            self.labels = self.spark.createDataFrame(self.labels,
                                                 schema="vertex bigint, component bigint")
         self.more = inp.more
         if on_driver and self.loop_resume is not None:   # e.g. TFRONT_WCC_DRIVER_ROWS raised
@@ -989,16 +996,34 @@ class WccJob(EpochJob):
             cuts = even_cuts(t.num_rows, P)
             return to_ipc(t.slice(cuts[p], cuts[p + 1] - cuts[p]).to_batches(), t.schema)
 
-        elements = [(None if state_tbl is None else part(state_tbl, p),
-                     part(new, p) if isinstance(new, pa.Table) else new.part(p, P))
-                    for p in range(P)]
-        out = self.spark.sparkContext.parallelize(elements, P).mapPartitions(
-            _IpcTask(fn, fn.schema())).collect()
+        if self.spark_started:
+            elements = [(None if state_tbl is None else part(state_tbl, p),
+                         part(new, p) if isinstance(new, pa.Table) else new.part(p, P))
+                        for p in range(P)]
+            out = self.spark.sparkContext.parallelize(elements, P).mapPartitions(
+                _IpcTask(fn, fn.schema())).collect()
+        else:   # no Spark session runs (a lazy one not started): the driver runs the tasks
+            def piece(t, p):
+                cuts = even_cuts(t.num_rows, P)
+                return t.slice(cuts[p], cuts[p + 1] - cuts[p])
+
+            def task(p):
+                return next(_IpcTask(fn, fn.schema(), part=p)(
+                    [(None if state_tbl is None else piece(state_tbl, p),
+                      piece(new, p) if isinstance(new, pa.Table) else new.part(p, P))]))
+
+            # the union-find runs without the GIL: the tasks share the driver's cores
+            with ThreadPoolExecutor(max(1, min(P, os.cpu_count() or 1)),
+                                    thread_name_prefix="wcc-contract") as pool:
+                out = list(pool.map(task, range(P)))
         for _, _, err in out:
             if err is not None:   # a task found bad input: the epoch stops, nothing written
                 raise EdgeInputError(*err)
-        data = pa.concat_tables([from_ipc(x[0]) for x, _, _ in out])
-        deltas = pa.concat_tables([from_ipc(x[1]) for x, _, _ in out])
+        def table(blob):
+            return blob if isinstance(blob, pa.Table) else from_ipc(blob)
+
+        data = pa.concat_tables([table(x[0]) for x, _, _ in out])
+        deltas = pa.concat_tables([table(x[1]) for x, _, _ in out])
         loops = np.concatenate([x for _, x, _ in out])
         d.collecting += time.perf_counter() - t0
         d.apply_progress(deltas, s, f"contract, epoch {e} iteration {it}")

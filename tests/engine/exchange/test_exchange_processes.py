@@ -156,3 +156,20 @@ def test_gh23_the_stopped_worker_is_named_not_the_ones_waiting_for_it():
             ex.run_batch(b.loc, b.ts, b.diff)
         assert e.value.worker == 2
         assert all(p.poll() is not None for p in ex._procs)
+
+
+def test_processes_replay_an_adversarial_workload_exactly(tmp_path):
+    """Issue 25: worker processes take the updates that have arrived as one batch
+    (Worker.receive_many) and admit a batch's initial rows in one step; on awkward batch
+    shapes (in-batch cancels, counts below zero and back, far times, an empty batch) every
+    worker's frontiers still equal the single tracker's after every batch."""
+    from perf.workloads import adversarial_batches, generate_graph, write_workload
+    from engine.exchange.processes import replay_processes
+
+    spec = generate_graph(30, 3)
+    path = tmp_path / "adversarial.txt"
+    write_workload(path, spec, adversarial_batches(spec, 3, batches=11, rows=200))
+    reports = replay_processes(path, 3, policy="holdback", backend="cpu", oracle="cpu",
+                               op_rows=4)
+    assert len(reports) == 11 and all(r.equal for r in reports)
+    assert sum(r.updates for r in reports) > 0

@@ -134,7 +134,7 @@ def test_backend_choice_without_a_device_and_bad_names():
 
 
 def test_cost_estimate_pays_only_for_large_problems():
-    """The estimate (predicted device constants): a tiny problem stays on the cpu, a large
+    """The estimate (calibrated device constants): a tiny problem stays on the cpu, a large
     one goes to the device; both estimates grow with the problem; the full guard's C4
     reachability makes it costlier than the simple guard."""
     from perf.bench_rollback import generate_problem

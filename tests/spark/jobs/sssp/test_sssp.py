@@ -519,3 +519,24 @@ def test_tfront_sssp_killed_resumes_and_a_rerun_does_nothing(spark, tmp_path, ca
     said = capsys.readouterr().out
     assert "all 3 epochs" in said and "nothing to do" in said, said
     assert {p: (out / p).stat().st_mtime_ns for p in os.listdir(out)} == before
+
+
+@pytest.mark.spark
+def test_gh23_run_sssp_reads_other_columns(spark, tmp_path):
+    """Issue 23 item 12: ``columns=`` picks ``src``, ``dst`` and ``weight`` by name in a
+    DataFrame and by number in a text file; the picks are part of the fingerprint."""
+    import pyarrow as pa
+
+    from spark_plugin.jobs.sssp.job import run_sssp
+
+    t = pa.table({"w": [2.0, 1.0, 5.0], "from": [1, 2, 1], "to": [2, 3, 3]})
+    res = run_sssp(spark, spark.createDataFrame(t.to_pandas()), 1, weighted=True,
+                   columns=("from", "to", "w"), partitions=2, progress=False)
+    assert res.distances.to_pydict() == {"vertex": [1, 2, 3], "distance": [0.0, 2.0, 3.0]}
+    (tmp_path / "g.txt").write_text("2.0 1 2\n1.0 2 3\n5.0 1 3\n")
+    out = tmp_path / "out"
+    run_sssp(spark, str(tmp_path / "g.txt"), 1, weighted=True, columns="2,3,1",
+             out=str(out), partitions=2, progress=False)
+    import json
+    m = json.loads((out / "_tfront_manifest.json").read_text())
+    assert m["job"]["columns"] == [2, 3, 1] and m["job"]["weighted"] is True

@@ -355,7 +355,7 @@ def _ints(text):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     sub = p.add_subparsers(dest="step", required=True)
     simulated = os.environ.get(SIM_ENV) == "1"
     for name, fn in (("launch", step_launch), ("propagate", step_propagate), ("psi", step_psi),

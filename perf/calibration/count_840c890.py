@@ -416,7 +416,7 @@ def main(argv=None):
     if "numba" in sys.modules and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
         sys.exit("run this as a script: Numba is already loaded without its CUDA simulator")
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("--out", required=True)
     p.add_argument("--cases", default="1000:1e5,1000:1e6,1000:1e7,5000:1e5,5000:1e6")
     p.add_argument("--edgewise", default="1000,5000",

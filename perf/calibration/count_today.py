@@ -158,7 +158,7 @@ def main(argv=None):
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("--out", required=True)
     p.add_argument("--sizes", default="1000,2000")
     p.add_argument("--rollback-only", action="store_true",

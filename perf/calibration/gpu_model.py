@@ -410,7 +410,8 @@ def _target_of(case):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description="Fit the device constants and print the tables.")
+    p = argparse.ArgumentParser(description="Fit the device constants and print the tables.",
+                                allow_abbrev=False)
     p.add_argument("--out", help="write the calibration and the predictions as JSON")
     args = p.parse_args(argv)
     counts = _load(COUNTS_840C890)

@@ -149,7 +149,7 @@ def spark_conf(preset: "str | Preset", **options) -> dict[str, str]:
 
 
 def build_session(preset: "str | Preset" = Preset.LOCAL, *, app_name: str = "timely-frontier",
-                  conf: Mapping[str, str] | None = None, log_level: str | None = None,
+                  conf: Mapping[str, str] | None = None, log_level: str | None = "error",
                   **options):
     """Start (or get) a ``SparkSession`` configured by ``preset``.
 
@@ -159,11 +159,13 @@ def build_session(preset: "str | Preset" = Preset.LOCAL, *, app_name: str = "tim
     app_name : str
     conf : mapping, optional
         Extra or overriding settings (e.g. ``{"spark.master": "local[2,4]"}``).
-    log_level : str, optional
-        Spark's (log4j's) root log level, e.g. ``"error"``: when this call starts the driver
-        JVM, from its first line on, and the JVM's own start-up notices are left out below
-        ``warn`` (:func:`spark_plugin.session.console.start_jvm`); otherwise through
-        ``setLogLevel``. Default: Spark's own configuration.
+    log_level : str or None, optional
+        Spark's (log4j's) root log level: when this call starts the driver JVM, from its
+        first line on, and the JVM's own start-up notices are left out below ``warn``
+        (:func:`spark_plugin.session.console.start_jvm`); otherwise through
+        ``setLogLevel``. Default ``"error"``, as ``tfront wcc`` / ``tfront sssp`` run by
+        default: no start-up notices, no ``WARN`` lines. ``None``: Spark's own
+        configuration (its start-up notices and ``WARN`` level).
     **options
         Preset arguments (see :func:`preset_settings`).
 

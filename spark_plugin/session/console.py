@@ -46,17 +46,26 @@ JVM_NOTICES = ("WARNING: Using incubator modules:",)
 _EXTRA_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 
+#: Held while a line is written: the JVM's lines (forwarded on their own thread) and the
+#: job's never share a line.
+_WRITING = threading.Lock()
+
+
 def write_line(text: str, file=None) -> None:
     """Write one line to ``file`` (default stdout) through the progress bar: a tqdm bar on
-    the terminal is cleared first and redrawn after, so the two never share a line."""
+    the terminal is cleared first and redrawn after, so the two never share a line. The line
+    and its newline are one write, under a lock, so lines written from several threads (the
+    JVM's, forwarded, and a job's round lines under ``-v``) are never glued together."""
     file = sys.stdout if file is None else file
     tqdm = sys.modules.get("tqdm")   # a bar exists only if tqdm was imported
-    if tqdm is None:
-        print(text, file=file, flush=True)
-        return
-    with tqdm.tqdm.external_write_mode(file=file):
-        file.write(text + "\n")
-        file.flush()
+    with _WRITING:
+        if tqdm is None:
+            file.write(text + "\n")
+            file.flush()
+            return
+        with tqdm.tqdm.external_write_mode(file=file):
+            file.write(text + "\n")
+            file.flush()
 
 
 def _check_level(level: str) -> str:

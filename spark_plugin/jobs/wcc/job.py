@@ -396,7 +396,11 @@ class _IpcTask:
 
     The rows never become Spark SQL rows (no ``createDataFrame``, no SQL plan, no shuffle):
     the contract stage is correct on any split of its rows, because the driver's global
-    union-find completes it."""
+    union-find completes it.
+
+    With ``part`` (the task's partition), the driver runs the task itself -- no Spark session
+    runs --: the state and new rows come as Arrow tables (or the slice), and the output as
+    tables, with no IPC."""
 
     def __init__(self, fn, schema: pa.Schema, part: int | None = None):
         self.fn, self.schema, self.part = fn, schema, part
@@ -992,33 +996,30 @@ class WccJob(EpochJob):
         fn = _Stage("contract", e, it, s, d.large, d.task_wrapper, d.requested, self.more)
         t0 = time.perf_counter()
 
-        def part(t, p):
+        def piece(t, p):   # task p's contiguous 1/P of t
             cuts = even_cuts(t.num_rows, P)
-            return to_ipc(t.slice(cuts[p], cuts[p + 1] - cuts[p]).to_batches(), t.schema)
+            return t.slice(cuts[p], cuts[p + 1] - cuts[p])
+
+        def element(p, ship):   # task p's (state, new); ship: as Arrow IPC, for Spark
+            rows = [None if state_tbl is None else piece(state_tbl, p),
+                    piece(new, p) if isinstance(new, pa.Table) else new.part(p, P)]
+            return tuple(to_ipc(t.to_batches(), t.schema) if ship and isinstance(t, pa.Table)
+                         else t for t in rows)
 
         if self.spark_started:
-            elements = [(None if state_tbl is None else part(state_tbl, p),
-                         part(new, p) if isinstance(new, pa.Table) else new.part(p, P))
-                        for p in range(P)]
-            out = self.spark.sparkContext.parallelize(elements, P).mapPartitions(
+            out = self.spark.sparkContext.parallelize(
+                [element(p, True) for p in range(P)], P).mapPartitions(
                 _IpcTask(fn, fn.schema())).collect()
-        else:   # no Spark session runs (a lazy one not started): the driver runs the tasks
-            def piece(t, p):
-                cuts = even_cuts(t.num_rows, P)
-                return t.slice(cuts[p], cuts[p + 1] - cuts[p])
-
-            def task(p):
-                return next(_IpcTask(fn, fn.schema(), part=p)(
-                    [(None if state_tbl is None else piece(state_tbl, p),
-                      piece(new, p) if isinstance(new, pa.Table) else new.part(p, P))]))
-
-            # the union-find runs without the GIL: the tasks share the driver's cores
+        else:   # no Spark session runs (a lazy one not started): the driver runs the tasks,
+            # on threads (the union-find runs without the GIL)
             with ThreadPoolExecutor(max(1, min(P, os.cpu_count() or 1)),
                                     thread_name_prefix="wcc-contract") as pool:
-                out = list(pool.map(task, range(P)))
+                out = list(pool.map(lambda p: next(_IpcTask(fn, fn.schema(), part=p)(
+                    [element(p, False)])), range(P)))
         for _, _, err in out:
             if err is not None:   # a task found bad input: the epoch stops, nothing written
                 raise EdgeInputError(*err)
+
         def table(blob):
             return blob if isinstance(blob, pa.Table) else from_ipc(blob)
 

@@ -52,7 +52,7 @@ from engine.batched.graph_arrays import GraphArrays
 
 __all__ = ["DeviceConstants", "H100_840C890", "BatchWork", "BATCH_WORK", "CostModel",
            "StrategyChoice", "BackendChoice", "estimate_summaries", "choose_strategy",
-           "choose_backend"]
+           "choose_backend", "propagation_s", "PerBatchChoice", "per_batch_choice"]
 
 
 @dataclass(frozen=True)
@@ -250,6 +250,96 @@ def choose_backend(ga: GraphArrays, rows: int, *, memory_budget: int = 256 << 20
                          f"batch, calibrated estimate", cpu_s, cuda_s)
 
 
+def propagation_s(ga: GraphArrays, *, changed: float = 1.0,
+                  model: CostModel = CostModel()) -> tuple[float, float]:
+    """``(closure_s, edgewise_s)``: the cuda backend's estimated seconds to propagate a batch
+    that changes the ``F`` of a share ``changed`` (``0 < changed <= 1``) of the locations, by
+    the closure gather on the device and by edge-wise relaxation on the host. ``changed = 1``
+    is the churn batch :func:`choose_strategy` compares.
+
+    Both scale with the batch the same way: the host relaxes the arcs out of the changed
+    locations (``changed`` of the churn batch's relaxations) and receives every location's
+    pointers and modes plus the changed locations' rows; the gather's busiest block sees the
+    candidates of the changed sources only (an incremental update; a target recomputed in
+    full sees all its sources, so this is the gather's best case) on top of its fixed two
+    launches, one scan and two syncs.
+    """
+    changed = float(changed)
+    if not 0.0 < changed <= 1.0:
+        raise ValueError(f"changed must be a share of the locations in (0, 1], got {changed!r}")
+    f = model.frontier_rows
+    arcs = int(ga.in_ptr[-1]) if len(ga.in_ptr) else 0
+    d = model.device
+    host_relax = (arcs + ga.L) * f * f * model.host_relax_s * changed
+    # edge-wise on the host: relaxations, plus the new F (pointers and modes, then the
+    # changed locations' rows) to the host: two round trips
+    edgewise_s = host_relax + d.seconds(syncs=2, primitives=2,
+                                        h2d_bytes=ga.L * (9 + changed * f * 8 * ga.width))
+    # the gather: 2 launches (coop_gather, coop_fill) with their arrays, a scan, 2 syncs,
+    # and the longest thread's candidates and vote (block per target, 32 threads)
+    closure_s = d.seconds(launches=2, array_args=2 * 11, primitives=1, syncs=2,
+                          serial_steps=model.gather_steps(estimate_summaries(ga) * changed,
+                                                          ga.L))
+    return closure_s, edgewise_s
+
+
+@dataclass(frozen=True)
+class PerBatchChoice:
+    """What choosing the strategy per batch instead of per tracker would save, by the model
+    (:func:`per_batch_choice`): the tracker's strategy (the churn batch's choice), the share
+    of changed locations where the other strategy saves most, that saving and the cost of
+    switching there (seconds per batch)."""
+
+    tracker: str
+    best_changed: float
+    saving_s: float
+    switch_s: float
+
+    @property
+    def pays(self) -> bool:
+        """Whether some batch would gain more from switching than the switch costs."""
+        return self.saving_s > self.switch_s
+
+    def __str__(self) -> str:
+        if self.saving_s <= 0.0:
+            return (f"per-batch choice: {self.tracker} is the cheaper strategy for every share "
+                    f"of changed locations (nothing to gain)")
+        return (f"per-batch choice: the other strategy saves at most "
+                f"{self.saving_s * 1e3:.3g} ms, at {self.best_changed:.3g} of the locations "
+                f"changed, against {self.switch_s * 1e3:.3g} ms to move I for the switch: "
+                f"{'pays' if self.pays else 'does not pay'}")
+
+
+def per_batch_choice(ga: GraphArrays, *, model: CostModel = CostModel(),
+                     shares: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 0.03, 0.1, 0.3, 0.5,
+                                                  0.7, 0.9, 1.0)) -> PerBatchChoice:
+    """Whether the cuda backend would gain by choosing its strategy per batch (by the share
+    of locations whose ``F`` changed, :func:`propagation_s`) rather than once per tracker
+    from the churn batch (:func:`choose_strategy`, memory budget aside).
+
+    The switch is not free: the strategies keep the implied frontiers ``I`` in different
+    places (the closure gather on the device, edge-wise on the host), so a batch that
+    switches moves ``I`` (every location's pointer and rows) across PCIe with one round
+    trip and one copy. The model answers for the calibrated constants; with 840c890's
+    launch cost, edge-wise is cheaper at every share on the benchmark graphs, so there is
+    nothing to switch to (docs/performance-model.md, "A strategy per batch").
+    """
+    if ga.L == 0:
+        return PerBatchChoice("edgewise", 1.0, 0.0, 0.0)
+    c1, e1 = propagation_s(ga, changed=1.0, model=model)
+    tracker = "closure" if c1 < e1 else "edgewise"
+    best, where = 0.0, 1.0
+    for share in shares:
+        c, e = propagation_s(ga, changed=share, model=model)
+        gain = (c - e) if tracker == "closure" else (e - c)
+        if gain > best:
+            best, where = gain, float(share)
+    d = model.device
+    switch_s = d.seconds(syncs=1, primitives=1,
+                         h2d_bytes=ga.L * (8 + model.frontier_rows * 8 * ga.width))
+    return PerBatchChoice(tracker, where, best, switch_s)
+
+
 def choose_strategy(ga: GraphArrays, *, on_device: bool, memory_budget: int = 256 << 20,
                     model: CostModel = CostModel()) -> StrategyChoice:
     """The propagation strategy of ``auto`` for a backend (``on_device``: the cuda backend).
@@ -258,7 +348,6 @@ def choose_strategy(ga: GraphArrays, *, on_device: bool, memory_budget: int = 25
     """
     f = model.frontier_rows
     arcs = int(ga.in_ptr[-1]) if len(ga.in_ptr) else 0
-    W = ga.width
     host_edgewise_s = (arcs + ga.L) * f * f * model.host_relax_s
     if not on_device:
         return StrategyChoice("edgewise", "cpu backend: edge-wise relaxation does only the "
@@ -266,16 +355,8 @@ def choose_strategy(ga: GraphArrays, *, on_device: bool, memory_budget: int = 25
                               "candidates done one by one (measured 5x-1000x slower)",
                               None, host_edgewise_s)
     from engine.batched.psi import estimate_bytes
-    d = model.device
-    # edge-wise on the host: relaxations, plus the new F (pointers and modes, then rows) to
-    # the host: two round trips
-    edgewise_s = host_edgewise_s + d.seconds(syncs=2, primitives=2,
-                                             h2d_bytes=ga.L * (9 + f * 8 * W))
+    closure_s, edgewise_s = propagation_s(ga, changed=1.0, model=model)
     S = estimate_summaries(ga)
-    # the gather: 2 launches (coop_gather, coop_fill) with their arrays, a scan, 2 syncs,
-    # and the longest thread's candidates and vote (block per target, 32 threads)
-    closure_s = d.seconds(launches=2, array_args=2 * 11, primitives=1, syncs=2,
-                          serial_steps=model.gather_steps(S, ga.L))
     psi_bytes = estimate_bytes(ga, memory_budget=memory_budget)
     est = f"closure ~{closure_s * 1e3:.3g} ms (Psi ~{S:,} summaries), edge-wise on the host " \
           f"~{edgewise_s * 1e3:.3g} ms per churn batch (calibrated)"

@@ -409,6 +409,24 @@ def _target_of(case):
     return None
 
 
+def per_batch_rows(sizes=(100, 1000), shares=(1e-3, 1e-2, 0.1, 0.5, 1.0)):
+    """The strategy-per-batch question (issue 24, item 4) on the benchmark graphs, with the
+    calibrated constants: each strategy's propagation by share of changed locations
+    (``engine.batched.cost.propagation_s``) and ``per_batch_choice``'s verdict."""
+    from engine.batched.cost import per_batch_choice, propagation_s
+    from engine.batched.graph_arrays import GraphArrays
+    from perf.workloads import build_graph, generate_graph
+    out = []
+    for n in sizes:
+        ga = GraphArrays.from_graph(build_graph(generate_graph(n, 1)))
+        by_share = [(s, *(1e3 * x for x in propagation_s(ga, changed=s))) for s in shares]
+        choice = per_batch_choice(ga)
+        out.append({"n": n, "L": ga.L, "by_share": by_share, "tracker": choice.tracker,
+                    "saving_ms": 1e3 * choice.saving_s, "switch_ms": 1e3 * choice.switch_s,
+                    "pays": choice.pays, "verdict": str(choice)})
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="Fit the device constants and print the tables.",
                                 allow_abbrev=False)
@@ -428,6 +446,12 @@ def main(argv=None):
     if trows:
         print()
         print(prediction_table(trows, c))
+    per_batch = per_batch_rows()
+    print()
+    print("strategy per batch (calibrated): closure / edge-wise ms by share of changed F")
+    for r in per_batch:
+        print(f"  N={r['n']} (L={r['L']}): " + ", ".join(
+            f"{s:g}: {cl:.3g} / {ew:.3g}" for s, cl, ew in r["by_share"]) + f"; {r['verdict']}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"constants": c, "rows": [{"case": r.case, "measured_ms": r.measured_ms,
@@ -436,7 +460,8 @@ def main(argv=None):
                                                 for r in rows],
                        "predictions": [{"case": r.case, "predicted_ms": predict_ms(r, c),
                                         "dominant": dominant(r, c), "target_ms": _target_of(r.case)}
-                                       for r in trows]}, f, indent=1)
+                                       for r in trows],
+                       "per_batch": per_batch}, f, indent=1)
     return 0
 
 

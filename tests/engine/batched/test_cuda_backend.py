@@ -106,6 +106,41 @@ def test_cost_model_choices():
     assert roomy.strategy == ("closure" if roomy.closure_s < roomy.edgewise_s else "edgewise")
 
 
+def test_per_batch_strategy_choice_by_the_model():
+    """Issue 24, item 4: the model prices a batch by the share of locations whose F changed;
+    the churn batch (share 1) is what choose_strategy compares. With the calibrated H100
+    constants edge-wise is cheaper at every share, so choosing per batch has nothing to gain;
+    the same question answers "pays" on a device where the closure gather wins the churn batch
+    and the host is slow, so the answer comes from the model, not from a constant."""
+    from dataclasses import replace
+
+    from engine.batched.cost import (H100_840C890, CostModel, choose_strategy,
+                                     per_batch_choice, propagation_s)
+    from engine.batched.graph_arrays import GraphArrays
+    ga = GraphArrays.from_graph(example_graph())
+    churn = choose_strategy(ga, on_device=True)
+    assert propagation_s(ga) == (churn.closure_s, churn.edgewise_s)
+    shares = (1e-3, 0.1, 0.5, 1.0)
+    costs = [propagation_s(ga, changed=s) for s in shares]
+    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(costs, costs[1:]))
+    for bad in (0, -0.5, 1.5):
+        with pytest.raises(ValueError, match="changed must be a share"):
+            propagation_s(ga, changed=bad)
+    calibrated = per_batch_choice(ga)
+    assert calibrated.tracker == "edgewise" and calibrated.saving_s == 0.0
+    assert not calibrated.pays and "nothing to gain" in str(calibrated)
+    # a slow host and a gather with no serial cost: closure wins the churn batch, and
+    # edge-wise the small ones (the gather's two launches stay)
+    fast_gpu = CostModel(device=replace(H100_840C890, serial_step_s=1e-9), host_relax_s=1e-5)
+    c1, e1 = propagation_s(ga, model=fast_gpu)
+    c0, e0 = propagation_s(ga, changed=1e-4, model=fast_gpu)
+    assert c1 < e1 and e0 < c0
+    other = per_batch_choice(ga, model=fast_gpu)
+    assert other.tracker == "closure" and other.best_changed == 1e-4
+    assert other.saving_s == pytest.approx(c0 - e0)
+    assert other.pays == (other.saving_s > other.switch_s)
+
+
 def test_make_tracker_reports_its_backend_choice(monkeypatch):
     monkeypatch.delenv("TFRONT_BACKEND", raising=False)
     tr = engine.make_tracker(example_graph(), batch_hint=10)

@@ -404,9 +404,15 @@ def estimate_bytes(graph: Graph | GraphArrays, *, layout: PsiLayout | str = "aut
     and the arcs that close cycles (back arcs of the DFS order) are not charged
     (``gpu_kernels.closure.merge_excess``): a loop head with its feedback adds nothing, a
     diamond adds one. So ``S`` is estimated as ``sum over sources of reach x (1 + excess)``
-    and ``A`` as the largest ``1 + excess``. With unit steps (``d`` delay/step diamonds in
-    series give ``d + 1`` summaries) this bounds the truth; weighted merges (steps of
-    different sizes) can exceed it, so it is an estimate, not a guarantee. Entries are
+    and ``A`` as the largest ``1 + excess``. With unit steps in one coordinate (``d``
+    delay/step diamonds in series give ``d + 1`` summaries) this bounds the truth; weighted
+    merges (steps of different sizes), and diamonds in series that step different
+    coordinates (an epoch, a loop counter and a reset: their minimal sums can outnumber
+    ``1 + excess``), can exceed it, so it is an estimate, not a guarantee. Over random
+    timely-style graphs (``tests/strategies.py``, 4,000 drawn) the ragged estimate never fell
+    short, and the dense one, which rests on the single largest antichain, fell short by up
+    to 28 % (an antichain of 7 estimated as 5). Only the *strategy* rests on the estimate:
+    :func:`compute_psi` lays ``Psi`` out from its exact counts. Entries are
     bounded by the sum of all arc entries (plus ``K`` for ``keep``), which fixes the
     itemsize. The layout rule is :func:`compute_psi`'s.
 

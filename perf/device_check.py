@@ -243,6 +243,7 @@ def target_rows(folder):
             return None
         with open(p) as f:
             return json.load(f)
+    calls = load("launch.json")
     rows = []
     prop = load("propagate.json")
     measured = {}
@@ -255,40 +256,40 @@ def target_rows(folder):
     for n, b, strat in named:
         key = f"churn N={n} B={b:.0e} {strat}"
         m = measured.get((n, b, strat))
-        rows.append(_row(key, m and m["median_ms"], preds.get(key), c, gm))
+        rows.append(_row(key, m and m["median_ms"], preds.get(key), c, gm, calls=calls))
     for (n, b, strat), m in sorted(measured.items()):
         if strat == "auto":  # what auto took, beside the prediction of what it took
             key = f"churn N={n} B={b:.0e} {m['strategy']}"
             r = preds.get(key)
             rows.append(_row(f"churn N={n} B={b:.0e} auto (took {m['strategy']})",
-                             m["median_ms"], r, c, gm, target_key=key))
+                             m["median_ms"], r, c, gm, target_key=key, calls=calls))
         elif (n, b, strat) not in named:  # sizes the model has no counts for (simulator)
             rows.append(_row(f"churn N={n} B={b:.0e} {strat} (measured only)",
-                             m["median_ms"], None, c, gm))
+                             m["median_ms"], None, c, gm, calls=calls))
     psi = load("psi.json")
     for n in (1000, 2000):
         key = f"Psi device build N={n} (dense)"
         meas = None
         if psi:
             meas = next((s["device_build_ms"] for s in psi["sizes"] if s["n"] == n), None)
-        rows.append(_row(key, meas, preds.get(key), c, gm))
+        rows.append(_row(key, meas, preds.get(key), c, gm, calls=calls))
     if psi:
         for s in psi["sizes"]:
             if s["n"] not in (1000, 2000):
                 rows.append(_row(f"Psi device build N={s['n']} (measured only)",
-                                 s["device_build_ms"], None, c, gm))
+                                 s["device_build_ms"], None, c, gm, calls=calls))
     uf = load("uf.json")
     key = "WCC uf_stars_xp n=2e6 m=8e6 (same code as 840c890)"
     meas = None
     if uf:
         meas = next((x["median_ms"] for x in uf["cases"]
                      if (x["n"], x["m"]) == (2_000_000, 8_000_000)), None)
-    rows.append(_row(key, meas, preds.get(key), c, gm))
+    rows.append(_row(key, meas, preds.get(key), c, gm, calls=calls))
     if uf:
         for x in uf["cases"]:
             if (x["n"], x["m"]) != (2_000_000, 8_000_000):
                 rows.append(_row(f"WCC uf_stars_xp n={x['n']:.0e} m={x['m']:.0e} (measured only)",
-                                 x["median_ms"], None, c, gm))
+                                 x["median_ms"], None, c, gm, calls=calls))
     rb = load("rollback.json")
     for x in (rb or {}).get("cases", []):
         if x["backend"] == "cuda":
@@ -298,13 +299,15 @@ def target_rows(folder):
                          "ratio": x["median_ms"] / pred if pred else None, "target_ms": None,
                          "dominant": "RollbackCostModel (launches, syncs, mask bytes)",
                          "meets_target": None})
-    return rows, load("launch.json")
+    return rows, calls
 
 
-def _row(key, meas, r, c, gm, target_key=None):
+def _row(key, meas, r, c, gm, target_key=None, calls=None):
     pred = gm.predict_ms(r, c) if r is not None else None
     target = gm._target_of(target_key or key)
+    with_calls = gm.predict_with_calls_ms(r, c, calls) if r is not None and calls else None
     return {"case": key, "measured_ms": meas, "predicted_ms": pred,
+            "predicted_with_measured_calls_ms": with_calls,
             "ratio": (meas / pred) if meas is not None and pred else None,
             "target_ms": target, "dominant": gm.dominant(r, c) if r else None,
             "meets_target": (meas <= target) if meas is not None and target else None}
@@ -321,10 +324,13 @@ def step_table(args):
                 steps.append({"step": name, "rc": int(rc), "seconds": int(secs)})
     fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
     print(f"{'case':52s} {'measured ms':>11s} {'predicted':>10s} {'meas/pred':>9s} "
-          f"{'target':>7s}  dominant term (model)")
+          f"{'w/ calls':>9s} {'target':>7s}  dominant term (model)")
     for r in rows:
         print(f"{r['case']:52s} {fmt(r['measured_ms']):>11s} {fmt(r['predicted_ms']):>10s} "
-              f"{fmt(r['ratio']):>9s} {fmt(r['target_ms']):>7s}  {r['dominant']}")
+              f"{fmt(r['ratio']):>9s} {fmt(r.get('predicted_with_measured_calls_ms')):>9s} "
+              f"{fmt(r['target_ms']):>7s}  {r['dominant']}")
+    print("w/ calls: the prediction with the launch step's measured per-call terms (launch, "
+          "array argument, primitive, allocation, sync) in place of the calibrated ones")
     if launch:
         print("launch terms measured: " + ", ".join(
             f"{k} {launch[k] * 1e6:.1f} us" for k in ("launch_s", "array_arg_s", "primitive_s",

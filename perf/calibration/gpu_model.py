@@ -338,7 +338,8 @@ def today_rows(counts, today):
         for n, b in cases:
             st = _churn_stats(counts, n, b)
             f = {"launch_s": sc["launches"], "array_arg_s": sc["array_args"],
-                 "primitive_s": sc["ops"] + sc["allocs"], "sync_s": sc["syncs"],
+                 "primitive_s": sc["ops"] + sc["allocs"], "allocs": sc["allocs"],
+                 "sync_s": sc["syncs"],
                  "h2d_byte_s": 28 * b,
                  "device_byte_s": 300 * b + 155 * st["consolidated"] + 192 * st["table"]}
             if strat == "closure":
@@ -358,7 +359,8 @@ def today_rows(counts, today):
         W = 3
         workspace = L * (L * (16 * W + 13) + 8 * W * (L / 4 + 2))
         f = {"launch_s": pb["launches"], "array_arg_s": pb["array_args"],
-             "primitive_s": pb["ops"] + pb["allocs"], "sync_s": pb["syncs"],
+             "primitive_s": pb["ops"] + pb["allocs"], "allocs": pb["allocs"],
+             "sync_s": pb["syncs"],
              "serial_step_s": sw["build_serial_max"],
              "device_byte_s": 60 * sw["summaries"] + workspace / 5}
         rows.append(Row(f"Psi device build N={n} (dense)", math.nan, f, fitted=False))
@@ -379,6 +381,30 @@ def today_rows(counts, today):
 
 def predict_ms(row, c):
     return row.predict_ms(c) + row.features.get("host_ms", 0.0)
+
+
+#: The per-call terms a device check's ``launch`` step measures (``perf/device_check.py``),
+#: which 840c890's data lumps: a launch and its array arguments, a CuPy primitive, an
+#: allocation (counted with the primitives in the fit: ``features["allocs"]`` of them), and a
+#: host round trip beyond its primitive.
+CALL_TERMS = ("launch_s", "array_arg_s", "primitive_s", "alloc_s", "sync_s")
+
+
+def predict_with_calls_ms(row, c, calls):
+    """``row``'s prediction with the per-call terms replaced by ``calls`` (a device check's
+    ``launch.json``: ``launch_s``, ``array_arg_s``, ``primitive_s``, ``alloc_s``,
+    ``sync_s``, seconds), every other term calibrated. The allocations the fit counted as
+    primitives are priced at ``alloc_s``. This is what the next loan's measured split says
+    about a case: which of launches, arguments, calls or allocations it is bound by."""
+    f = row.features
+    allocs = f.get("allocs", 0.0)
+    per_call = {"launch_s": f.get("launch_s", 0.0), "array_arg_s": f.get("array_arg_s", 0.0),
+                "primitive_s": f.get("primitive_s", 0.0) - allocs, "alloc_s": allocs,
+                "sync_s": f.get("sync_s", 0.0)}
+    fallback = dict(c, alloc_s=calls.get("primitive_s", c["primitive_s"]))  # not measured:
+    s = sum(n * float(calls.get(t, fallback[t])) for t, n in per_call.items())  # calibrated
+    s += sum(f.get(t, 0.0) * c[t] for t in TERMS if t not in CALL_TERMS)
+    return 1e3 * s + f.get("host_ms", 0.0)
 
 
 def dominant(row, c):

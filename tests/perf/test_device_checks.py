@@ -56,6 +56,29 @@ def test_device_checks_run_every_step_and_write_the_target_table(tmp_path):
     assert "measured ms" in r.stdout and "predicted" in r.stdout
     launch = json.loads((tmp_path / "launch.json").read_text())
     assert {"launch_s", "array_arg_s", "primitive_s", "alloc_s", "sync_s"} <= set(launch)
+    # beside each prediction, the same with the launch step's measured per-call terms
+    assert cases["churn N=1000 B=1e+05 edgewise"]["predicted_with_measured_calls_ms"] > 0
+    assert "w/ calls" in r.stdout
+
+
+def test_prediction_with_measured_calls_prices_each_call_term():
+    """The table's "w/ calls" column: with the calibrated constants as the measured calls it
+    is the calibrated prediction; an allocation measured free takes exactly the batch's
+    counted allocations (which the fit priced as primitives) out of it; each term moves the
+    prediction by its count."""
+    from perf.calibration import gpu_model as gm
+    counts, today = gm._load(gm.COUNTS_840C890), gm._load(gm.COUNTS_TODAY)
+    c = gm.fit(gm.calibration_rows(counts))
+    rows = {r.case: r for r in gm.today_rows(counts, today)}
+    row = rows["churn N=1000 B=1e+05 edgewise"]
+    same = {t: c[t] for t in ("launch_s", "array_arg_s", "primitive_s", "sync_s")}
+    assert gm.predict_with_calls_ms(row, c, same) == pytest.approx(gm.predict_ms(row, c))
+    allocs = row.features["allocs"]
+    assert allocs > 0
+    free = gm.predict_with_calls_ms(row, c, dict(same, alloc_s=0.0))
+    assert free == pytest.approx(gm.predict_ms(row, c) - 1e3 * allocs * c["primitive_s"])
+    slow = gm.predict_with_calls_ms(row, c, dict(same, launch_s=c["launch_s"] + 1e-3))
+    assert slow - gm.predict_ms(row, c) == pytest.approx(row.features["launch_s"])
 
 
 def test_a_step_past_its_limit_is_cut_and_the_script_goes_on(tmp_path):

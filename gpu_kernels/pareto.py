@@ -240,7 +240,7 @@ def segment_withdrawn(x, a, b, y, c, d, m, W, gone):
     """:func:`segment_mode` of ``x[a:b]`` (old) and ``y[c:d]`` (new), also marking which old
     rows were *withdrawn*: ``gone[i] <- 1`` for every ``i`` in ``[a, b)`` that no new row is
     ``<=`` (only when the mode is 2), 0 otherwise. The closure gather's vote reads the marks
-    (:func:`gpu_kernels.propagate.witness_hit`), so the coverage test runs once per location,
+    (:func:`gpu_kernels.propagate.witness_row`), so the coverage test runs once per location,
     here, not once per ``Psi`` entry. O(|x| |y| W) when the mode is 2 (every old row is
     tested), as :func:`segment_mode` at worst otherwise."""
     md = segment_mode(x, a, b, y, c, d, m, W)

@@ -30,9 +30,10 @@ passes where loops re-queue their heads. Memory O(total frontier size).
 
 CUDA kernels (foot of the file): the closure strategy as one device step,
 :func:`closure_step_cuda` (a block per target over a target-major ``Psi``, incremental unless
-a changed source withdrew a witness of its old frontier, the frontier changes folded in), and :func:`frontier_changes_cuda`,
-with the twins' contracts and scalar cores (``apply_into``, ``antichain_insert``,
-``walk_changes``, ``count_changes``, ``gather_target``). Edge-wise
+an old frontier row lost its every producer, :func:`closure_vote`; the frontier changes folded
+in), and :func:`frontier_changes_cuda`, with the twins' contracts and scalar cores
+(``apply_into``, ``antichain_insert``, ``walk_changes``, ``count_changes``, ``gather_target``,
+``witness_row``, ``cover_hits``). Edge-wise
 propagation has no device form: on the GPU backend it runs here, on the host, from the few
 ``F`` rows that changed (a device version was a host loop of thousands of tiny rounds, as
 measured on an H100).
@@ -51,8 +52,8 @@ from .pareto import antichain_insert, copy_rows, sort_rows_inplace, sort_rows_wi
 from .summary_rows import apply_into, ts_cmp, ts_le
 
 __all__ = ["edgewise", "gather_closure", "frontier_changes", "walk_changes", "relax_into",
-           "target_major", "count_changes", "gather_target", "witness_hit",
-           "closure_vote",
+           "target_major", "count_changes", "gather_target", "witness_row", "witness_hit",
+           "cover_hits", "uncovered", "closure_vote", "HIT_ROWS",
            "closure_step_cuda", "frontier_changes_cuda", "coop_threads", "coop_shape"]
 
 
@@ -420,71 +421,185 @@ def gather_target(l2, m, W, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, slot, C, cand):
     return n
 
 
+#: Distinct rows of a target's old frontier whose witness a changed source withdrew that the
+#: closure gather's vote looks for another producer of (``coop_gather``'s shared table): a
+#: target with more such rows is recomputed in full.
+HIT_ROWS = 8
+
+
+@njit(cache=True, nogil=True, inline="always")
+def witness_row(summ, g, m, W, G_ts, I_ts, ia, ib, cand):
+    """The row of a target's old frontier ``I_ts[ia:ib]`` (sorted) that equals the candidate
+    ``summ(G_ts[g])`` of the old ``F`` row ``g``, or -1: one summary application and a binary
+    search. ``cand`` (``W`` entries) is work space. Scalar core of :func:`witness_hit` and
+    of the vote's first pass (:func:`closure_vote`, ``coop_gather``)."""
+    apply_into(summ, G_ts[g], cand, m, W - m)
+    lo = ia
+    hi = ib
+    while lo < hi:  # I rows are sorted lexicographically: binary search for cand
+        mid = (lo + hi) // 2
+        c = ts_cmp(I_ts[mid], cand, W)
+        if c == 0:
+            return mid
+        if c < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return -1
+
+
 @njit(cache=True, nogil=True, inline="always")
 def witness_hit(summ, l1, m, W, G_ptr, G_ts, gone, I_ts, ia, ib, cand):
-    """Whether the entry ``(l1, summ)`` of a target may have been the *only witness* of one of
-    the target's old frontier rows ``I_ts[ia:ib]`` (sorted) that the batch took away: some
-    row ``t`` of ``l1``'s old ``F`` (``G_ts[G_ptr[l1]:G_ptr[l1 + 1]]``) is *withdrawn*
-    (``gone[t] == 1``: no row of its new ``F`` is ``<=`` it, marked once per location by
-    :func:`gpu_kernels.pareto.segment_withdrawn`) and ``summ(t)`` equals an old frontier
-    row. ``cand`` (``W`` entries) is work space.
+    """Whether the entry ``(l1, summ)`` of a target withdrew a *witness* of one of the
+    target's old frontier rows ``I_ts[ia:ib]`` (sorted): some row ``t`` of ``l1``'s old
+    ``F`` (``G_ts[G_ptr[l1]:G_ptr[l1 + 1]]``) is *withdrawn* (``gone[t] == 1``: no row of
+    its new ``F`` is ``<=`` it, marked once per location by
+    :func:`gpu_kernels.pareto.segment_withdrawn`) and ``summ(t)`` equals an old frontier row
+    (:func:`witness_row`). ``cand`` (``W`` entries) is work space.
 
-    Why this suffices (the incremental rule of the closure gather): a target's old frontier
-    ``I`` is the minimal set of its old candidates. If no withdrawn row's candidate equals a
-    row of ``I``, every row ``x`` of ``I`` came from a row ``t`` still in the new ``F`` (so
-    ``x`` is still a candidate) or from a retracted row covered by a new row ``t' <= t`` (so
-    the new candidate ``summ(t') <= x``, summaries being monotone). Then the new candidates
-    and ``I`` plus the candidates of the changed sources' new ``F`` generate the same
-    up-set, so ``frontier(I  +  changed sources' candidates)`` is the new frontier. Only a
-    hit needs the full recomputation. A source that only *grew*
-    (:func:`~gpu_kernels.pareto.segment_mode` 1) withdraws nothing, so it never hits.
-    Scalar core of ``coop_gather``'s vote; O(|G(l1)| + withdrawn x W log |I|) per entry
-    (one mark read per old row; per withdrawn row, one summary application and one binary
-    search).
+    A row hit this way is only a *suspect*: the vote (:func:`closure_vote`) then looks for
+    another producer of it (:func:`cover_hits`); the rule it implements, and why it is exact,
+    are in :func:`closure_vote`. O(|G(l1)| + withdrawn x W log |I|) per entry (one mark read
+    per old row; per withdrawn row, one summary application and one binary search).
     """
-    K = W - m
     for g in range(G_ptr[l1], G_ptr[l1 + 1]):
-        if gone[g] == 0:
-            continue
-        apply_into(summ, G_ts[g], cand, m, K)
-        lo = ia
-        hi = ib
-        while lo < hi:  # I rows are sorted lexicographically: binary search for cand
-            mid = (lo + hi) // 2
-            c = ts_cmp(I_ts[mid], cand, W)
-            if c == 0:
-                return True
-            if c < 0:
-                lo = mid + 1
-            else:
-                hi = mid
+        if gone[g] != 0 and witness_row(summ, g, m, W, G_ts, I_ts, ia, ib, cand) >= 0:
+            return True
     return False
 
 
+@njit(cache=True, nogil=True, inline="always")
+def cover_hits(summ, l1, m, W, F_ptr, F_ts, I_ts, hits, nh, covered, cand):
+    """Mark the hit rows that the entry ``(l1, summ)`` still produces: ``covered[k] <- 1``
+    for every ``k < nh`` with ``summ(t') <= I_ts[hits[k]]`` for a row ``t'`` of ``l1``'s
+    *new* ``F`` (``F_ts[F_ptr[l1]:F_ptr[l1 + 1]]``). Rows already marked are skipped, and
+    the entry stops once all are; marks are only ever set to 1, so threads sharing
+    ``covered`` race benignly. ``cand`` (``W`` entries) is work space. Scalar core of the
+    vote's second pass (:func:`closure_vote`, ``coop_gather``): O(|F(l1)| x (W + nh W))."""
+    K = W - m
+    for f in range(F_ptr[l1], F_ptr[l1 + 1]):
+        apply_into(summ, F_ts[f], cand, m, K)
+        left = 0
+        for k in range(nh):
+            if covered[k] == 0:
+                if ts_le(cand, I_ts[hits[k]], m, W):
+                    covered[k] = 1
+                else:
+                    left += 1
+        if left == 0:
+            return
+
+
+@njit(cache=True, nogil=True, inline="always")
+def uncovered(covered, nh):
+    """How many of the ``nh`` hit rows no candidate covers yet (:func:`cover_hits`)."""
+    n = 0
+    for k in range(nh):
+        if covered[k] == 0:
+            n += 1
+    return n
+
+
 @njit(cache=True, nogil=True)
-def closure_vote(m, tm_ptr, tm_src, tm_sum, mode, gone, G_ptr, G_ts, I_ptr, I_ts):
+def closure_vote(m, tm_ptr, tm_src, tm_sum, mode, gone, G_ptr, G_ts, F_ptr, F_ts, I_ptr, I_ts,
+                 hit_rows):
     """``uint8[L]``: what the device gather does with each target -- 0 nothing (no source's
     ``F`` changed), 1 an incremental update (its old frontier and the candidates of its
-    changed sources' new ``F``), 2 a full recomputation (a changed source withdrew a witness
-    of its old frontier, :func:`witness_hit`). CPU twin of ``coop_gather``'s vote, over
-    target-major ``Psi`` (:func:`target_major`); ``G`` is ``F`` before the batch; ``mode``
-    and ``gone`` (the withdrawn marks of ``G``'s rows) as
-    :func:`gpu_kernels.pareto.seed_withdrawn` gives them."""
+    changed sources' new ``F``), 2 a full recomputation (an *orphan*, below). CPU twin of
+    ``coop_gather``'s vote, over target-major ``Psi`` (:func:`target_major`); ``G`` is
+    ``F`` before the batch, ``F`` after it; ``mode`` and ``gone`` (the withdrawn marks of
+    ``G``'s rows) as :func:`gpu_kernels.pareto.seed_withdrawn` gives them; ``hit_rows``
+    the size of the vote's table (:data:`HIT_ROWS` on the device; 0 gives the rule before
+    the only-producer refinement: every hit is an orphan).
+
+    The rule, per target with a changed source:
+
+    1. *hits*: the rows ``x`` of the old frontier ``I`` that equal the candidate ``s(t)``
+       of a withdrawn row ``t`` of a changed source's old ``F`` (:func:`witness_row`); more
+       than ``hit_rows`` distinct hits: full;
+    2. *cover*: a hit ``x`` is covered if some entry ``(l1', s')`` has a row ``t'`` of its
+       new ``F`` with ``s'(t') <= x`` (:func:`cover_hits`): (a) for an unchanged source this
+       means ``s'(t') == x`` (``x`` is minimal among the old candidates, which include the
+       unchanged source's), (b) for a changed one the incremental update adds ``s'(t')``;
+    3. full iff some hit is covered by no entry (an *orphan*), else incremental.
+
+    Exactness. Let ``C`` and ``C'`` be the target's candidates before and after the batch,
+    ``I = min C`` and the true new frontier ``min C'``; the incremental update computes
+    ``min(I + D)``, ``D`` the changed sources' new candidates. ``C'`` is the unchanged
+    sources' candidates (in ``C``, so above ``I``) plus ``D``, so the up-set of ``C'`` always
+    lies in that of ``I + D``, and the two are equal (then so are their antichains of
+    minimal elements) iff every ``x`` in ``I`` is above some new candidate. A row ``x`` that
+    is no hit was produced by an unchanged source (still a candidate) or by a row ``t`` of a
+    changed source that a new row ``t' <= t`` covers (``t`` itself if kept), and then
+    ``s(t') <= s(t) = x``, summaries being monotone; a hit is above a new candidate exactly
+    when it is covered. So without an orphan the incremental update is exact, and with one
+    it is wrong (the orphan stays in ``min(I + D)``: nothing in the antichain ``I`` nor in
+    ``D`` is below it, yet it is no new candidate): within ``hit_rows`` the vote recomputes
+    exactly the targets that need it. A source that only grew (mode 1) withdraws nothing.
+
+    Cost: the first pass reads one mark per old ``F`` row of each retreated source's entry,
+    and per withdrawn row applies the summary and searches ``I``; the second pass runs only
+    on targets with hits, applies each entry's summary to its source's new ``F`` rows,
+    compares each candidate with the uncovered hits, and stops once all are covered.
+    """
     L = tm_ptr.shape[0] - 1
     W = G_ts.shape[1]
     out = np.zeros(L, dtype=np.uint8)
     cand = np.empty(W, dtype=np.int64)
+    cap = 0
     for l2 in range(L):
+        cap = max(cap, I_ptr[l2 + 1] - I_ptr[l2])
+    cap = max(1, min(cap, hit_rows))
+    hits = np.empty(cap, dtype=np.int64)
+    covered = np.zeros(cap, dtype=np.uint8)
+    for l2 in range(L):
+        ia = I_ptr[l2]
+        ib = I_ptr[l2 + 1]
+        nh = 0
+        over = False
+        # 1. the hits: distinct old frontier rows whose witness was withdrawn
         for e in range(tm_ptr[l2], tm_ptr[l2 + 1]):
             l1 = tm_src[e]
             if mode[l1] == 0:
                 continue
-            if out[l2] == 0:
-                out[l2] = 1
-            if mode[l1] == 2 and witness_hit(tm_sum[e], l1, m, W, G_ptr, G_ts, gone, I_ts,
-                                             I_ptr[l2], I_ptr[l2 + 1], cand):
-                out[l2] = 2
+            out[l2] = 1
+            if mode[l1] != 2:
+                continue
+            for g in range(G_ptr[l1], G_ptr[l1 + 1]):
+                if gone[g] == 0:
+                    continue
+                r = witness_row(tm_sum[e], g, m, W, G_ts, I_ts, ia, ib, cand)
+                if r < 0:
+                    continue
+                seen = False
+                for k in range(nh):
+                    if hits[k] == r:
+                        seen = True
+                        break
+                if seen:
+                    continue
+                if nh == hit_rows:
+                    over = True
+                    break
+                hits[nh] = r
+                nh += 1
+            if over:
                 break
+        if over:
+            out[l2] = 2
+            continue
+        if nh == 0:
+            continue
+        # 2. the cover: another producer of each hit, among all entries' new candidates
+        for k in range(nh):
+            covered[k] = 0
+        for e in range(tm_ptr[l2], tm_ptr[l2 + 1]):
+            if uncovered(covered, nh) == 0:
+                break
+            cover_hits(tm_sum[e], tm_src[e], m, W, F_ptr, F_ts, I_ts, hits, nh, covered, cand)
+        # 3. an orphan: full
+        if uncovered(covered, nh) > 0:
+            out[l2] = 2
     return out
 
 
@@ -500,9 +615,15 @@ def closure_vote(m, tm_ptr, tm_src, tm_sum, mode, gone, G_ptr, G_ts, I_ptr, I_ts
 # * ``coop_gather`` (block of ``T`` threads per target, ``Psi`` target-major so the block
 #   reads its entries contiguously): the threads stride over the target's entries and vote
 #   (``syncthreads_or``) whether a source changed -- no: the block is done, its frontier is
-#   the old one; whether a changed source withdrew a *witness* of the old frontier
-#   (``witness_hit``) -- no: the update is incremental, the threads start from the old
-#   frontier and apply only the changed sources' new ``F``; yes: full recomputation. Each
+#   the old one -- and collect the old frontier rows whose witness a changed source
+#   withdrew (``witness_row``; *hits*, deduplicated by compare-and-swap into a shared table
+#   of ``H`` rows, more: full). Only if there are hits, a second pass over the entries marks
+#   each hit still produced by some entry's new candidate (``cover_hits``: an unchanged
+#   source producing it, or a changed source's new candidate below it; 1s written to shared
+#   flags, benign races; a thread stops once all are marked), then one ``syncthreads``. An
+#   unmarked hit (an *orphan*) means full recomputation; otherwise the update is
+#   incremental: the threads start from the old frontier and apply only the changed
+#   sources' new ``F`` (the rule and its exactness: ``closure_vote``, the CPU twin). Each
 #   thread keeps its own antichain of at most ``C`` rows in registers/local memory (the
 #   CPU's ``antichain_insert``); the block merges them in shared memory: a row survives
 #   unless another row is strictly below it (or equal, earlier), and its rank among the
@@ -616,10 +737,11 @@ def _kernels():
 
 
 @functools.cache
-def _coop_kernel(W: int, C: int, T: int):
-    """``coop_gather`` for rows of ``W`` entries, ``C`` rows per thread and ``T`` threads per
-    block: the sizes of its local and shared arrays are compile-time constants, so there is
-    one compiled kernel per ``(W, C, T)`` (a graph has one ``W``)."""
+def _coop_kernel(W: int, C: int, T: int, H: int = HIT_ROWS):
+    """``coop_gather`` for rows of ``W`` entries, ``C`` rows per thread, ``T`` threads per
+    block and a table of ``H`` hit rows: the sizes of its local and shared arrays are
+    compile-time constants, so there is one compiled kernel per ``(W, C, T, H)`` (a graph
+    has one ``W``)."""
     global cuda
     cuda = _cuda.cuda()
     apply = _cuda.device(apply_into)
@@ -627,9 +749,12 @@ def _coop_kernel(W: int, C: int, T: int):
     le = _cuda.device(ts_le)
     cmp = _cuda.device(ts_cmp)
     n_changes = _cuda.device(count_changes)
-    witness = _cuda.device(witness_hit)
+    witness = _cuda.device(witness_row)
+    cover = _cuda.device(cover_hits)
+    n_uncovered = _cuda.device(uncovered)
     R = T * C
     C1 = C + 1
+    H1 = max(H, 1)
 
     @cuda.jit
     def coop_gather(m, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, G_ptr, G_ts, gone, mode, I_ptr,
@@ -655,21 +780,41 @@ def _coop_kernel(W: int, C: int, T: int):
         sh_n = cuda.shared.array(T, np.int64)
         sh_keep = cuda.shared.array(R, np.uint8)
         sh_tot = cuda.shared.array(2, np.int64)
+        sh_hit = cuda.shared.array(H1, np.int64)
+        sh_cov = cuda.shared.array(H1, np.uint8)
         a = tm_ptr[l2]
         b = tm_ptr[l2 + 1]
         old_a = I_ptr[l2]
         old_b = I_ptr[l2 + 1]
-        # 1. vote: did a source of l2 change; did one withdraw a witness of the old frontier?
+        for k in range(t, H1, T):
+            sh_hit[k] = -1
+            sh_cov[k] = 0
+        cuda.syncthreads()
+        # 1. vote: did a source of l2 change; which old frontier rows lost a witness (hits,
+        # deduplicated into the table by compare-and-swap: the filled slots are a prefix)?
         changed = 0
-        hit = 0
+        over = 0
         for e in range(a + t, b, T):
             l1 = tm_src[e]
             md = mode[l1]
             if md != 0:
                 changed = 1
-            if md == 2 and hit == 0:
-                if witness(tm_sum[e], l1, m, W, G_ptr, G_ts, gone, I_ts, old_a, old_b, cand):
-                    hit = 1
+            if md == 2 and over == 0:
+                for g in range(G_ptr[l1], G_ptr[l1 + 1]):
+                    if gone[g] == 0:
+                        continue
+                    r = witness(tm_sum[e], g, m, W, G_ts, I_ts, old_a, old_b, cand)
+                    if r < 0:
+                        continue
+                    placed = 0
+                    for k in range(H):
+                        prev = cuda.atomic.cas(sh_hit, k, -1, r)
+                        if prev == -1 or prev == r:
+                            placed = 1
+                            break
+                    if placed == 0:  # more than H distinct hits
+                        over = 1
+                        break
         if cuda.syncthreads_or(changed) == 0:
             if t == 0:
                 sizes[0, l2 + 1] = old_b - old_a
@@ -677,7 +822,19 @@ def _coop_kernel(W: int, C: int, T: int):
                 touched[l2] = 0
                 cuda.atomic.add(stats, 1, old_b - old_a)
             return
-        full = cuda.syncthreads_or(hit)
+        full = cuda.syncthreads_or(over)
+        nh = 0
+        while nh < H and sh_hit[nh] != -1:
+            nh += 1
+        if full == 0 and nh > 0:
+            # the second pass: is each hit still produced, by any entry's new candidates?
+            for e in range(a + t, b, T):
+                if n_uncovered(sh_cov, nh) == 0:
+                    break
+                cover(tm_sum[e], tm_src[e], m, W, F_ptr, F_ts, I_ts, sh_hit, nh, sh_cov, cand)
+            cuda.syncthreads()
+            if n_uncovered(sh_cov, nh) > 0:  # an orphan: recompute in full
+                full = 1
         if t == 0:
             sh_tot[0] = 0
             sh_tot[1] = 0
@@ -767,7 +924,7 @@ def coop_threads() -> int:
 
 def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts, *, old_ptr,
                       old_ts, gone, pending=None, settle=None, rows=COOP_ROWS, threads=None,
-                      capacity=8, tpb=None):
+                      capacity=8, hit_rows=HIT_ROWS, tpb=None):
     """The closure strategy's whole step on the device: the new implied frontiers of every
     target a changed ``F`` reaches, and their changes.
 
@@ -784,13 +941,16 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
     I_ptr, I_ts : the implied frontiers before the batch
     old_ptr, old_ts, gone : ``F`` before the batch and its rows' withdrawn marks
         (keyword-only; :func:`gpu_kernels.pareto.frontier_update_cuda` makes the marks with
-        the modes): a target whose changed sources withdrew no witness of its old frontier
-        (:func:`witness_hit`) is updated incrementally, from its old frontier and the
-        changed sources' candidates
+        the modes): a target none of whose old frontier rows lost every producer (an
+        *orphan*, :func:`closure_vote`) is updated incrementally, from its old frontier and
+        the changed sources' candidates
     rows, threads : each thread's antichain rows and threads per target block, at most
         (defaults :data:`COOP_ROWS`, :func:`coop_threads`; :func:`coop_shape` lowers them for
         wide rows)
     capacity : first slot size of the overflow path (rows per target, grown x4)
+    hit_rows : distinct suspect rows (old frontier rows that lost a witness) per target whose
+        other producers the vote looks for (default :data:`HIT_ROWS`); a target with more is
+        recomputed in full, and 0 recomputes every target with a suspect (the rule before)
     pending, settle : device ``int64`` words of earlier stages to read with the first
         transfer (no sync of their own), and the host function that judges them (it may
         raise, before anything else is done)
@@ -813,7 +973,10 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
     incrementally are added to ``gpu_kernels._cuda.COUNTS`` (``targets_full``,
     ``targets_incremental``). Work per target: its ``E`` entries
     read once by ``T`` threads (``E / T`` each, plus ``|F(l1)|`` candidates per entry of a
-    changed source), ``O(C x T C x W)`` merge comparisons per thread; bytes: ``E (4 +
+    changed source), read again, only where a changed source withdrew a witness of the old
+    frontier, by the vote's second pass (one summary application per entry and new ``F``
+    row, compared with at most ``hit_rows`` rows, until all are covered; one more
+    ``syncthreads``), ``O(C x T C x W)`` merge comparisons per thread; bytes: ``E (4 +
     itemsize x SW)`` of ``Psi``, the ``F`` rows of its sources (shared by all targets, L2
     resident), the slot and the output ``8 W`` per row.
     """
@@ -831,9 +994,9 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
     if L == 0 and P:  # no block to copy the pending words
         stats[STATS:] = pending
         _cuda.op()
-    _cuda.launch_blocks(_coop_kernel(W, C, T), L, T, int(m), tm_ptr, tm_src, tm_sum, F_ptr, F_ts,
-                        old_ptr, old_ts, gone, mode, I_ptr, I_ts, slots, sizes, touched,
-                        stats, pending if P else stats[:0])
+    _cuda.launch_blocks(_coop_kernel(W, C, T, int(hit_rows)), L, T, int(m), tm_ptr, tm_src,
+                        tm_sum, F_ptr, F_ts, old_ptr, old_ts, gone, mode, I_ptr, I_ts, slots,
+                        sizes, touched, stats, pending if P else stats[:0])
     got = _cuda.read(stats)
     if P:
         settle(got[STATS:])

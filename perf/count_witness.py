@@ -1,17 +1,22 @@
-"""How many targets the closure gather recomputes in full, by the witness rule and by the rule
-before it: a count, not a timing (issue 10, item 1).
+"""How many targets the closure gather recomputes in full, by the witness rule with its
+only-producer refinement and by the rules before it: a count, not a timing (issue 10, item 1;
+issue 24, item 4).
 
 What it counts
 --------------
 For each chain size ``N`` (``--sizes``) the synthetic workload of :mod:`perf.workloads`
 (``--batch`` rows per batch, ``--seed``) is replayed on the cpu backend; for every churn batch
 the device gather's vote is computed by its CPU twin,
-:func:`gpu_kernels.propagate.closure_vote` (the same scalar core, ``witness_hit``, as the
-kernel): the targets some changed ``F`` reaches (``reached``), those recomputed from all
-their sources because a changed source withdrew a witness of their old frontier
-(``full``), and those the rule before it recomputed in full -- every target with a
-*retreated* source (``full_before``). The rest are updated incrementally (old frontier plus
-the changed sources' candidates). ``Psi`` is built once per size (``compute_psi``), which
+:func:`gpu_kernels.propagate.closure_vote` (the same scalar cores, ``witness_row`` and
+``cover_hits``, as the kernel): the targets some changed ``F`` reaches (``reached``), those
+recomputed from all their sources because a row of their old frontier lost every producer
+(``full``: the vote of the device, with its table of ``HIT_ROWS`` suspect rows;
+``full_exact``: without the table's cap), those the witness rule without the only-producer
+refinement recomputed in full -- every target where a changed source withdrew a witness of
+its old frontier (``full_witness``, the vote with a table of 0 rows) -- and those the rule
+before both recomputed in full, every target with a *retreated* source (``full_before``).
+The rest are updated incrementally (old frontier plus the changed sources' candidates).
+``Psi`` is built once per size (``compute_psi``), which
 bounds the sizes to a few thousand locations.
 
 How to run (from the repository root)
@@ -23,7 +28,8 @@ How to run (from the repository root)
 
 The JSON (``--out``) holds ``commit``, ``dirty``, ``machine``, ``parameters`` and ``cases``
 (per size and batch size: ``locations``, ``churn_batches``, ``reached``, ``full``,
-``full_before``, ``incremental``); the table is printed too.
+``full_exact``, ``full_witness``, ``full_before``, ``incremental``); the table is printed
+too.
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ def count_case(n: int, batch: int, seed: int) -> dict:
     tr = BatchedTracker(graph, strategy="edgewise")
     L, m = tr.ga.L, tr.ga.m
     out = {"n": n, "batch": batch, "locations": L, "churn_batches": 0, "reached": 0, "full": 0,
-           "full_before": 0}
+           "full_exact": 0, "full_witness": 0, "full_before": 0}
     for b in generate_batches(spec, batch, seed):
         G_ptr, G_ts, I_ptr, I_ts = tr._F_ptr, tr._F_ts, tr._I_ptr, tr._I_ts
         tr.update_arrays(*batch_columns(graph, b))
@@ -69,24 +75,30 @@ def count_case(n: int, batch: int, seed: int) -> dict:
                           if not np.array_equal(G_ts[G_ptr[l]:G_ptr[l + 1]],
                                                 F_ts[F_ptr[l]:F_ptr[l + 1]])], np.int64)
         mode, gone = pareto.seed_withdrawn(L, seeds, G_ptr, G_ts, F_ptr, F_ts, m)
-        vote = propagate.closure_vote(m, tm_ptr, tm_src, tm_sum, mode, gone, G_ptr, G_ts,
-                                      I_ptr, I_ts)
+        votes = {key: propagate.closure_vote(m, tm_ptr, tm_src, tm_sum, mode, gone, G_ptr,
+                                             G_ts, F_ptr, F_ts, I_ptr, I_ts, rows)
+                 for key, rows in (("full", propagate.HIT_ROWS), ("full_exact", L + 1),
+                                   ("full_witness", 0))}
+        vote = votes["full"]
         # per target: its Psi entries whose source retreated (the rule before: any -> full)
         cs = np.concatenate([[0], np.cumsum(mode[tm_src] == 2)])
         per_target = cs[tm_ptr[1:]] - cs[tm_ptr[:-1]]
         out["churn_batches"] += 1
         out["reached"] += int((vote > 0).sum())
-        out["full"] += int((vote == 2).sum())
+        for key, v in votes.items():
+            out[key] += int((v == 2).sum())
         out["full_before"] += int((per_target > 0).sum())
     out["incremental"] = out["reached"] - out["full"]
     return out
 
 
 def format_table(results: dict) -> str:
-    lines = [f"{'N':>6} {'B':>8} {'L':>6} {'reached':>8} {'full':>7} {'before':>7} {'incr.':>7}"]
+    lines = [f"{'N':>6} {'B':>8} {'L':>6} {'reached':>8} {'full':>7} {'exact':>7} "
+             f"{'witness':>8} {'before':>7} {'incr.':>7}"]
     for c in results["cases"]:
         lines.append(f"{c['n']:>6} {c['batch']:>8} {c['locations']:>6} {c['reached']:>8} "
-                     f"{c['full']:>7} {c['full_before']:>7} {c['incremental']:>7}")
+                     f"{c['full']:>7} {c['full_exact']:>7} {c['full_witness']:>8} "
+                     f"{c['full_before']:>7} {c['incremental']:>7}")
     return "\n".join(lines)
 
 

@@ -306,9 +306,41 @@ def check_frontier_changes(graph, batches, dev, host, *, tpb=None):
             _same(a, b, host)
 
 
+def check_vote_counts(graph, batches, dev, host, *, hit_rows=propagate.HIT_ROWS, threads=None):
+    """``coop_gather``'s vote (issue 24, item 4): on every step, the targets it recomputed in
+    full and those it updated incrementally (``_cuda.COUNTS``) are those of its CPU twin
+    ``closure_vote`` with the same table of ``hit_rows``, and the new ``I`` is exact. Rows
+    enough that no target overflows (an overflow is counted in full whatever the vote).
+    Returns the twin's votes of every step."""
+    ga, steps = _steps(graph, batches)
+    psi = compute_psi(graph, layout="ragged")
+    sums = psi.sums.reshape(-1, psi.sums.shape[-1])
+    tm = propagate.target_major(ga.L, 0, np.zeros((1, 1), np.uint8), psi.t_ptr, psi.t_src,
+                                psi.t_pair, psi.sum_ptr, sums)
+    d_tm = tuple(dev(a) for a in tm)
+    votes = []
+    for before, after, seeds in steps:
+        mode, gone = pareto.seed_withdrawn(ga.L, seeds, before[0], before[1], after[0],
+                                           after[1], ga.m)
+        vote = propagate.closure_vote(ga.m, *tm, mode, gone, before[0], before[1], after[0],
+                                      after[1], before[2], before[3], hit_rows)
+        votes.append(vote)
+        snap = _cuda.COUNTS.snapshot()
+        new_ptr, new_ts, _ = propagate.closure_step_cuda(
+            ga.m, *d_tm, dev(mode), dev(after[0]), dev(after[1]), dev(before[2]),
+            dev(before[3]), old_ptr=dev(before[0]), old_ts=dev(before[1]), gone=dev(gone),
+            rows=propagate.COOP_ROWS, threads=threads, hit_rows=hit_rows)
+        assert _cuda.COUNTS.gather_since(snap) == {
+            "targets_full": int((vote == 2).sum()), "targets_incremental": int((vote == 1).sum())}
+        _same(after[2], new_ptr, host)
+        _same(after[3], new_ts, host)
+    return votes
+
+
 def check_closure_step(graph, batches, dev, host, *, rows=2, threads=None, tpb=None):
     """``closure_step_cuda`` (block per target over target-major ``Psi``; incremental unless
-    a changed source withdrew a witness of the old frontier; ``rows`` small enough to send big frontiers down the overflow path)
+    an old frontier row lost every producer; ``rows`` small enough to send big frontiers down
+    the overflow path)
     gives every step's new ``I`` and exactly the changes of ``frontier_changes`` over all
     locations, for both layouts of ``Psi``; ``target_major`` lists every ``Psi`` entry by
     target. Also the CPU twin of the seed modes (non-zero exactly where ``F`` changed)."""

@@ -11,8 +11,14 @@ A batch's propagation can run two ways with identical results (docs/batched-engi
   its vote (per entry of a retreated source: a withdrawn mark read per old ``F`` row and,
   per withdrawn row, one summary application and a binary search in the target's old
   frontier -- on a churn batch every source may have retreated; counted as
-  :attr:`CostModel.device_vote_share` of a candidate per ``F`` row). The coverage test behind the marks runs once per location in
-  the frontier update, which both strategies share, so it does not enter the comparison;
+  :attr:`CostModel.device_vote_share` of a candidate per ``F`` row), and the vote's second
+  pass on the targets where a withdrawn row was a witness of a frontier row (one summary
+  application per entry and row of the source's new ``F``, compared with at most
+  ``HIT_ROWS`` suspect rows, stopping once every suspect is still produced: counted as
+  :attr:`CostModel.device_cover_share` of a candidate per ``F`` row, on every target and
+  without the early stop -- the churn worst case). The coverage test behind the marks runs
+  once per location in the frontier update, which both strategies share, so it does not
+  enter the comparison;
 * **edge-wise**, always on the host (:func:`gpu_kernels.propagate.edgewise`): a worklist over
   the location graph that only relaxes where frontiers change -- sequential, but its work is
   the arcs into recomputed locations times the frontier sizes on both ends, which on the
@@ -147,6 +153,14 @@ class CostModel:
     device_vote_share : float
         The closure gather's vote, per ``Psi`` entry and row of the source's old ``F``, as a
         share of one candidate (worst case on a churn batch: every row withdrawn).
+    device_cover_share : float
+        The vote's second pass (the only-producer test,
+        :func:`gpu_kernels.propagate.cover_hits`), per ``Psi`` entry and row of the source's
+        new ``F``, as a share of one candidate: a summary application and at most
+        ``HIT_ROWS`` comparisons, no insertion (worst case on a churn batch: every target
+        has a suspect row and no entry stops early). It is work added, not traded: on a
+        churn batch every source changed, so the incremental update it enables has as many
+        candidates as the full one.
     frontier_rows : float
         Rows of a typical frontier ``F``/``I`` (3 on the synthetic churn batches).
     gather_skew : float
@@ -167,6 +181,7 @@ class CostModel:
     device: DeviceConstants = H100_840C890
     host_relax_s: float = 2.9e-8
     device_vote_share: float = 0.5
+    device_cover_share: float = 0.5
     frontier_rows: float = 3.0
     gather_skew: float = 2.6
     gather_threads: int = 32
@@ -189,7 +204,8 @@ class CostModel:
     def gather_steps(self, summaries: float, L: int) -> float:
         """Serial steps of the closure gather's longest thread on a churn batch."""
         per_target = summaries / max(L, 1) * self.frontier_rows * self.gather_skew
-        return per_target / self.gather_threads * (1 + self.device_vote_share) \
+        return per_target / self.gather_threads \
+            * (1 + self.device_vote_share + self.device_cover_share) \
             + self.gather_merge_steps
 
 

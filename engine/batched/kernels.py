@@ -207,8 +207,9 @@ class KernelSet(abc.ABC):
         :meth:`frontier_update`) reaches, and their changes as host arrays sorted by
         ``(loc, ts)``. ``old_F``: ``(F_ptr, F_ts, gone)`` from before the batch (``gone``: the
         withdrawn marks :meth:`frontier_update` made), which lets a backend update a target
-        incrementally where no withdrawn row of ``F`` was a witness of its old frontier
-        (:func:`gpu_kernels.propagate.witness_hit`)."""
+        incrementally where no row of its old frontier lost every producer (a withdrawn
+        witness and no other entry's new candidate below it:
+        :func:`gpu_kernels.propagate.closure_vote`)."""
 
     @abc.abstractmethod
     def frontier_changes(self, locs, old_ptr, old_ts, new_ptr, new_ts, W):

@@ -193,3 +193,22 @@ def test_non_witness_retraction_is_not_recomputed_in_full():
         got.append((t["targets_full"], t["targets_incremental"]))
     # all three grew from nothing; a's retraction: a in full, b incremental; c's: b, c in full
     assert got == [(0, 3), (1, 1), (2, 0)]
+
+
+@pytest.mark.parametrize("case", ["unchanged_producer", "changed_producer"])
+def test_gh24_withdrawn_witness_with_another_producer_is_incremental(case):
+    """Issue 24, item 4, on the simulated backend: (0,0) or (1,1) leaves ``c``, a witness of
+    I(b), but ``a`` still produces it (unchanged) or, changed, a row below it: b updates
+    incrementally, only ``c`` is recomputed in full; the frontiers equal the reference's."""
+    import witness_cases as wc
+    graph, a, c, b = wc.fan_in_graph()
+    eng = cc.make_tracker(graph, KERNELS, "closure")
+    ref = ImpliedFrontierTracker(graph)
+    got = []
+    for loc, ts, diff in getattr(wc, f"{case}_batches")(a, c):
+        assert eng.update(loc, ts, diff) == ref.update(loc, ts, diff)
+        assert eng.frontiers() == ref.frontiers()
+        t = eng.last_timing
+        got.append((t["targets_full"], t["targets_incremental"]))
+    # the rule before: (2, 0) and (2, 1) -- b in full too
+    assert got == [(0, 3), (1, 1) if case == "unchanged_producer" else (1, 2)]

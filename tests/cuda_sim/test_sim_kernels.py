@@ -105,6 +105,32 @@ def test_closure_step_one_row_per_thread(data):
     cc.check_closure_step(graph, batches, same, np.asarray, rows=1, threads=3)
 
 
+@pytest.mark.parametrize("hit_rows", [0, 1, 8])
+@pytest.mark.parametrize("case", ["fan_in", "unchanged_producer", "changed_producer",
+                                  "two_hits"])
+def test_gh24_vote_counts_equal_the_twin(case, hit_rows):
+    """Issue 24, item 4: coop_gather's targets in full and incremental equal closure_vote's
+    on the witness cases, with the vote's table of 0 (the rule before), 1 and 8 hit rows, and
+    the refinement shows: b, whose withdrawn witness another entry still produces, is
+    incremental once the table holds its hits."""
+    import witness_cases as wc
+    graph, a, c, b = wc.fan_in_graph()
+    votes = cc.check_vote_counts(graph, getattr(wc, f"{case}_batches")(a, c), same, np.asarray,
+                                 hit_rows=hit_rows, threads=2)
+    if case in ("unchanged_producer", "changed_producer"):
+        assert votes[-1][b] == (2 if hit_rows == 0 else 1)
+    elif case == "two_hits":
+        assert votes[-1][b] == (1 if hit_rows >= 2 else 2)
+
+
+@examples(10)
+@given(data=st.data(), hit_rows=st.sampled_from([1, 8]))
+def test_gh24_vote_counts_on_random_graphs(data, hit_rows):
+    graph = data.draw(graphs)
+    batches = data.draw(batch_sequences(graph, max_batches=3))
+    cc.check_vote_counts(graph, batches, same, np.asarray, hit_rows=hit_rows, threads=3)
+
+
 psi_graphs = st.one_of(random_graphs(max_ops=3, max_depth=2, max_antichain=2),
                        structured_graphs(max_ops=6, m=1), structured_graphs(max_ops=6, m=2))
 

@@ -92,7 +92,7 @@ from .summary_rows import compose_into, smallest_dtype, summary_equal, summary_l
 
 __all__ = ["OK", "ANTICHAIN_OVERFLOW", "WORK_SPACE_OVERFLOW", "AntichainOverflow",
            "WorkSpaceOverflow", "translation_mask", "settle_source", "source_counts",
-           "source_fill", "source_fill_dense", "closure_counts", "closure_fill",
+           "source_fill", "source_fill_dense", "pair_fill", "pair_fill_dense", "closure_counts", "closure_fill",
            "closure_fill_dense", "closure_rows", "transpose_pairs", "reach_counts",
            "merge_excess", "SOURCE_THREADS_PER_BLOCK", "ClosureSettle", "closure_settle_cuda",
            "closure_fill_cuda", "closure_fill_dense_cuda", "target_major_cuda"]
@@ -349,39 +349,62 @@ def source_counts(m, K, anchor, delta, row_len, colmax, tmp, max_antichain):
 
 
 @njit(cache=True, inline="always")
+def pair_fill(m, K, l, anchor, delta, row_off, row_len, pool, P, S, pair_dst, sum_ptr, sums):
+    """Write the pair of one settled source's row into target ``l`` in the ragged layout, as
+    pair ``P`` with its summaries from ``S`` on: ``pair_dst[P] = l``, ``sum_ptr[P] = S`` and
+    ``sums[S : S + c]``. Returns ``c``, or -1 (and writes nothing) when ``l`` is not
+    reached. Scalar core of :func:`source_fill` (its loop) and of the CUDA kernel
+    ``closure_fill_rows`` (one thread per pair); pairs write disjoint slices."""
+    a = anchor[l]
+    if a < 0:
+        return -1
+    pair_dst[P] = l
+    sum_ptr[P] = S
+    off = row_off[a]
+    d = delta[l]
+    cnt = row_len[a]
+    for i in range(cnt):
+        compose_into(pool[off + i], d, sums[S + i], m, K)
+    return cnt
+
+
+@njit(cache=True, inline="always")
 def source_fill(m, K, anchor, delta, row_off, row_len, pool, P, S, pair_dst, sum_ptr, sums):
     """Write one settled source's row in the ragged layout, its first pair at ``P`` and its
     first summary at ``S``: ``pair_dst``/``sum_ptr`` from ``P`` on, ``sums`` from ``S`` on.
-    Scalar core of :func:`closure_fill` and of the CUDA kernel ``closure_fill_rows``."""
+    Scalar core of :func:`closure_fill`: :func:`pair_fill` for every target in turn."""
     for l in range(anchor.shape[0]):
-        a = anchor[l]
-        if a < 0:
-            continue
-        pair_dst[P] = l
-        sum_ptr[P] = S
-        P += 1
-        off = row_off[a]
-        d = delta[l]
-        for i in range(row_len[a]):
-            compose_into(pool[off + i], d, sums[S], m, K)
-            S += 1
+        cnt = pair_fill(m, K, l, anchor, delta, row_off, row_len, pool, P, S, pair_dst,
+                        sum_ptr, sums)
+        if cnt >= 0:
+            P += 1
+            S += cnt
+
+
+@njit(cache=True, inline="always")
+def pair_fill_dense(m, K, l, anchor, delta, row_off, row_len, pool, dense, count):
+    """Write the pair of one settled source's row into target ``l`` in the dense layout:
+    ``dense[l, :c]`` (``[L, A, W]``, zero beforehand) and ``count[l] = c``; nothing when
+    ``l`` is not reached. Scalar core of :func:`source_fill_dense` (its loop) and of the
+    CUDA kernel ``closure_fill_dense_rows`` (one thread per pair)."""
+    a = anchor[l]
+    if a < 0:
+        return
+    off = row_off[a]
+    d = delta[l]
+    cnt = row_len[a]
+    for i in range(cnt):
+        compose_into(pool[off + i], d, dense[l, i], m, K)
+    count[l] = cnt
 
 
 @njit(cache=True, inline="always")
 def source_fill_dense(m, K, anchor, delta, row_off, row_len, pool, dense, count):
     """Write one settled source's row in the dense layout: ``dense[l, :c]`` (``[L, A, W]``,
-    zero beforehand) and ``count[l] = c``. Scalar core of :func:`closure_fill_dense` and of
-    the CUDA kernel ``closure_fill_dense_rows``."""
+    zero beforehand) and ``count[l] = c``. Scalar core of :func:`closure_fill_dense`:
+    :func:`pair_fill_dense` for every target."""
     for l in range(anchor.shape[0]):
-        a = anchor[l]
-        if a < 0:
-            continue
-        off = row_off[a]
-        d = delta[l]
-        cnt = row_len[a]
-        for i in range(cnt):
-            compose_into(pool[off + i], d, dense[l, i], m, K)
-        count[l] = cnt
+        pair_fill_dense(m, K, l, anchor, delta, row_off, row_len, pool, dense, count)
 
 
 @njit(cache=True, inline="always")
@@ -754,8 +777,8 @@ def _kernels():
     cuda = _cuda.cuda()
     settle = _cuda.device(settle_source)
     counts = _cuda.device(source_counts)
-    fill = _cuda.device(source_fill)
-    fill_dense = _cuda.device(source_fill_dense)
+    fill = _cuda.device(pair_fill)
+    fill_dense = _cuda.device(pair_fill_dense)
 
     @cuda.jit
     def closure_settle(srcs, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
@@ -795,23 +818,37 @@ def _kernels():
 
     @cuda.jit
     def closure_fill_rows(srcs, settled, m, K, anchor, delta, row_off, row_len, pool, pair_ptr,
-                          row_ptr, pair_dst, sum_ptr, sums):
-        """Thread per source settled in this work space: its ragged rows."""
-        i = cuda.grid(1)
-        if i < srcs.shape[0] and settled[i] == 1:
-            s = srcs[i]
-            fill(m, K, anchor[:, i], delta[:, :, i], row_off[:, i], row_len[:, i],
-                 pool[:, :, i], pair_ptr[s], row_ptr[s], pair_dst, sum_ptr, sums)
+                          row_ptr, pair_inc, sum_inc, pair_dst, sum_ptr, sums):
+        """Thread per (work-space slot ``i``, target ``l``), ``l`` fastest: the pair
+        ``(srcs[i], l)`` if ``srcs[i]`` settled in this work space and reaches ``l``, at the
+        pair and summary offsets ``pair_inc``/``sum_inc`` (inclusive scans over the targets of
+        slot ``i``, ``[n, L]``) give inside the source's row."""
+        L = anchor.shape[0]
+        k = cuda.grid(1)
+        if k < srcs.shape[0] * L:
+            i = k // L
+            l = k - i * L
+            a = anchor[l, i]
+            if settled[i] == 1 and a >= 0:
+                s = srcs[i]
+                fill(m, K, l, anchor[:, i], delta[:, :, i], row_off[:, i], row_len[:, i],
+                     pool[:, :, i], pair_ptr[s] + pair_inc[i, l] - 1,
+                     row_ptr[s] + sum_inc[i, l] - row_len[a, i], pair_dst, sum_ptr, sums)
 
     @cuda.jit
     def closure_fill_dense_rows(srcs, settled, m, K, anchor, delta, row_off, row_len, pool,
                                 dense, count):
-        """Thread per source settled in this work space: its dense row."""
-        i = cuda.grid(1)
-        if i < srcs.shape[0] and settled[i] == 1:
-            s = srcs[i]
-            fill_dense(m, K, anchor[:, i], delta[:, :, i], row_off[:, i], row_len[:, i],
-                       pool[:, :, i], dense[s], count[s])
+        """Thread per (work-space slot ``i``, target ``l``), ``l`` fastest: the pair
+        ``(srcs[i], l)`` of a source settled in this work space."""
+        L = anchor.shape[0]
+        k = cuda.grid(1)
+        if k < srcs.shape[0] * L:
+            i = k // L
+            l = k - i * L
+            if settled[i] == 1:
+                s = srcs[i]
+                fill_dense(m, K, l, anchor[:, i], delta[:, :, i], row_off[:, i],
+                           row_len[:, i], pool[:, :, i], dense[s], count[s])
 
     return types.SimpleNamespace(closure_settle=closure_settle,
                                  closure_fill_rows=closure_fill_rows,
@@ -1017,15 +1054,16 @@ def closure_fill_cuda(settle, dtype, *, tpb=None):
     xp = _cuda.namespace(settle.pair_ptr)
     L, P, S, W = settle.L, settle.num_pairs, settle.num_summaries, 1 + settle.m + settle.K
     k = _kernels()
-    tpb = _source_tpb(tpb)
     pair_dst = _cuda.alloc(xp, P, xp.int32)
     sum_ptr = _cuda.alloc(xp, P + 1, xp.int64)
     sums = _cuda.alloc(xp, (S, W), np.dtype(dtype))
     _cuda.op(sum_ptr.fill(S))
     for srcs, settled, anchor, delta, row_off, row_len, pool in settle.spaces:
-        _cuda.launch(k.closure_fill_rows, srcs.shape[0], srcs, settled, settle.m, settle.K,
-                     anchor, delta, row_off, row_len, pool, settle.pair_ptr, settle.row_ptr,
-                     pair_dst, sum_ptr, sums, tpb=tpb)
+        n = int(srcs.shape[0])
+        pair_inc, sum_inc = _pair_offsets(xp, anchor, row_len)
+        _cuda.launch(k.closure_fill_rows, n * L, srcs, settled, settle.m, settle.K, anchor,
+                     delta, row_off, row_len, pool, settle.pair_ptr, settle.row_ptr, pair_inc,
+                     sum_inc, pair_dst, sum_ptr, sums, tpb=tpb)
     t_ptr = _cuda.alloc(xp, L + 1, xp.int64, 0)
     _cuda.op(xp.cumsum(xp.bincount(pair_dst, minlength=L), out=t_ptr[1:]), 2)
     src = _cuda.op(xp.searchsorted(settle.pair_ptr[1:], xp.arange(P), side="right"), 2)
@@ -1060,13 +1098,30 @@ def closure_fill_dense_cuda(settle, dtype, count_dtype, *, tpb=None):
     xp = _cuda.namespace(settle.pair_ptr)
     L, A, W = settle.L, settle.largest, 1 + settle.m + settle.K
     k = _kernels()
-    tpb = _source_tpb(tpb)
     dense = _cuda.alloc(xp, (L, L, A, W), np.dtype(dtype), 0)
     count = _cuda.alloc(xp, (L, L), np.dtype(count_dtype), 0)
     for srcs, settled, anchor, delta, row_off, row_len, pool in settle.spaces:
-        _cuda.launch(k.closure_fill_dense_rows, srcs.shape[0], srcs, settled, settle.m,
-                     settle.K, anchor, delta, row_off, row_len, pool, dense, count, tpb=tpb)
+        _cuda.launch(k.closure_fill_dense_rows, int(srcs.shape[0]) * L, srcs, settled,
+                     settle.m, settle.K, anchor, delta, row_off, row_len, pool, dense, count,
+                     tpb=tpb)
     return dense, count
+
+
+def _pair_offsets(xp, anchor, row_len):
+    """Where each pair of a work space goes inside its source's row: ``pair_inc, sum_inc
+    int64[n, L]``, for slot ``i`` the reached targets ``<= l`` and their summaries (inclusive
+    scans along the targets; thread ``(i, l)`` subtracts its own). Six operations over the
+    ``[L, n]`` work space (a comparison, the gather of the anchors' row lengths with its
+    clamp and mask, two scans) and two allocations, laid out ``[n, L]`` so that the fill's
+    threads, ``l`` fastest, read them coalesced."""
+    L, n = anchor.shape
+    reached = _cuda.op(anchor.T >= 0)
+    size = _cuda.op(xp.take_along_axis(row_len, xp.maximum(anchor, 0), axis=0).T * reached, 3)
+    pair_inc = _cuda.alloc(xp, (n, L), xp.int64)
+    sum_inc = _cuda.alloc(xp, (n, L), xp.int64)
+    _cuda.op(xp.cumsum(reached, axis=1, dtype=xp.int64, out=pair_inc))
+    _cuda.op(xp.cumsum(size, axis=1, dtype=xp.int64, out=sum_inc))
+    return pair_inc, sum_inc
 
 
 def target_major_cuda(L, dense_A, count, t_ptr, t_src, t_pair, sum_ptr, sums, *,

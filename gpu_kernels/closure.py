@@ -25,10 +25,11 @@ The fixed point is the reference worklist's (``engine.core.closure``): rows only
 upward closure, and the iteration stops exactly when no candidate adds a non-dominated
 summary. Composition, order and equality are the scalar core of ``summary_rows``.
 
-Both the CPU and the CUDA kernels run one scalar core per source: :func:`settle_source` (the
-fixed point, in a work space of fixed capacity), then :func:`source_counts` (its size) or
-:func:`source_fill`/:func:`source_fill_dense` (its rows, written ``anchor rows ; delta``
-straight into the final arrays). The output is produced in two passes, the usual GPU pattern:
+Both the CPU and the CUDA kernels run one scalar core: per source :func:`settle_source` (the
+fixed point, in a work space of fixed capacity), then :func:`source_counts` (its size); per
+pair :func:`pair_fill`/:func:`pair_fill_dense` (one antichain, written ``anchor rows ;
+delta`` straight into the final arrays), which :func:`source_fill`/:func:`source_fill_dense`
+run for every target of a source. The output is produced in two passes, the usual GPU pattern:
 :func:`closure_counts` settles each source and reports its pairs, summaries, largest entry and
 largest antichain (so the host can size the output exactly, choose the narrowest dtype and the
 layout), then :func:`closure_fill` (ragged CSR) or :func:`closure_fill_dense` settles it again
@@ -45,17 +46,20 @@ Outputs (CSR over the sources ``lo..hi-1``)
 Cost
     Per source: O(L) for the sweep, O(W) per visit of a translation location, O(candidates x
     antichain x W) per visit of any other location; the fill pass adds O(W) per summary
-    written. Work space O(L * W + rows materialised for one source); no allocation per
-    location (the CPU kernels double a source's pool and settle it again when it overflows).
+    written (per pair: O(antichain x W)). Work space O(L * W + rows materialised for one
+    source); no allocation per location (the CPU kernels double a source's pool and settle it
+    again when it overflows).
     On the synthetic workload graphs (chains, loops, diamonds) a source visits each location
     it reaches about once, plus loop heads twice, and materialises at most about ``L / 7``
     rows.
 Launch shape
     CPU: one source per task, sources independent, each pass settling it. CUDA
     (:func:`closure_settle_cuda`, then :func:`closure_fill_cuda` or
-    :func:`closure_fill_dense_cuda`, foot of the file): one thread per source runs the same
-    core; the settled work spaces stay on the device between the count and the fill, so each
-    source settles once; one launch of each kernel and one sync in all unless a source
+    :func:`closure_fill_dense_cuda`, foot of the file): the count pass runs one thread per
+    source (the semi-naive sweep is sequential), the fill pass one thread per (source,
+    target) pair, ``L^2`` threads, the target fastest within a warp, each writing one
+    antichain; the settled work spaces stay on the device between the count and the fill, so
+    each source settles once; one launch of each kernel and one sync in all unless a source
     overflows its work space. See the notes there.
 
 Errors are status codes, never exceptions inside Numba: :data:`OK` or
@@ -92,8 +96,9 @@ from .summary_rows import compose_into, smallest_dtype, summary_equal, summary_l
 
 __all__ = ["OK", "ANTICHAIN_OVERFLOW", "WORK_SPACE_OVERFLOW", "AntichainOverflow",
            "WorkSpaceOverflow", "translation_mask", "settle_source", "source_counts",
-           "source_fill", "source_fill_dense", "pair_fill", "pair_fill_dense", "closure_counts", "closure_fill",
-           "closure_fill_dense", "closure_rows", "transpose_pairs", "reach_counts",
+           "source_fill", "source_fill_dense", "pair_fill", "pair_fill_dense",
+           "closure_counts", "closure_fill", "closure_fill_dense", "closure_rows",
+           "transpose_pairs", "reach_counts",
            "merge_excess", "SOURCE_THREADS_PER_BLOCK", "ClosureSettle", "closure_settle_cuda",
            "closure_fill_cuda", "closure_fill_dense_cuda", "target_major_cuda"]
 
@@ -737,8 +742,9 @@ def _is_zero(row, W):
 #
 # ``Psi`` on the device: one thread per source runs the twin's scalar core, ``settle_source``
 # then ``source_counts`` (kernel ``closure_settle``) and, once the host has sized the output,
-# ``source_fill``/``source_fill_dense`` (kernels ``closure_fill_rows``/
-# ``closure_fill_dense_rows``), from the same Python source as the CPU kernels above. Every
+# one thread per (source, target) pair runs ``pair_fill``/``pair_fill_dense`` (kernels
+# ``closure_fill_rows``/``closure_fill_dense_rows``: the body of the CPU's ``source_fill``
+# loops), from the same Python source as the CPU kernels above. Every
 # source walks the locations in the one schedule all sources share (``order``: the reverse
 # postorder, pending locations smallest rank first, a back edge restarting the sweep at the
 # rank it woke), so the number of launches does not depend on the longest path; thread ``i``
@@ -1041,15 +1047,25 @@ def closure_fill_cuda(settle, dtype, *, tpb=None):
 
     Notes
     -----
-    Launch shape: one thread per source and work space (``closure_fill_rows``: one launch per
-    attempt of the settle, one without overflows), writing its rows at its offsets; the
-    grouping by target is CuPy's: a count (``bincount``) and its scan for ``t_ptr``, the
-    source of each pair (``searchsorted`` in ``pair_ptr``), a sort of the unique keys
-    ``target L + source`` for ``t_pair`` and a gather for ``t_src``: about 10 operations.
-    No sync; allocations: the four arrays of the rows, and the transpose's.
+    Launch shape: one thread per (work-space slot ``i``, target ``l``), ``n L`` threads for
+    the ``n`` slots of an attempt in blocks of ``_cuda.THREADS_PER_BLOCK``
+    (``closure_fill_rows``: one launch per attempt of the settle, one without overflows),
+    thread ``k`` taking ``i = k // L``, ``l = k % L`` so that the targets run fastest within
+    a warp: a warp writes consecutive pairs and summaries of one source's row (with the
+    slots fastest, each lane would write another source's row).
+    Thread ``(i, l)`` writes pair ``(srcs[i], l)`` if reached, :func:`pair_fill`, at
+    ``pair_ptr[s] + pair_inc[i, l] - 1`` and ``row_ptr[s] + sum_inc[i, l] - size``; the
+    inclusive scans ``pair_inc``/``sum_inc`` over the targets of each slot come first
+    (:func:`_pair_offsets`: six operations and two allocations per attempt). Its serial work
+    is one antichain (``O(A W)``), no longer the source's whole row. The grouping by target is
+    CuPy's: a count (``bincount``) and its scan for ``t_ptr``, the source of each pair
+    (``searchsorted`` in ``pair_ptr``), a sort of the unique keys ``target L + source`` for
+    ``t_pair`` and a gather for ``t_src``: about 10 operations. No sync; allocations: the
+    four arrays of the rows, the two scans per attempt, and the transpose's.
 
-    Bytes: every summary written once (``itemsize W``), ``12`` per pair; the transpose reads
-    and writes about ``60`` bytes per pair (the sort's passes included).
+    Bytes: every summary written once (``itemsize W``), ``12`` per pair; the pairs' places
+    about ``60`` per slot (``L^2`` slots); the transpose reads and writes about ``60`` bytes
+    per pair (the sort's passes included).
     """
     xp = _cuda.namespace(settle.pair_ptr)
     L, P, S, W = settle.L, settle.num_pairs, settle.num_summaries, 1 + settle.m + settle.K
@@ -1091,9 +1107,18 @@ def closure_fill_dense_cuda(settle, dtype, count_dtype, *, tpb=None):
 
     Notes
     -----
-    Launch shape: one thread per source and work space (``closure_fill_dense_rows``: one
-    launch per attempt of the settle); two zero-filled allocations; no sync. Bytes: the
-    zero fill of ``L^2 (A W itemsize + count itemsize)`` and the summaries written once.
+    Launch shape: one thread per (work-space slot ``i``, target ``l``), ``n L`` threads for
+    the ``n`` slots of an attempt in blocks of ``_cuda.THREADS_PER_BLOCK``
+    (``closure_fill_dense_rows``: one launch per attempt of the settle), thread ``k`` taking
+    ``i = k // L``, ``l = k % L``: with the targets fastest a warp writes ``dense[s,
+    l:l+32]`` and ``count[s, l:l+32]``, one contiguous span of a source's row, where a warp
+    over slots would put every lane ``L A W`` entries from the next. The price is strided
+    reads of the work space (thread index last: one anchor, delta and row length per
+    thread); the pool rows are shared by the lanes whose targets share an anchor (the
+    translation chains). Each thread writes one antichain (:func:`pair_fill_dense`,
+    ``O(A W)`` serial work). Two zero-filled allocations; no sync.
+    Bytes: the zero fill of ``L^2 (A W itemsize + count itemsize)`` and the summaries
+    written once.
     """
     xp = _cuda.namespace(settle.pair_ptr)
     L, A, W = settle.L, settle.largest, 1 + settle.m + settle.K

@@ -568,8 +568,11 @@ def check_psi_launches_do_not_grow(kernels, short=3, long=30):
             np.testing.assert_array_equal(got.sums, want.sums)
     for layout in ("dense", "ragged"):
         assert counts[short, layout] == counts[long, layout], counts
-    assert counts[short, "dense"] == PSI_BUILD_COUNTS["dense"], counts
-    assert counts[short, "ragged"] == PSI_BUILD_COUNTS["ragged"], counts
+        want = dict(PSI_BUILD_COUNTS[layout])
+        if not getattr(kernels, "simulated", True):
+            # on a device each copy of a result array to the host counts as a sync
+            want["syncs"] += PSI_HOST_COPIES[layout]
+        assert counts[short, layout] == want, (layout, counts)
 
 
 #: Device work of one ``compute_psi(..., kernels=)`` without work-space overflows: the settle
@@ -578,6 +581,9 @@ def check_psi_launches_do_not_grow(kernels, short=3, long=30):
 #: operations, two allocations), the four arrays of its rows and the grouping by target.
 PSI_BUILD_COUNTS = {"dense": {"launches": 2, "ops": 30, "syncs": 1, "allocs": 12},
                     "ragged": {"launches": 2, "ops": 47, "syncs": 1, "allocs": 18}}
+#: Arrays ``compute_psi`` copies to the host after a device build (``sums``, ``count``; the
+#: ragged layout's seven), each a counted sync on a device and none on the simulator.
+PSI_HOST_COPIES = {"dense": 2, "ragged": 7}
 
 
 def check_precursors(graph, batches, rng, dev, host, *, n=6, tpb=None):

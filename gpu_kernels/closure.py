@@ -25,10 +25,11 @@ The fixed point is the reference worklist's (``engine.core.closure``): rows only
 upward closure, and the iteration stops exactly when no candidate adds a non-dominated
 summary. Composition, order and equality are the scalar core of ``summary_rows``.
 
-Both the CPU and the CUDA kernels run one scalar core per source: :func:`settle_source` (the
-fixed point, in a work space of fixed capacity), then :func:`source_counts` (its size) or
-:func:`source_fill`/:func:`source_fill_dense` (its rows, written ``anchor rows ; delta``
-straight into the final arrays). The output is produced in two passes, the usual GPU pattern:
+Both the CPU and the CUDA kernels run one scalar core: per source :func:`settle_source` (the
+fixed point, in a work space of fixed capacity), then :func:`source_counts` (its size); per
+pair :func:`pair_fill`/:func:`pair_fill_dense` (one antichain, written ``anchor rows ;
+delta`` straight into the final arrays), which :func:`source_fill`/:func:`source_fill_dense`
+run for every target of a source. The output is produced in two passes, the usual GPU pattern:
 :func:`closure_counts` settles each source and reports its pairs, summaries, largest entry and
 largest antichain (so the host can size the output exactly, choose the narrowest dtype and the
 layout), then :func:`closure_fill` (ragged CSR) or :func:`closure_fill_dense` settles it again
@@ -45,17 +46,20 @@ Outputs (CSR over the sources ``lo..hi-1``)
 Cost
     Per source: O(L) for the sweep, O(W) per visit of a translation location, O(candidates x
     antichain x W) per visit of any other location; the fill pass adds O(W) per summary
-    written. Work space O(L * W + rows materialised for one source); no allocation per
-    location (the CPU kernels double a source's pool and settle it again when it overflows).
+    written (per pair: O(antichain x W)). Work space O(L * W + rows materialised for one
+    source); no allocation per location (the CPU kernels double a source's pool and settle it
+    again when it overflows).
     On the synthetic workload graphs (chains, loops, diamonds) a source visits each location
     it reaches about once, plus loop heads twice, and materialises at most about ``L / 7``
     rows.
 Launch shape
     CPU: one source per task, sources independent, each pass settling it. CUDA
     (:func:`closure_settle_cuda`, then :func:`closure_fill_cuda` or
-    :func:`closure_fill_dense_cuda`, foot of the file): one thread per source runs the same
-    core; the settled work spaces stay on the device between the count and the fill, so each
-    source settles once; one launch of each kernel and one sync in all unless a source
+    :func:`closure_fill_dense_cuda`, foot of the file): the count pass runs one thread per
+    source (the semi-naive sweep is sequential), the fill pass one thread per (source,
+    target) pair, ``L^2`` threads, the target fastest within a warp, each writing one
+    antichain; the settled work spaces stay on the device between the count and the fill, so
+    each source settles once; one launch of each kernel and one sync in all unless a source
     overflows its work space. See the notes there.
 
 Errors are status codes, never exceptions inside Numba: :data:`OK` or
@@ -92,8 +96,9 @@ from .summary_rows import compose_into, smallest_dtype, summary_equal, summary_l
 
 __all__ = ["OK", "ANTICHAIN_OVERFLOW", "WORK_SPACE_OVERFLOW", "AntichainOverflow",
            "WorkSpaceOverflow", "translation_mask", "settle_source", "source_counts",
-           "source_fill", "source_fill_dense", "closure_counts", "closure_fill",
-           "closure_fill_dense", "closure_rows", "transpose_pairs", "reach_counts",
+           "source_fill", "source_fill_dense", "pair_fill", "pair_fill_dense",
+           "closure_counts", "closure_fill", "closure_fill_dense", "closure_rows",
+           "transpose_pairs", "reach_counts",
            "merge_excess", "SOURCE_THREADS_PER_BLOCK", "ClosureSettle", "closure_settle_cuda",
            "closure_fill_cuda", "closure_fill_dense_cuda", "target_major_cuda"]
 
@@ -349,39 +354,62 @@ def source_counts(m, K, anchor, delta, row_len, colmax, tmp, max_antichain):
 
 
 @njit(cache=True, inline="always")
+def pair_fill(m, K, l, anchor, delta, row_off, row_len, pool, P, S, pair_dst, sum_ptr, sums):
+    """Write the pair of one settled source's row into a target ``l`` it reaches (``anchor[l]
+    >= 0``, the caller checks) in the ragged layout, as pair ``P`` with its summaries from
+    ``S`` on: ``pair_dst[P] = l``, ``sum_ptr[P] = S`` and ``sums[S : S + c]``; returns ``c``.
+    Scalar core of :func:`source_fill` (its loop) and of the CUDA kernel
+    ``closure_fill_rows`` (one thread per pair); pairs write disjoint slices.
+
+    No early return (in this and :func:`pair_fill_dense`): inlined into the CPU loop, one
+    made :func:`closure_fill`/:func:`closure_fill_dense` 1.4 to 1.8 times slower at N = 1000."""
+    a = anchor[l]
+    pair_dst[P] = l
+    sum_ptr[P] = S
+    off = row_off[a]
+    d = delta[l]
+    cnt = row_len[a]
+    for i in range(cnt):
+        compose_into(pool[off + i], d, sums[S + i], m, K)
+    return cnt
+
+
+@njit(cache=True, inline="always")
 def source_fill(m, K, anchor, delta, row_off, row_len, pool, P, S, pair_dst, sum_ptr, sums):
     """Write one settled source's row in the ragged layout, its first pair at ``P`` and its
     first summary at ``S``: ``pair_dst``/``sum_ptr`` from ``P`` on, ``sums`` from ``S`` on.
-    Scalar core of :func:`closure_fill` and of the CUDA kernel ``closure_fill_rows``."""
+    Scalar core of :func:`closure_fill`: :func:`pair_fill` for every target it reaches, in
+    turn."""
     for l in range(anchor.shape[0]):
-        a = anchor[l]
-        if a < 0:
-            continue
-        pair_dst[P] = l
-        sum_ptr[P] = S
-        P += 1
-        off = row_off[a]
-        d = delta[l]
-        for i in range(row_len[a]):
-            compose_into(pool[off + i], d, sums[S], m, K)
-            S += 1
+        if anchor[l] >= 0:
+            S += pair_fill(m, K, l, anchor, delta, row_off, row_len, pool, P, S, pair_dst,
+                           sum_ptr, sums)
+            P += 1
+
+
+@njit(cache=True, inline="always")
+def pair_fill_dense(m, K, l, anchor, delta, row_off, row_len, pool, dense, count):
+    """Write the pair of one settled source's row into a target ``l`` it reaches
+    (``anchor[l] >= 0``, the caller checks) in the dense layout: ``dense[l, :c]`` (``[L, A,
+    W]``, zero beforehand) and ``count[l] = c``. Scalar core of :func:`source_fill_dense`
+    (its loop) and of the CUDA kernel ``closure_fill_dense_rows`` (one thread per pair)."""
+    a = anchor[l]
+    off = row_off[a]
+    d = delta[l]
+    cnt = row_len[a]
+    for i in range(cnt):
+        compose_into(pool[off + i], d, dense[l, i], m, K)
+    count[l] = cnt
 
 
 @njit(cache=True, inline="always")
 def source_fill_dense(m, K, anchor, delta, row_off, row_len, pool, dense, count):
     """Write one settled source's row in the dense layout: ``dense[l, :c]`` (``[L, A, W]``,
-    zero beforehand) and ``count[l] = c``. Scalar core of :func:`closure_fill_dense` and of
-    the CUDA kernel ``closure_fill_dense_rows``."""
+    zero beforehand) and ``count[l] = c``. Scalar core of :func:`closure_fill_dense`:
+    :func:`pair_fill_dense` for every target it reaches."""
     for l in range(anchor.shape[0]):
-        a = anchor[l]
-        if a < 0:
-            continue
-        off = row_off[a]
-        d = delta[l]
-        cnt = row_len[a]
-        for i in range(cnt):
-            compose_into(pool[off + i], d, dense[l, i], m, K)
-        count[l] = cnt
+        if anchor[l] >= 0:
+            pair_fill_dense(m, K, l, anchor, delta, row_off, row_len, pool, dense, count)
 
 
 @njit(cache=True, inline="always")
@@ -714,8 +742,9 @@ def _is_zero(row, W):
 #
 # ``Psi`` on the device: one thread per source runs the twin's scalar core, ``settle_source``
 # then ``source_counts`` (kernel ``closure_settle``) and, once the host has sized the output,
-# ``source_fill``/``source_fill_dense`` (kernels ``closure_fill_rows``/
-# ``closure_fill_dense_rows``), from the same Python source as the CPU kernels above. Every
+# one thread per (source, target) pair runs ``pair_fill``/``pair_fill_dense`` (kernels
+# ``closure_fill_rows``/``closure_fill_dense_rows``: the body of the CPU's ``source_fill``
+# loops), from the same Python source as the CPU kernels above. Every
 # source walks the locations in the one schedule all sources share (``order``: the reverse
 # postorder, pending locations smallest rank first, a back edge restarting the sweep at the
 # rank it woke), so the number of launches does not depend on the longest path; thread ``i``
@@ -754,8 +783,8 @@ def _kernels():
     cuda = _cuda.cuda()
     settle = _cuda.device(settle_source)
     counts = _cuda.device(source_counts)
-    fill = _cuda.device(source_fill)
-    fill_dense = _cuda.device(source_fill_dense)
+    fill = _cuda.device(pair_fill)
+    fill_dense = _cuda.device(pair_fill_dense)
 
     @cuda.jit
     def closure_settle(srcs, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
@@ -795,23 +824,37 @@ def _kernels():
 
     @cuda.jit
     def closure_fill_rows(srcs, settled, m, K, anchor, delta, row_off, row_len, pool, pair_ptr,
-                          row_ptr, pair_dst, sum_ptr, sums):
-        """Thread per source settled in this work space: its ragged rows."""
-        i = cuda.grid(1)
-        if i < srcs.shape[0] and settled[i] == 1:
-            s = srcs[i]
-            fill(m, K, anchor[:, i], delta[:, :, i], row_off[:, i], row_len[:, i],
-                 pool[:, :, i], pair_ptr[s], row_ptr[s], pair_dst, sum_ptr, sums)
+                          row_ptr, pair_inc, sum_inc, pair_dst, sum_ptr, sums):
+        """Thread per (work-space slot ``i``, target ``l``), ``l`` fastest: the pair
+        ``(srcs[i], l)`` if ``srcs[i]`` settled in this work space and reaches ``l``, at the
+        pair and summary offsets ``pair_inc``/``sum_inc`` (inclusive scans over the targets of
+        slot ``i``, ``[n, L]``) give inside the source's row."""
+        L = anchor.shape[0]
+        k = cuda.grid(1)
+        if k < srcs.shape[0] * L:
+            i = k // L
+            l = k - i * L
+            a = anchor[l, i]
+            if settled[i] == 1 and a >= 0:
+                s = srcs[i]
+                fill(m, K, l, anchor[:, i], delta[:, :, i], row_off[:, i], row_len[:, i],
+                     pool[:, :, i], pair_ptr[s] + pair_inc[i, l] - 1,
+                     row_ptr[s] + sum_inc[i, l] - row_len[a, i], pair_dst, sum_ptr, sums)
 
     @cuda.jit
     def closure_fill_dense_rows(srcs, settled, m, K, anchor, delta, row_off, row_len, pool,
                                 dense, count):
-        """Thread per source settled in this work space: its dense row."""
-        i = cuda.grid(1)
-        if i < srcs.shape[0] and settled[i] == 1:
-            s = srcs[i]
-            fill_dense(m, K, anchor[:, i], delta[:, :, i], row_off[:, i], row_len[:, i],
-                       pool[:, :, i], dense[s], count[s])
+        """Thread per (work-space slot ``i``, target ``l``), ``l`` fastest: the pair
+        ``(srcs[i], l)`` if ``srcs[i]`` settled in this work space and reaches ``l``."""
+        L = anchor.shape[0]
+        k = cuda.grid(1)
+        if k < srcs.shape[0] * L:
+            i = k // L
+            l = k - i * L
+            if settled[i] == 1 and anchor[l, i] >= 0:
+                s = srcs[i]
+                fill_dense(m, K, l, anchor[:, i], delta[:, :, i], row_off[:, i],
+                           row_len[:, i], pool[:, :, i], dense[s], count[s])
 
     return types.SimpleNamespace(closure_settle=closure_settle,
                                  closure_fill_rows=closure_fill_rows,
@@ -1004,28 +1047,39 @@ def closure_fill_cuda(settle, dtype, *, tpb=None):
 
     Notes
     -----
-    Launch shape: one thread per source and work space (``closure_fill_rows``: one launch per
-    attempt of the settle, one without overflows), writing its rows at its offsets; the
-    grouping by target is CuPy's: a count (``bincount``) and its scan for ``t_ptr``, the
-    source of each pair (``searchsorted`` in ``pair_ptr``), a sort of the unique keys
-    ``target L + source`` for ``t_pair`` and a gather for ``t_src``: about 10 operations.
-    No sync; allocations: the four arrays of the rows, and the transpose's.
+    Launch shape: one thread per (work-space slot ``i``, target ``l``), ``n L`` threads for
+    the ``n`` slots of an attempt in blocks of ``_cuda.THREADS_PER_BLOCK``
+    (``closure_fill_rows``: one launch per attempt of the settle, one without overflows),
+    thread ``k`` taking ``i = k // L``, ``l = k % L`` so that the targets run fastest within
+    a warp: a warp writes consecutive pairs and summaries of one source's row (with the
+    slots fastest, each lane would write another source's row).
+    Thread ``(i, l)`` writes pair ``(srcs[i], l)`` if reached, :func:`pair_fill`, at
+    ``pair_ptr[s] + pair_inc[i, l] - 1`` and ``row_ptr[s] + sum_inc[i, l] - size``; the
+    inclusive scans ``pair_inc``/``sum_inc`` over the targets of each slot come first
+    (:func:`_pair_offsets`: six operations and two allocations per attempt). Its serial work
+    is one antichain (``O(A W)``), no longer the source's whole row. The grouping by target is
+    CuPy's: a count (``bincount``) and its scan for ``t_ptr``, the source of each pair
+    (``searchsorted`` in ``pair_ptr``), a sort of the unique keys ``target L + source`` for
+    ``t_pair`` and a gather for ``t_src``: about 10 operations. No sync; allocations: the
+    four arrays of the rows, the two scans per attempt, and the transpose's.
 
-    Bytes: every summary written once (``itemsize W``), ``12`` per pair; the transpose reads
-    and writes about ``60`` bytes per pair (the sort's passes included).
+    Bytes: every summary written once (``itemsize W``), ``12`` per pair; the pairs' places
+    about ``60`` per slot (``L^2`` slots); the transpose reads and writes about ``60`` bytes
+    per pair (the sort's passes included).
     """
     xp = _cuda.namespace(settle.pair_ptr)
     L, P, S, W = settle.L, settle.num_pairs, settle.num_summaries, 1 + settle.m + settle.K
     k = _kernels()
-    tpb = _source_tpb(tpb)
     pair_dst = _cuda.alloc(xp, P, xp.int32)
     sum_ptr = _cuda.alloc(xp, P + 1, xp.int64)
     sums = _cuda.alloc(xp, (S, W), np.dtype(dtype))
     _cuda.op(sum_ptr.fill(S))
     for srcs, settled, anchor, delta, row_off, row_len, pool in settle.spaces:
-        _cuda.launch(k.closure_fill_rows, srcs.shape[0], srcs, settled, settle.m, settle.K,
-                     anchor, delta, row_off, row_len, pool, settle.pair_ptr, settle.row_ptr,
-                     pair_dst, sum_ptr, sums, tpb=tpb)
+        n = int(srcs.shape[0])
+        pair_inc, sum_inc = _pair_offsets(xp, anchor, row_len)
+        _cuda.launch(k.closure_fill_rows, n * L, srcs, settled, settle.m, settle.K, anchor,
+                     delta, row_off, row_len, pool, settle.pair_ptr, settle.row_ptr, pair_inc,
+                     sum_inc, pair_dst, sum_ptr, sums, tpb=tpb)
     t_ptr = _cuda.alloc(xp, L + 1, xp.int64, 0)
     _cuda.op(xp.cumsum(xp.bincount(pair_dst, minlength=L), out=t_ptr[1:]), 2)
     src = _cuda.op(xp.searchsorted(settle.pair_ptr[1:], xp.arange(P), side="right"), 2)
@@ -1053,20 +1107,46 @@ def closure_fill_dense_cuda(settle, dtype, count_dtype, *, tpb=None):
 
     Notes
     -----
-    Launch shape: one thread per source and work space (``closure_fill_dense_rows``: one
-    launch per attempt of the settle); two zero-filled allocations; no sync. Bytes: the
-    zero fill of ``L^2 (A W itemsize + count itemsize)`` and the summaries written once.
+    Launch shape: one thread per (work-space slot ``i``, target ``l``), ``n L`` threads for
+    the ``n`` slots of an attempt in blocks of ``_cuda.THREADS_PER_BLOCK``
+    (``closure_fill_dense_rows``: one launch per attempt of the settle), thread ``k`` taking
+    ``i = k // L``, ``l = k % L``: with the targets fastest a warp writes ``dense[s,
+    l:l+32]`` and ``count[s, l:l+32]``, one contiguous span of a source's row, where a warp
+    over slots would put every lane ``L A W`` entries from the next. The price is strided
+    reads of the work space (thread index last: one anchor, delta and row length per
+    thread); the pool rows are shared by the lanes whose targets share an anchor (the
+    translation chains). Each thread writes one antichain (:func:`pair_fill_dense`,
+    ``O(A W)`` serial work). Two zero-filled allocations; no sync.
+    Bytes: the zero fill of ``L^2 (A W itemsize + count itemsize)`` and the summaries
+    written once.
     """
     xp = _cuda.namespace(settle.pair_ptr)
     L, A, W = settle.L, settle.largest, 1 + settle.m + settle.K
     k = _kernels()
-    tpb = _source_tpb(tpb)
     dense = _cuda.alloc(xp, (L, L, A, W), np.dtype(dtype), 0)
     count = _cuda.alloc(xp, (L, L), np.dtype(count_dtype), 0)
     for srcs, settled, anchor, delta, row_off, row_len, pool in settle.spaces:
-        _cuda.launch(k.closure_fill_dense_rows, srcs.shape[0], srcs, settled, settle.m,
-                     settle.K, anchor, delta, row_off, row_len, pool, dense, count, tpb=tpb)
+        _cuda.launch(k.closure_fill_dense_rows, int(srcs.shape[0]) * L, srcs, settled,
+                     settle.m, settle.K, anchor, delta, row_off, row_len, pool, dense, count,
+                     tpb=tpb)
     return dense, count
+
+
+def _pair_offsets(xp, anchor, row_len):
+    """Where each pair of a work space goes inside its source's row: ``pair_inc, sum_inc
+    int64[n, L]``, for slot ``i`` the reached targets ``<= l`` and their summaries (inclusive
+    scans along the targets; thread ``(i, l)`` subtracts its own). Six operations over the
+    ``[L, n]`` work space (a comparison, the gather of the anchors' row lengths with its
+    clamp and mask, two scans) and two allocations, laid out ``[n, L]`` so that the fill's
+    threads, ``l`` fastest, read them coalesced."""
+    L, n = anchor.shape
+    reached = _cuda.op(anchor.T >= 0)
+    size = _cuda.op(xp.take_along_axis(row_len, xp.maximum(anchor, 0), axis=0).T * reached, 3)
+    pair_inc = _cuda.alloc(xp, (n, L), xp.int64)
+    sum_inc = _cuda.alloc(xp, (n, L), xp.int64)
+    _cuda.op(xp.cumsum(reached, axis=1, dtype=xp.int64, out=pair_inc))
+    _cuda.op(xp.cumsum(size, axis=1, dtype=xp.int64, out=sum_inc))
+    return pair_inc, sum_inc
 
 
 def target_major_cuda(L, dense_A, count, t_ptr, t_src, t_pair, sum_ptr, sums, *,

@@ -22,12 +22,13 @@ Then, in one process:
   time (medians; min is also recorded).
 
 ``--backend cuda`` builds ``Psi`` on the GPU instead (``compute_psi(..., kernels=CudaKernels())``:
-the count and fill kernels of ``gpu_kernels.closure``, one thread per source, then the copies
-to the host), timed the same way with a device synchronisation before the clock stops; and,
-as the variant ``device_build``, the device work alone (``closure_settle_cuda`` and the fill
-of the layout ``compute_psi`` chose, the graph already on the device, no host copies),
-timed between two CUDA events. Both record the launches, operations, synchronisations and
-allocations they issued (``gpu_kernels._cuda.COUNTS``); the machine record names the device.
+the count kernel of ``gpu_kernels.closure``, one thread per source, and the fill, one thread
+per source and target, then the copies to the host), timed the same way with a device
+synchronisation before the clock stops; and, as the variant ``device_build``, the device
+work alone (``closure_settle_cuda`` and the fill of the layout ``compute_psi`` chose, the
+graph already on the device, no host copies), timed between two CUDA events. Both record
+the launches, operations, synchronisations and allocations they issued
+(``gpu_kernels._cuda.COUNTS``); the machine record names the device.
 
 Per size it records the layout chosen, ``nbytes``, pairs, summaries, the largest antichain,
 the packed dtype, :func:`engine.batched.psi.estimate_bytes` (and its time), and the peak RSS while

@@ -438,13 +438,94 @@ def check_closure_psi(graph, dev, host, *, rows=None, growth=2, tpb=None):
     assert (settle.num_pairs, settle.num_summaries, settle.largest) == (
         ragged.num_pairs, ragged.num_summaries, ragged.max_antichain)
     assert smallest_dtype(settle.vmax) == ragged.dtype
-    got = closure.closure_fill_cuda(settle, ragged.dtype, tpb=tpb)
+    # one fill launch per settle attempt, one thread per (work-space slot, target)
+    slots = [int(sp[0].shape[0]) * ga.L for sp in settle.spaces]
+    with launch_items() as items:
+        got = closure.closure_fill_cuda(settle, ragged.dtype, tpb=tpb)
+    assert items == [("closure_fill_rows", n) for n in slots if n], (items, slots)
     for name, b in zip(PSI_FIELDS, got):
         _same(getattr(ragged, name), b, host)
-    sums, count = closure.closure_fill_dense_cuda(settle, dense.dtype, dense.count.dtype, tpb=tpb)
+    with launch_items() as items:
+        sums, count = closure.closure_fill_dense_cuda(settle, dense.dtype, dense.count.dtype,
+                                                      tpb=tpb)
+    assert items == [("closure_fill_dense_rows", n) for n in slots if n], (items, slots)
     _same(dense.sums, sums, host)
     _same(dense.count, count, host)
     return settle
+
+
+class launch_items:
+    """Context manager recording ``(kernel name, items)`` of every ``_cuda.launch`` (the
+    fill kernels' names: the others as ``"other"``)."""
+
+    def __enter__(self):
+        k = closure._kernels()
+        names = {id(k.closure_fill_rows): "closure_fill_rows",
+                 id(k.closure_fill_dense_rows): "closure_fill_dense_rows",
+                 id(k.closure_settle): "closure_settle"}
+        self.real, self.items = _cuda.launch, []
+
+        def launch(kernel, n, *args, tpb=None):
+            if int(n) > 0:
+                self.items.append((names.get(id(kernel), "other"), int(n)))
+            return self.real(kernel, n, *args, tpb=tpb)
+        _cuda.launch = launch
+        return self.items
+
+    def __exit__(self, *exc):
+        _cuda.launch = self.real
+        return False
+
+
+def check_psi_fill_thread_per_pair(graph, dev, host):
+    """The fill kernels write one pair per thread, thread ``k`` the pair of work-space slot
+    ``k // L`` into target ``k % L``: a launch of only the first ``L + 1`` threads (one block
+    each) writes the first slot's whole row and the second slot's pair into target 0, and
+    nothing of the second slot's other targets, which a thread per source would write."""
+    ga = GraphArrays.from_graph(graph)
+    L = ga.L
+    ragged = compute_psi(graph, layout="ragged")
+    dense = compute_psi(graph, layout="dense")
+    settle = closure.closure_settle_cuda(*_settle_args(ga, dev))
+    assert len(settle.spaces) == 1
+    srcs, settled, anchor, delta, row_off, row_len, pool = settle.spaces[0]
+    s0, s1 = (int(x) for x in host(srcs)[:2])
+    assert (dense.count[s1, 1:] > 0).any(), "the check needs a second source reaching more"
+    xp = _cuda.namespace(settle.pair_ptr)
+    k = closure._kernels()
+    # dense: the first slot's row, and the second slot's pair into target 0
+    sums = dev(np.zeros_like(dense.sums))
+    count = dev(np.zeros_like(dense.count))
+    _cuda.launch_blocks(k.closure_fill_dense_rows, L + 1, 1, srcs, settled, ga.m, ga.K, anchor,
+                        delta, row_off, row_len, pool, sums, count)
+    want_c = np.zeros_like(dense.count)
+    want_s = np.zeros_like(dense.sums)
+    want_c[s0], want_s[s0] = dense.count[s0], dense.sums[s0]
+    want_c[s1, 0], want_s[s1, 0] = dense.count[s1, 0], dense.sums[s1, 0]
+    _same(want_c, count, host)
+    _same(want_s, sums, host)
+    # ragged: the same pairs, at their offsets inside the rows
+    pair_inc, sum_inc = closure._pair_offsets(xp, anchor, row_len)
+    pair_dst = dev(np.full(ragged.num_pairs, -1, np.int32))
+    sum_ptr = dev(np.full(ragged.num_pairs + 1, -1, np.int64))
+    sums = dev(np.zeros_like(ragged.sums))
+    _cuda.launch_blocks(k.closure_fill_rows, L + 1, 1, srcs, settled, ga.m, ga.K, anchor, delta,
+                        row_off, row_len, pool, settle.pair_ptr, settle.row_ptr, pair_inc,
+                        sum_inc, pair_dst, sum_ptr, sums)
+    pp, sp = ragged.pair_ptr, ragged.sum_ptr
+    written = list(range(pp[s0], pp[s0 + 1]))
+    if ragged.pair_dst[pp[s1]] == 0:
+        written.append(int(pp[s1]))
+    want_d = np.full(ragged.num_pairs, -1, np.int32)
+    want_p = np.full(ragged.num_pairs + 1, -1, np.int64)
+    want_s = np.zeros_like(ragged.sums)
+    want_d[written] = ragged.pair_dst[written]
+    want_p[written] = ragged.sum_ptr[written]
+    for q in written:
+        want_s[sp[q]:sp[q + 1]] = ragged.sums[sp[q]:sp[q + 1]]
+    _same(want_d, pair_dst, host)
+    _same(want_p, sum_ptr, host)
+    _same(want_s, sums, host)
 
 
 def check_closure_psi_overflow(graph, dev, host, *, tpb=None):
@@ -506,16 +587,35 @@ def check_psi_launches_do_not_grow(kernels, short=3, long=30):
     counts = {}
     for n in (short, long):
         graph = chain_graph(n)
+        L = graph.num_locations
         for layout in ("dense", "ragged"):
             before = _cuda.COUNTS.snapshot()
-            got = compute_psi(graph, layout=layout, kernels=kernels)
+            with launch_items() as items:
+                got = compute_psi(graph, layout=layout, kernels=kernels)
             counts[n, layout] = _cuda.COUNTS.since(before)
+            fill = "closure_fill_dense_rows" if layout == "dense" else "closure_fill_rows"
+            # a thread per source settles, a thread per (source, target) fills
+            assert items == [("closure_settle", L), (fill, L * L)], items
             want = compute_psi(graph, layout=layout)
             np.testing.assert_array_equal(got.sums, want.sums)
     for layout in ("dense", "ragged"):
         assert counts[short, layout] == counts[long, layout], counts
-        assert counts[short, layout]["launches"] == 2, counts
-        assert counts[short, layout]["syncs"] == 1, counts
+        want = dict(PSI_BUILD_COUNTS[layout])
+        if not getattr(kernels, "simulated", True):
+            # on a device each copy of a result array to the host counts as a sync
+            want["syncs"] += PSI_HOST_COPIES[layout]
+        assert counts[short, layout] == want, (layout, counts)
+
+
+#: Device work of one ``compute_psi(..., kernels=)`` without work-space overflows: the settle
+#: (one launch, 14 operations, one sync, 7 allocations with the work spaces), the fill and
+#: ``target_major_cuda``. Ragged adds to the dense layout's fill the pairs' offsets (six
+#: operations, two allocations), the four arrays of its rows and the grouping by target.
+PSI_BUILD_COUNTS = {"dense": {"launches": 2, "ops": 30, "syncs": 1, "allocs": 12},
+                    "ragged": {"launches": 2, "ops": 47, "syncs": 1, "allocs": 18}}
+#: Arrays ``compute_psi`` copies to the host after a device build (``sums``, ``count``; the
+#: ragged layout's seven), each a counted sync on a device and none on the simulator.
+PSI_HOST_COPIES = {"dense": 2, "ragged": 7}
 
 
 def check_precursors(graph, batches, rng, dev, host, *, n=6, tpb=None):

@@ -12,8 +12,8 @@ result in the form that fits its size (docs/batched-engine.md, "Psi"):
   largest antichain actually present.
 
 With ``kernels=`` a device backend (the cuda backend), the same kernel runs on the device, one
-thread per source, and the result keeps ``Psi`` on the device in the form the backend's
-gather reads (:attr:`PsiArrays.device`).
+thread per source to settle and one per (source, target) pair to fill, and the result keeps
+``Psi`` on the device in the form the backend's gather reads (:attr:`PsiArrays.device`).
 
 Summary rows are ``[keep, d_out(m), vals(K)]`` (``gpu_kernels.summary_rows``), ``W = 1 + m +
 K`` entries, packed into the narrowest signed integer dtype that holds every entry.
@@ -292,10 +292,11 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
     the output plus O(L * W) work space per thread. The ragged layout adds a counting sort
     by target, O(L + P).
 
-    On a device the same steps run as kernels, one thread per source, in a number of
-    launches that does not depend on the graph (two, and one host synchronisation, unless a
-    source overflows its work space; see ``gpu_kernels.closure``): the settled work spaces
-    stay on the device, so each source settles once; then the result is copied to the host.
+    On a device the same steps run as kernels (the settle one thread per source, the fill
+    one thread per source and target), in a number of launches that does not depend on the
+    graph (two, and one host synchronisation, unless a source overflows its work space; see
+    ``gpu_kernels.closure``): the settled work spaces stay on the device, so each source
+    settles once; then the result is copied to the host.
 
     ``max_antichain`` bounds the *final* antichains. The reference (``engine.core.closure``)
     checks every intermediate antichain of its worklist, so on a graph whose antichains

@@ -15,9 +15,19 @@ Numba simulates CUDA (``NUMBA_ENABLE_CUDASIM=1`` is set here before Numba loads)
 * **Serial work of one thread, at the real sizes**, from the host's ``Psi`` (no simulator
   needed: the loop lengths are data): the closure gather's block per target strides 32
   threads over the target's entries, so a thread takes ``ceil(entries x |F| / 32)``
-  candidates (plus the vote's reads, half a candidate each) and then the block's merge;
-  the device build's thread per source visits every location its row reaches and writes
-  its summaries. Taken on the first churn batch of the synthetic workload (cpu backend).
+  candidates (plus the vote's reads, half a candidate each) and then the block's merge.
+  The device build runs two kernels one after the other, so its longest thread is the
+  longer of theirs: the settle's thread per source visits every location its row reaches
+  and then counts it (``source_counts``: per reached location a composition of two rows,
+  about a translation visit's work, so a step each; an unreached location costs that loop
+  one read, coalesced across the warp, and is not counted), ``2 x reached``; the fill's
+  thread per (source, target) writes one antichain, ``max_antichain`` steps. (Until the fill
+  took a thread per pair, one thread per source also wrote its whole row: ``reached +
+  summaries``, kept as ``build_serial_max_thread_per_source``.) Taken on the first churn
+  batch of the synthetic workload (cpu backend).
+
+``--only psi_build,serial`` recounts those parts alone into an existing ``--out`` (the
+others keep their figures).
 """
 
 from __future__ import annotations
@@ -123,12 +133,17 @@ def serial_work(sizes):
         rec = {"locations": ga.L, "summaries": int(count.sum()),
                "pairs": int((count > 0).sum()), "max_antichain": int(psi.max_antichain),
                "arcs": int(ga.in_ptr[-1])}
-        # the device build: thread per source, a visit per reached location (its in-arcs and
-        # antichain work folded in) and a write per summary of its row
+        # the device build's two kernels: the settle's thread per source, a visit (its
+        # in-arcs and antichain work folded in) and a count step per reached location; the
+        # fill's thread per (source, target), a write per summary of one antichain
         reach = (count > 0).sum(axis=1)
         summ = count.sum(axis=1)
-        rec["build_serial_max"] = int((reach + summ).max())
-        rec["build_serial_mean"] = float((reach + summ).mean())
+        settle = 2 * reach
+        rec["settle_serial_max"] = int(settle.max())
+        rec["fill_serial_max"] = int(psi.max_antichain)
+        rec["build_serial_max"] = max(rec["settle_serial_max"], rec["fill_serial_max"])
+        rec["build_serial_mean"] = float(settle.mean())
+        rec["build_serial_max_thread_per_source"] = int((reach + summ).max())
         if n <= 1000:
             tr = BatchedTracker(g, strategy="edgewise")
             batches = generate_batches(spec, 100_000, 1)
@@ -161,15 +176,25 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("--out", required=True)
     p.add_argument("--sizes", default="1000,2000")
-    p.add_argument("--rollback-only", action="store_true",
-                   help="add the rollback counts to an existing --out")
+    p.add_argument("--only", metavar="PARTS",
+                   help="comma-separated parts among batch, psi_build, serial, rollback: "
+                        "recount those alone into an existing --out")
+    p.add_argument("--rollback-only", action="store_true", help="the same as --only rollback")
     args = p.parse_args(argv)
+    only = args.only.split(",") if args.only else (["rollback"] if args.rollback_only else None)
+    parts = {"batch": batch_counts, "psi_build": psi_counts, "rollback": rollback_counts,
+             "serial": lambda: serial_work([int(x) for x in args.sizes.split(",")])}
+    if only is not None and not set(only) <= set(parts):
+        p.error(f"--only: unknown parts {sorted(set(only) - set(parts))}; "
+                f"expected some of {sorted(parts)}")
     _wrap_launch()
-    if args.rollback_only:
+    if only is not None:
         with open(args.out) as f:
             res = json.load(f)
-        res["rollback"] = rollback_counts()
-        print(res["rollback"])
+        res["how"] = __doc__
+        for part in only:
+            res[part] = parts[part]()
+            print(part, json.dumps(res[part])[:1500], flush=True)
         with open(args.out, "w") as f:
             json.dump(res, f, indent=1)
         return 0

@@ -147,6 +147,11 @@ def test_closure_psi_overflow_and_retry(graph):
     cc.check_closure_psi_overflow(graph, same, np.asarray, tpb=3)
 
 
+def test_closure_psi_fill_is_a_thread_per_pair():
+    """A partial launch of the fill kernels writes single pairs, not a source's whole row."""
+    cc.check_psi_fill_thread_per_pair(cc.chain_graph(4), same, np.asarray)
+
+
 @examples(10)
 @given(graph=psi_graphs)
 def test_closure_psi_retry_on_random_graphs(graph):

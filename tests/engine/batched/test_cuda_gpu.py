@@ -123,6 +123,10 @@ def test_closure_psi_retry(cp, graph):
     cc.check_closure_psi(graph, cp.asarray, cp.asnumpy, rows=1)
 
 
+def test_closure_psi_fill_is_a_thread_per_pair(cp):
+    cc.check_psi_fill_thread_per_pair(cc.chain_graph(4), cp.asarray, cp.asnumpy)
+
+
 def test_closure_psi_overflow_and_retry(cp):
     cc.check_closure_psi_overflow(cc.chain_graph(40), cp.asarray, cp.asnumpy)
 

@@ -63,23 +63,24 @@ class DeviceCounts:
     ``ops`` (array-library primitives, each at least one kernel), ``syncs`` (blocking
     device-to-host reads) and ``allocs`` (device arrays made through :func:`alloc`); and of
     what the closure gather did with the targets a changed ``F`` reaches (:data:`GATHER`):
-    ``targets_full``, recomputed from all their sources, and ``targets_incremental``, updated
-    from their old frontier and the changed sources only
+    ``targets_full``, recomputed from all their sources, ``targets_incremental``, updated
+    from their old frontier and the changed sources only, and ``targets_overflowed``, those
+    whose antichain outgrew a thread's rows and went to the serial overflow path
     (:func:`gpu_kernels.propagate.closure_step_cuda`).
 
     >>> c = DeviceCounts(); before = c.snapshot(); c.syncs += 2; c.targets_full += 1
     >>> c.since(before)
     {'launches': 0, 'ops': 0, 'syncs': 2, 'allocs': 0}
     >>> c.gather_since(before)
-    {'targets_full': 1, 'targets_incremental': 0}
+    {'targets_full': 1, 'targets_incremental': 0, 'targets_overflowed': 0}
     """
 
     FIELDS = ("launches", "ops", "syncs", "allocs")
-    GATHER = ("targets_full", "targets_incremental")
+    GATHER = ("targets_full", "targets_incremental", "targets_overflowed")
 
     def __init__(self):
         self.launches = self.ops = self.syncs = self.allocs = 0
-        self.targets_full = self.targets_incremental = 0
+        self.targets_full = self.targets_incremental = self.targets_overflowed = 0
 
     def snapshot(self) -> tuple[int, ...]:
         return tuple(getattr(self, f) for f in self.FIELDS + self.GATHER)

@@ -1003,6 +1003,7 @@ def closure_step_cuda(m, tm_ptr, tm_src, tm_sum, mode, F_ptr, F_ts, I_ptr, I_ts,
     n_over, n_rows, n_ch, n_full, n_inc = (int(v) for v in got[:STATS])
     _cuda.COUNTS.targets_full += n_full
     _cuda.COUNTS.targets_incremental += n_inc
+    _cuda.COUNTS.targets_overflowed += n_over
     if n_over == 0 and n_ch == 0:  # every recomputed frontier came out as it was
         return I_ptr, I_ts, np.zeros((0, 2 + W), np.int64)
     start = slots[:0, 0]  # a slot's start is l * R; only the overflow path needs a table

@@ -331,7 +331,8 @@ def check_vote_counts(graph, batches, dev, host, *, hit_rows=propagate.HIT_ROWS,
             dev(before[3]), old_ptr=dev(before[0]), old_ts=dev(before[1]), gone=dev(gone),
             rows=propagate.COOP_ROWS, threads=threads, hit_rows=hit_rows)
         assert _cuda.COUNTS.gather_since(snap) == {
-            "targets_full": int((vote == 2).sum()), "targets_incremental": int((vote == 1).sum())}
+            "targets_full": int((vote == 2).sum()), "targets_incremental": int((vote == 1).sum()),
+            "targets_overflowed": 0}
         _same(after[2], new_ptr, host)
         _same(after[3], new_ts, host)
     return votes

@@ -212,3 +212,36 @@ def test_gh24_withdrawn_witness_with_another_producer_is_incremental(case):
         got.append((t["targets_full"], t["targets_incremental"]))
     # the rule before: (2, 0) and (2, 1) -- b in full too
     assert got == [(0, 3), (1, 1) if case == "unchanged_producer" else (1, 2)]
+
+
+def test_gh24_closure_rows_grow_until_no_batch_overflows():
+    """Issue 24, measured on an H200: with 8 rows per thread, 408 targets of the N = 1000
+    churn batch overflowed into the serial overflow path (114 ms a batch). The backend now
+    starts the rows above ``Psi``'s largest antichain and doubles them after a batch that
+    overflowed. Forced down to 1 row, the first batches overflow
+    (``last_timing["targets_overflowed"]``), the rows grow, and a later batch runs without an
+    overflow; every frontier equals the reference's on the way."""
+    from engine.batched.tracker import BatchedTracker
+    from gpu_kernels.propagate import COOP_ROWS
+    from perf.workloads import batch_columns, build_graph, generate_batches, generate_graph
+    spec = generate_graph(3, 1)
+    graph = build_graph(spec)
+    kernels = CudaKernels(simulated=True)
+    eng = BatchedTracker(graph, strategy="closure", kernels=kernels)
+    start = kernels.closure_rows(eng.psi)
+    assert start >= COOP_ROWS and start > eng.psi.max_antichain and start & (start - 1) == 0
+    kernels._coop_rows[id(eng.psi)] = 1  # too few: every wide antichain overflows
+    ref = ImpliedFrontierTracker(graph)
+    seen = []
+    for batch in generate_batches(spec, 60, 6):
+        loc, ts, diff = batch_columns(graph, batch)
+        eng.update_arrays(loc, ts, diff)
+        ref.update(loc.tolist(), [tuple(r) for r in ts.tolist()], diff.tolist())
+        assert eng.frontiers() == ref.frontiers()
+        seen.append((kernels.closure_rows(eng.psi), eng.last_timing["targets_overflowed"]))
+    overflowed = [o for _, o in seen]
+    rows = [r for r, _ in seen]
+    assert overflowed[0] > 0 and rows[0] == 2      # the first batch overflowed: 1 -> 2 rows
+    assert rows == sorted(rows)                     # rows only grow ...
+    assert all(b == 2 * a for (a, o), (b, _) in zip(seen, seen[1:]) if o > 0 and b != a)
+    assert overflowed[-1] == 0                      # ... until a batch fits

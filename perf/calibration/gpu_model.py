@@ -41,10 +41,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from engine.batched.cost import CostModel
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(os.path.dirname(HERE), "results")
 COUNTS_840C890 = os.path.join(RESULTS, "gpu-counts-840c890.json")
 COUNTS_TODAY = os.path.join(RESULTS, "gpu-counts-today.json")
+
+#: The closure gather's per-candidate shares (vote, second pass) and merge steps, as
+#: ``auto`` prices them (``engine.batched.cost.CostModel``).
+GATHER_MODEL = CostModel()
 
 TERMS = ("launch_s", "array_arg_s", "primitive_s", "sync_s", "device_byte_s", "h2d_byte_s",
          "serial_step_s", "host_row_s")
@@ -343,7 +349,10 @@ def today_rows(counts, today):
                  "h2d_byte_s": 28 * b,
                  "device_byte_s": 300 * b + 155 * st["consolidated"] + 192 * st["table"]}
             if strat == "closure":
-                f["serial_step_s"] = math.ceil(st["candidates_max"] / 32) * 1.5 + 256
+                # a candidate, plus the vote's two passes as engine.batched.cost counts them
+                share = 1 + GATHER_MODEL.device_vote_share + GATHER_MODEL.device_cover_share
+                f["serial_step_s"] = math.ceil(st["candidates_max"] / 32) * share \
+                    + GATHER_MODEL.gather_merge_steps
             else:
                 L = st.get("locations") or (2095 if n == 1000 else 10449)
                 W = 4 if n == 1000 else 4

@@ -50,11 +50,15 @@ def test_simulated_cuda_equals_reference_edgewise(data):
 
 
 @pytest.mark.parametrize("strategy", ["closure-dense", "closure-ragged"])
-@examples(25)
+@examples(15)
 @given(data=st.data())
 def test_simulated_cuda_equals_reference_closure(strategy, data):
-    """Fewer examples than edge-wise: every batch simulates a block for every location
-    (and ``tests/cuda_sim/test_sim_kernels.py`` checks the closure step on its own)."""
+    """Fewer examples than edge-wise: every batch simulates a block for every location (the
+    two took 4 minutes of the suite's simulator run at 25 examples each);
+    ``tests/cuda_sim/test_sim_kernels.py`` checks the closure step
+    and the vote on their own, ``tests/engine/batched/test_closure_witness.py`` the vote's
+    CPU twin against the true frontiers, and the backend ran on an H200 against the
+    reference (``tests/engine/batched/test_cuda_gpu.py``)."""
     graph = data.draw(graphs)
     cc.check_backend_replay(graph, data.draw(batch_sequences(graph, max_batches=4)), KERNELS,
                             strategy)

@@ -97,7 +97,7 @@ def test_closure_step(data):
     cc.check_closure_step(graph, batches, same, np.asarray, rows=2, threads=2, tpb=2)
 
 
-@examples(10)
+@examples(6)
 @given(data=st.data())
 def test_closure_step_one_row_per_thread(data):
     graph = data.draw(graphs)

@@ -123,8 +123,9 @@ class BatchedTracker:
         last batch; on a device backend also the batch's device work: ``launches`` (kernels),
         ``ops`` (array-library primitives), ``syncs`` (blocking reads) and ``allocs``, and
         what the closure gather did: ``targets_full`` (targets recomputed from all their
-        sources) and ``targets_incremental`` (from their old frontier and the changed
-        sources only).
+        sources), ``targets_incremental`` (from their old frontier and the changed
+        sources only) and ``targets_overflowed`` (their antichain outgrew a thread's rows:
+        the serial overflow path; the rows then grow, ``CudaKernels.closure_rows``).
     """
 
     def __init__(self, graph: Graph, *, strict: bool = False, strategy: "str | Strategy" = "auto",

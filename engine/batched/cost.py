@@ -266,6 +266,13 @@ def choose_backend(ga: GraphArrays, rows: int, *, memory_budget: int = 256 << 20
                          f"batch, calibrated estimate", cpu_s, cuda_s)
 
 
+def _host_relax_s(ga: GraphArrays, model: CostModel) -> float:
+    """Edge-wise relaxation on the host for a churn batch: every arc and location, times the
+    frontier rows on its two ends."""
+    arcs = int(ga.in_ptr[-1]) if len(ga.in_ptr) else 0
+    return (arcs + ga.L) * model.frontier_rows ** 2 * model.host_relax_s
+
+
 def propagation_s(ga: GraphArrays, *, changed: float = 1.0,
                   model: CostModel = CostModel()) -> tuple[float, float]:
     """``(closure_s, edgewise_s)``: the cuda backend's estimated seconds to propagate a batch
@@ -284,9 +291,8 @@ def propagation_s(ga: GraphArrays, *, changed: float = 1.0,
     if not 0.0 < changed <= 1.0:
         raise ValueError(f"changed must be a share of the locations in (0, 1], got {changed!r}")
     f = model.frontier_rows
-    arcs = int(ga.in_ptr[-1]) if len(ga.in_ptr) else 0
     d = model.device
-    host_relax = (arcs + ga.L) * f * f * model.host_relax_s * changed
+    host_relax = _host_relax_s(ga, model) * changed
     # edge-wise on the host: relaxations, plus the new F (pointers and modes, then the
     # changed locations' rows) to the host: two round trips
     edgewise_s = host_relax + d.seconds(syncs=2, primitives=2,
@@ -362,9 +368,7 @@ def choose_strategy(ga: GraphArrays, *, on_device: bool, memory_budget: int = 25
 
     Returns a :class:`StrategyChoice` whose ``reason`` names the estimates it compared.
     """
-    f = model.frontier_rows
-    arcs = int(ga.in_ptr[-1]) if len(ga.in_ptr) else 0
-    host_edgewise_s = (arcs + ga.L) * f * f * model.host_relax_s
+    host_edgewise_s = _host_relax_s(ga, model)
     if not on_device:
         return StrategyChoice("edgewise", "cpu backend: edge-wise relaxation does only the "
                               "work where frontiers change; the closure gather is the same "

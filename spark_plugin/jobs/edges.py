@@ -704,14 +704,20 @@ class EpochSource:
     ``None`` otherwise), and ``check()``: raises :class:`EdgeInputError` if the epoch's file
     changed since the job recorded it (a no-op for rows already held in memory).
     ``in_memory``: the rows are a slice of a table on the driver (an Arrow table, a
-    collected DataFrame), so ``read()`` costs nothing."""
+    collected DataFrame), so ``read()`` costs nothing. ``frame``, ``rows``, ``stamp``: an
+    epoch of a Spark source, which the executors read (``read()`` collects it, for an epoch
+    finished on the driver)."""
 
-    __slots__ = ("what", "read", "scan", "check", "in_memory")
+    __slots__ = ("what", "read", "scan", "check", "in_memory", "frame", "rows", "stamp")
 
     def __init__(self, what: str, read, scan: ParquetSlice | None = None, check=None,
-                 in_memory: bool = False):
+                 in_memory: bool = False, frame=None, rows: int | None = None,
+                 stamp: str | None = None):
         self.what, self.read, self.scan, self.in_memory = what, read, scan, in_memory
         self.check = check if check is not None else (lambda: None)
+        #: A Spark source's epoch (:mod:`spark_plugin.sources`): its rows as a DataFrame
+        #: (``src, dst``) the executors read, their count, and the dataset's listing digest.
+        self.frame, self.rows, self.stamp = frame, rows, stamp
 
 
 #: The marker file that ends a followed directory stream (:func:`epoch_sources`).

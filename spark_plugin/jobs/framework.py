@@ -85,9 +85,11 @@ from spark_plugin.jobs.arrow import (arrow_bool, arrow_fixed, arrow_numpy, arrow
                                      arrow_types, list_matrix)
 from spark_plugin.jobs.backend import requested_backend, service_backend
 from spark_plugin.jobs.checkpoints import Checkpoints
-from spark_plugin.jobs.edges import edges_table, epoch_sources, table_columns
+from spark_plugin.jobs.edges import EpochSource, edges_table, epoch_sources, table_columns
 from spark_plugin.jobs.progress_bar import Progress, fmt_frontier
-from spark_plugin.jobs.recovery import OutputLog, crash_point, dataframe_digest, job_fingerprint
+from spark_plugin.jobs.recovery import (OutputLog, crash_point, dataframe_digest, job_fingerprint,
+                                        spark_fingerprint)
+from spark_plugin.sources import EpochPlan, SparkEdges, is_spark_source
 
 __all__ = ["EpochJob", "EpochInput", "EpochOutcome", "JobDriver", "JobResult", "StageTask",
            "JobProtocolError", "le"]
@@ -637,6 +639,9 @@ class EpochInput:
     rows: int
     scan: object = None
     more: bool = True
+    #: A Spark source's epoch: its rows as a DataFrame ``src, dst`` the executors read
+    #: (:mod:`spark_plugin.sources`), or ``None``.
+    frame: object = None
     _table: pa.Table | None = None
 
     def table(self) -> pa.Table:
@@ -741,10 +746,27 @@ class EpochJob(abc.ABC):
 
     def sources(self):
         """``(number of epochs or None, iterator of EpochSource)``: the job's input in epochs.
-        By default :func:`~spark_plugin.jobs.edges.epoch_sources` of ``edges`` (``src, dst``);
-        a job whose rows have other columns reads them here."""
+        By default :func:`~spark_plugin.jobs.edges.epoch_sources` of ``edges`` (``src, dst``),
+        or a Spark source's epochs (:attr:`spark_edges`: counted by one aggregation on the
+        executors, each read by them); a job whose rows have other columns reads them here."""
+        se = self.spark_edges
+        if se is not None:
+            from spark_plugin.service.batch import collect_arrow
+
+            eps = se.epochs(self.spark)
+            stamp = se.stamp()
+            return len(eps), (EpochSource(ep.what, functools.partial(collect_arrow, ep.frame),
+                                          check=se.check, frame=ep.frame, rows=ep.rows,
+                                          stamp=stamp) for ep in eps)
         return epoch_sources(self.edges, self.epochs, follow=self.follow,
                              columns=self.file_columns)
+
+    #: Whether the job reads Spark sources on the executors (:mod:`spark_plugin.sources`):
+    #: a URI, a Spark-written directory, a table, a DataFrame. A job without it collects a
+    #: DataFrame to the driver once, at the start.
+    spark_sources = False
+    #: The job's Spark source (:class:`~spark_plugin.sources.SparkEdges`), or ``None``.
+    spark_edges = None
 
     def input_table(self, df) -> pa.Table:
         """An input DataFrame collected to the driver (once, at the start), as the table
@@ -769,6 +791,8 @@ class EpochJob(abc.ABC):
         DataFrame's content digest over :attr:`input_columns`), its epochs and the columns
         picked (:func:`~spark_plugin.jobs.recovery.job_fingerprint`); a job adds the options
         that change its results."""
+        if self.spark_edges is not None:
+            return spark_fingerprint(self.spark_edges, self.input_digest, self.columns)
         return job_fingerprint(self.edges, self.epochs, self.follow,
                                columns=self.input_columns, dataframe=self.input_digest,
                                picked=self.columns)
@@ -852,7 +876,16 @@ class EpochJob(abc.ABC):
         """Run the job: read the epochs, compute each, write each final epoch."""
         t_start = time.perf_counter()
         spark, edges = self._spark, self.edges
-        if is_dataframe(edges):      # collected once: the driver holds each epoch's new edges
+        if self.spark_sources and is_spark_source(edges, follow=self.follow):
+            se = self.spark_edges = (edges if isinstance(edges, SparkEdges) else SparkEdges(
+                edges, columns=self.columns, plan=EpochPlan.parse(self.epochs)))
+            se.open(self.spark)   # the location and schema, before anything is written
+            for note in se.notes:
+                self.notice(note)
+            if se.df is not None and self.out is not None:   # one pass: what a resume matches
+                self.input_digest = dataframe_digest(se.df.select(
+                    *(F_col(c) for c in se.picked)), se.picked)
+        elif is_dataframe(edges):    # collected once: the driver holds each epoch's new edges
             df = edges
             edges = self.edges = self.input_table(df)
             if self.out is not None:   # one Spark pass: the content a resume must match
@@ -906,9 +939,10 @@ class EpochJob(abc.ABC):
                 d.steps.step("read", e, 0)
                 source.check()   # the input file is still the one recorded at the start
                 scan = source.scan if self.executor_input else None
-                inp = EpochInput(source, 0, scan)
+                inp = EpochInput(source, 0, scan, frame=getattr(source, "frame", None))
                 # EdgeInputError before anything of this epoch happens
-                inp.rows = inp.table().num_rows if scan is None else scan.rows
+                inp.rows = (source.rows if inp.frame is not None
+                            else inp.table().num_rows if scan is None else scan.rows)
                 self.rows_so_far += inp.rows
                 more = inp.more = total is None or e + 1 < total   # a stream: one may come
                 # the input sends the epoch and moves its capability on (or drops it)
@@ -1055,6 +1089,12 @@ def is_dataframe(edges) -> bool:
     """``edges`` is a Spark DataFrame (classic or Spark Connect)."""
     return not isinstance(edges, (str, os.PathLike, pa.Table)) and all(
         hasattr(edges, a) for a in ("columns", "select", "schema", "sparkSession"))
+
+
+def F_col(name: str):
+    """``pyspark.sql.functions.col`` (PySpark imported when called)."""
+    from pyspark.sql import functions as F
+    return F.col(f"`{name}`")
 
 
 def le(t, u) -> bool:

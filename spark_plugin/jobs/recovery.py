@@ -120,6 +120,19 @@ def job_fingerprint(edges, epochs: int, follow, *, columns=("src", "dst"),
     return job
 
 
+def spark_fingerprint(source, dataframe: dict | None = None, picked=None) -> dict:
+    """:func:`job_fingerprint` of a Spark source (:class:`~spark_plugin.sources.SparkEdges`):
+    its location (URI, table), format, header rule and epoch plan, needing no Spark; a
+    DataFrame's ``dataframe`` digest (:func:`dataframe_digest`). Whether its files changed
+    is each epoch's input record (the listing's digest)."""
+    job = source.fingerprint()
+    if dataframe is not None:
+        job["rows"], job["content"] = int(dataframe["rows"]), dataframe["content"]
+    if picked is not None:
+        job["columns"] = list(picked.picks)
+    return job
+
+
 def table_digest(table: pa.Table, columns=("src", "dst")) -> str:
     """``sha256:<hex>`` of ``columns`` of ``table`` (``src``, ``dst`` as int64, ``weight`` as
     its own type), column after column: the bytes of each chunk's values through a NumPy
@@ -158,6 +171,8 @@ def _stamp_of(source) -> list | str | None:
     modification time and inode; rows held in memory (a slice of an Arrow table or a
     collected DataFrame) :func:`table_digest` of them -- a DataFrame's fingerprint does not
     see the order of its rows, which decides the epochs' slices; else ``None``."""
+    if getattr(source, "stamp", None) is not None:   # a Spark source: its files' listing
+        return source.stamp
     if getattr(source, "in_memory", False):
         t = source.read()
         return table_digest(t, [c for c in ("src", "dst", "weight") if c in t.column_names])
@@ -314,7 +329,8 @@ def check_out(store: OutStore, job: dict, *, overwrite: bool = False) -> dict | 
     if store.exists() and not store.is_dir():
         raise OutputStateError(f"--out {d}: exists and is not a directory")
     here = store.local_path()
-    if here is not None and job.get("kind") in ("file", "directory"):
+    if here is not None and (job.get("kind") in ("file", "directory") or (
+            job.get("kind") == "dataset" and Path(job["input"]).is_absolute())):
         inp = Path(job["input"]).resolve()
         if inp == here.resolve() or here.resolve() in inp.parents:
             what = "is" if inp == here.resolve() else "contains"

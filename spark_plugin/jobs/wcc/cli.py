@@ -20,6 +20,7 @@ import sys
 from engine import Backend
 from engine.cli.main import positive_int, positive_seconds
 
+from spark_plugin.sources.dataset import is_uri
 from spark_plugin.jobs.command import (MASTER_FORMS, check_columns, columns_option, conf_pair,
                                        master_url, memory_size, run_job_command)
 
@@ -39,6 +40,14 @@ input formats (EDGES):
     (any format), e.g. --columns from,to or --columns 1,3.
   a directory: one epoch per file, in natural order of the names (e2 before e10; hidden
     and '_' files skipped); each epoch's line names its file.
+
+Spark sources, read by the executors (the driver reads no edge):
+  a Hadoop URI (hdfs://, s3a://, gs://, file://) of Parquet, ORC, CSV or text files, or a
+    local directory as Spark writes it (part-* files, _SUCCESS, key=value/ folders): one
+    dataset (--format if its file names do not tell); --table db.edges: a table.
+  Epochs: --epochs K equal slices in read order (files by name, rows in order), or
+    --epoch-column COL (one epoch per value of an integer, date or timestamp column, a
+    partition column too), with --epoch-every W for windows (1000; 1h, 1d).
   Vertex ids are non-negative int64. Bad input stops with the file and line named (exit
   2) before Spark starts where the first rows show it; an input without edges is refused.
 
@@ -66,7 +75,24 @@ def add_wcc(sub) -> argparse.ArgumentParser:
     ``wcc`` of the group ``tfront.commands``)."""
     w = sub.add_parser("wcc", help="incremental weakly connected components on Spark (needs pyspark)",
                        epilog=WCC_INPUT, formatter_class=argparse.RawDescriptionHelpFormatter)
-    w.add_argument("edges", help="edge file (text, CSV, Parquet; see below) or directory of epoch files")
+    w.add_argument("edges", nargs="?", default=None,
+                   help="edge file (text, CSV, Parquet; see below), directory of epoch files, "
+                        "or a Spark source: a URI (hdfs://, s3a://, file://) or a Spark-written "
+                        "directory")
+    w.add_argument("--table", default=None, metavar="NAME",
+                   help="read the edges from this table (spark.table, e.g. db.edges) instead "
+                        "of EDGES")
+    w.add_argument("--format", dest="fmt", choices=["parquet", "orc", "csv", "text"],
+                   default=None, help="a Spark source's format (default: from its file names)")
+    w.add_argument("--header", choices=["auto", "yes", "no"], default="auto",
+                   help="whether a CSV or text Spark source's first line is a header (auto: when "
+                        "its first two fields are not integers, or are the positions 0,1)")
+    w.add_argument("--epoch-column", default=None, metavar="COL",
+                   help="one epoch per distinct value of COL (integer, date or timestamp; a "
+                        "partition column too), in order; reads EDGES as a Spark source")
+    w.add_argument("--epoch-every", default=None, metavar="W",
+                   help="with --epoch-column: one epoch per window of width W that holds rows "
+                        "(an integer column: e.g. 1000; a date or timestamp: 30m, 1h, 1d)")
     w.add_argument("--epochs", type=positive_int, default=None, metavar="K",
                    help="split a single edge file into K epochs (default 1; not for a directory)")
     w.add_argument("--columns", type=columns_option, default=None, metavar="SRC,DST",
@@ -136,7 +162,14 @@ def run_wcc_command(args, parser: argparse.ArgumentParser) -> int:
     if args.overwrite and args.out is None:
         parser.error("wcc --overwrite needs --out")
     args.columns = check_columns(args, parser)
-    if not os.path.exists(args.edges):   # a typo: before importing the Spark side
+    table = getattr(args, "table", None)
+    if (args.edges is None) == (table is None):
+        parser.error("wcc needs EDGES or --table NAME" if table is None
+                     else "wcc takes EDGES or --table NAME, not both")
+    if getattr(args, "epoch_every", None) is not None and getattr(args, "epoch_column", None) is None:
+        parser.error("wcc --epoch-every needs --epoch-column")
+    if table is None and not is_uri(args.edges) and not os.path.exists(args.edges):
+        # a typo: before importing the Spark side
         raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
     return main_wcc(args)
 
@@ -166,12 +199,23 @@ def main_wcc(args) -> int:
                                            driver_finish_rows, run_wcc)
     from spark_plugin.session.console import write_line
 
-    from spark_plugin.jobs.recovery import job_fingerprint
+    from spark_plugin.jobs.recovery import job_fingerprint, spark_fingerprint
+    from spark_plugin.jobs.wcc.job import spark_source
+    from spark_plugin.sources import SparkEdges
 
     follow = getattr(args, "follow", None)
     columns = getattr(args, "columns", None)
-    for note in check_input(args.edges, args.epochs, follow=follow, columns=columns):
-        print(f"tfront wcc: warning: {note}", file=sys.stderr, flush=True)
+    edges = spark_source(args.edges, epochs=args.epochs or 1, columns=columns,
+                         table=getattr(args, "table", None), fmt=getattr(args, "fmt", None),
+                         header=getattr(args, "header", "auto"),
+                         epoch_column=getattr(args, "epoch_column", None),
+                         epoch_every=getattr(args, "epoch_every", None), follow=follow)
+    if isinstance(edges, SparkEdges):   # read by the executors: checked once Spark runs
+        fingerprint = spark_fingerprint(edges, None, columns)
+    else:
+        for note in check_input(args.edges, args.epochs, follow=follow, columns=columns):
+            print(f"tfront wcc: warning: {note}", file=sys.stderr, flush=True)
+        fingerprint = job_fingerprint(args.edges, args.epochs or 1, follow, picked=columns)
 
     def banner(spark) -> str:
         rows, why = driver_finish_rows(spark)
@@ -189,7 +233,7 @@ def main_wcc(args) -> int:
             warn(f"no epoch file arrived in {args.edges}")
 
     def run(spark, level, on_epoch) -> WccResult:
-        return run_wcc(spark, args.edges, epochs=args.epochs or 1, out=args.out,
+        return run_wcc(spark, edges, epochs=args.epochs or 1, out=args.out,
                        partitions=args.partitions, backend=args.backend, progress=level,
                        on_epoch=on_epoch, follow=follow,
                        checkpoint_dir=getattr(args, "checkpoint_dir", None),
@@ -201,7 +245,6 @@ def main_wcc(args) -> int:
 
     return run_job_command(args, name="wcc", what="labels", run=run, banner=banner,
                            on_summary=empty_epoch, after=after,
-                           fingerprint=job_fingerprint(args.edges, args.epochs or 1, follow,
-                                                       picked=columns),
+                           fingerprint=fingerprint,
                            memory_hint="lower TFRONT_WCC_DRIVER_ROWS so that fewer rows are "
                                        "collected on the driver")

@@ -473,11 +473,26 @@ def _tasks_read(edges) -> bool:
     """Whether the first epoch's contract tasks read their rows themselves (Parquet input)."""
     if isinstance(edges, pa.Table):
         return False
+    if not isinstance(edges, (str, os.PathLike)):   # a Spark source: the executors read it
+        return True
     p = Path(edges)
     if p.is_dir():
         files = edge_files(p)
         p = files[0] if files else p
     return p.is_file() and edge_format(p) == "parquet"
+
+
+def _range_key(x, cuts: list, pre: list):
+    """The Spark expression ``pre[bucket(x)]``: ``bucket`` the number of ``cuts`` (sorted)
+    at most ``x``, found by a balanced tree of comparisons (``log P`` per row)."""
+    from pyspark.sql import functions as F
+
+    def node(lo: int, hi: int):
+        if lo == hi:
+            return F.lit(pre[lo])
+        mid = (lo + hi + 1) // 2     # bucket mid starts at cuts[mid - 1]
+        return F.when(x < F.lit(cuts[mid - 1]), node(lo, mid - 1)).otherwise(node(mid, hi))
+    return node(0, len(cuts)).cast("bigint")
 
 
 def _changed_stars(a, b, f, oa, ob) -> np.ndarray:
@@ -523,6 +538,7 @@ class WccJob(EpochJob):
     """
 
     name = PRODUCER
+    spark_sources = True
     input = ("edges", 0)
     output = ("output", 0)
     result_columns = ("vertex", "component")
@@ -624,8 +640,8 @@ class WccJob(EpochJob):
         held = isinstance(self.state, tuple)   # the previous stars are on the driver
         n_state = len(self.state[0]) if held else 0
         on_driver = (self.state is None or held) and inp.rows + n_state <= self.driver_rows
-        if not inp.read and not on_driver:
-            inp.table()
+        if not inp.read and (on_driver if inp.frame is not None else not on_driver):
+            inp.table()   # a Spark source's epoch is collected only when the driver finishes it
         new_tbl = None
         if inp.read:
             t = inp.table()
@@ -643,7 +659,7 @@ class WccJob(EpochJob):
             self.out_log.drop_loop()
         if on_driver:
             return self._finish_on_driver(e, inp.scan if new_tbl is None else new_tbl)
-        return self._spark_loop(e, new_tbl)
+        return self._spark_loop(e, new_tbl if new_tbl is not None else inp.frame, inp.rows)
 
     def _stage(self, kind, df, e, it, key):
         """One Spark stage of ``kind`` on ``df``, partitioned by ``key`` (the contract stage
@@ -653,7 +669,7 @@ class WccJob(EpochJob):
                                             d.requested, self.more, roots=True),
                            df, key, _STEP_NAMES.get(kind, kind), e, it)
 
-    def _spark_loop(self, e, new_tbl) -> EpochOutcome:
+    def _spark_loop(self, e, new_tbl, rows: int) -> EpochOutcome:
         """Contract (partitioned by :meth:`_contract_input`), link the contracted pieces'
         roots (setting the other vertices' pointers aside), then large-star / small-star on
         the links until the frontier at ``label.in0`` has no element of epoch ``e``; the
@@ -667,7 +683,11 @@ class WccJob(EpochJob):
         union-find is the fixed point (stage ``final``). After a star-operator stage that
         leaves the loop running, the state is written to ``out`` as a loop checkpoint when
         :attr:`loop_checkpoint` seconds have passed since the epoch's last one; an epoch the
-        rollback kept a checkpoint of resumes from it."""
+        rollback kept a checkpoint of resumes from it.
+
+        ``new_tbl``: the epoch's ``rows`` new edges (``a, b, f``) held by the driver, or a
+        Spark source's epoch (a DataFrame ``src, dst`` the executors read:
+        :meth:`_contract_frame`)."""
         from pyspark.sql import functions as F
 
         d, ck = self.driver, self.driver.checkpoints
@@ -675,7 +695,7 @@ class WccJob(EpochJob):
         df, new, cut = None, None, None
         pointers, ptr_ids = None, set()   # the links stage's pointers, their checkpoint
         if rec is not None and rec["epoch"] == e:
-            df = self._resume_loop(e, rec, new_tbl.num_rows)
+            df = self._resume_loop(e, rec, rows)
             ids, it = set(), rec["iteration"] + 1
         if df is not None and self._resumed_pointers:   # set aside again, as they were
             pointers, ptr_ids = ck.checkpoint(df.filter(F.col("a") > F.col("b")).select(
@@ -683,12 +703,14 @@ class WccJob(EpochJob):
             df = df.filter(F.col("a") < F.col("b"))
         if df is None:
             rec = None
-            inp, key, new, cut = self._contract_input(new_tbl)
+            inp, key, new, cut = (self._contract_input(new_tbl) if isinstance(new_tbl, pa.Table)
+                                  else self._contract_frame(new_tbl))
             df, ids = self._stage("contract", inp, e, 0, key)
             it = 0
-        task_rows = self._task_rows(new_tbl.num_rows)   # the same when resumed
+        task_rows = self._task_rows(rows)   # the same when resumed
         if new is None:
-            new = self.spark.createDataFrame(new_tbl, schema=EDGE_DDL)
+            new = (self.spark.createDataFrame(new_tbl, schema=EDGE_DDL)
+                   if isinstance(new_tbl, pa.Table) else self._new_frame(new_tbl))
         last = time.monotonic()
         while True:
             if rec is None:   # resumed: the checkpoint is the small-star stage's output
@@ -783,6 +805,47 @@ class WccJob(EpochJob):
             inp = state.unionByName(rows)
         return inp, key, rows, cut
 
+    def _new_frame(self, frame):
+        """A Spark source's epoch as the loop's new rows ``a, b, f``, materialised once on the
+        executors (the contract stage and the labels read it; the driver never does) and
+        released when the epoch is final."""
+        from pyspark.sql import functions as F
+
+        new, ids = self.driver.checkpoints.checkpoint(frame.select(
+            F.col("src").alias("a"), F.col("dst").alias("b"), F.lit(True).alias("f")))
+        self.new_ids = ids
+        return new
+
+    def _contract_frame(self, frame):
+        """:meth:`_contract_input` for a Spark source's epoch, all on the executors: the new
+        rows (:meth:`_new_frame`) and the previous stars (held by Spark, or by the driver
+        when it finished the epochs before). ``locality``: ranges of ``least(a, b)`` cut at
+        quantiles that Spark samples (one small job, ``P - 1`` numbers to the driver), each
+        row carrying in ``key`` a value Spark's hash partitioning sends to its range's task
+        (:func:`~spark_plugin.jobs.wcc.partition.hash_preimages`); the stars keep their
+        centre as key. ``hash``: ``least(a, b)``. No share of cut edges is measured."""
+        from pyspark.sql import functions as F
+
+        new = self._new_frame(frame)
+        state = self.state
+        if isinstance(state, tuple):   # the driver's stars go back to Spark (they fit it)
+            state = self.spark.createDataFrame(_stars_table(*state), schema=EDGE_DDL)
+        if self.partitioner is not Partitioner.LOCALITY:
+            inp = new if state is None else state.unionByName(new)
+            return inp, F.least("a", "b"), new, None
+        P = self.P
+        low = F.least("a", "b")
+        cuts = [int(q) for q in new.select(low.alias("k")).approxQuantile(
+            "k", [i / P for i in range(1, P)], 0.001)] if P > 1 else []
+        pre = [int(x) for x in hash_preimages(P)]
+        rows = new.withColumn("key", _range_key(low, cuts, pre))
+        inp = rows if state is None else state.withColumn("key", F.col("a")).unionByName(rows)
+        log.info("range partition of the epoch's new edges into %d at sampled cuts %s", P,
+                 cuts[:8])
+        return inp, F.col("key"), new, None
+
+    new_ids: set = frozenset()   # the checkpoint of a Spark source's epoch (_new_frame)
+
     def _task_rows(self, new_rows: int) -> int:
         """The most rows the star operator's stage of an iteration may send to one task, which
         then contracts them all with one union-find (stage ``final``): ``$TFRONT_WCC_TASK_ROWS``
@@ -844,7 +907,8 @@ class WccJob(EpochJob):
             raise WccProtocolError(f"epoch {e}: the driver finished the loop, but the frontier "
                                    f"at label.in0 {fmt_frontier(fb)} has not passed epoch {e}")
         self.bar.round(e, it + 1, fb)
-        if self.labels is None and self.state is None and pointers is None:
+        if (self.labels is None and self.state is None and pointers is None
+                and isinstance(new_tbl, pa.Table)):
             na = arrow_numpy(new_tbl.column("a")).astype(np.int64, copy=False)
             nb = arrow_numpy(new_tbl.column("b")).astype(np.int64, copy=False)
             return self._driver_labels(e, it, sa, sb, np.unique(na[na == nb]), cut)
@@ -873,6 +937,8 @@ class WccJob(EpochJob):
             "vertex", "left").select(
             "vertex", F.coalesce(F.col("component"), F.col("vertex")).alias("component"))
         self.labels, self.labels_ids = ck.checkpoint(lab)
+        ck.release(self.new_ids)   # a Spark source's epoch: its labels hold what it added
+        self.new_ids = frozenset()
         stats = self.labels.agg(F.count(F.lit(1)).alias("v"),
                                 F.sum((F.col("vertex") == F.col("component")).cast("long"))
                                 .alias("c")).collect()[0]
@@ -1058,19 +1124,25 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             overwrite: bool = False,
             loop_checkpoint: "float | str | None" = DEFAULT_LOOP_CHECKPOINT,
             partitioner: "Partitioner | str" = Partitioner.LOCALITY,
-            columns=None) -> WccResult:
+            columns=None, table: str | None = None, fmt: str | None = None,
+            header: str = "auto", epoch_column: str | None = None,
+            epoch_every: str | None = None) -> WccResult:
     """Run the incremental WCC job.
 
     Parameters
     ----------
     spark : pyspark.sql.SparkSession
-    edges : str, Path, pyarrow.Table or pyspark.sql.DataFrame
+    edges : str, Path, pyarrow.Table, pyspark.sql.DataFrame or SparkEdges
         An edge file (SNAP text, CSV, Parquet; :mod:`~spark_plugin.jobs.edges`) split into
         ``epochs`` slices, or a directory of epoch files (one epoch per file, in natural
-        order of the names: ``e2`` before ``e10``), or a table / DataFrame with integer
-        columns ``src`` and ``dst`` (other columns ignored), split like a file. A DataFrame
-        is collected to the driver once, at the start (the driver holds each epoch's new
-        edges, as it does for a text file). Every input file's size, modification time and
+        order of the names: ``e2`` before ``e10``), or an Arrow table with integer
+        columns ``src`` and ``dst`` (other columns ignored), split like a file: the driver
+        reads these. A **Spark source** is read by the executors and never by the driver
+        (:mod:`spark_plugin.sources`): a Hadoop URI (``hdfs://``, ``s3a://``, ``file://``
+        ...) of Parquet, ORC, CSV or text, a directory as Spark writes it (``part-*``,
+        ``_SUCCESS``, ``key=value/`` folders: one dataset, not one epoch per file), a
+        DataFrame (never collected), or ``table``; its epochs are ``epochs`` equal slices
+        in read order, or ``epoch_column``'s values or windows. Every input file's size, modification time and
         inode are recorded when the job starts; a file that changes before its epoch is
         written stops the job with ``EdgeInputError`` naming it. An input without edges, or
         a directory without epoch files (not followed), raises ``EdgeInputError``.
@@ -1156,10 +1228,27 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         ``tfront wcc --columns``). Part of the job's fingerprint: a resumed ``out`` must
         have been written with the same ones.
 
+    table : str, optional
+        A table (``spark.table``, e.g. ``db.edges``) as the input, instead of ``edges``.
+    fmt : {"parquet", "orc", "csv", "text"}, optional
+        A Spark source's format (default: from its files' names).
+    header : {"auto", "yes", "no"}
+        Whether a CSV or text Spark source's first line is a header (``auto``: when its first
+        two fields are not integers, or are the column positions ``0,1``, which is said).
+    epoch_column : str, optional
+        One epoch per distinct value of this integer, date or timestamp column (a Hive-style
+        partition column too), in order; the input is then read as a Spark source.
+    epoch_every : str, optional
+        With ``epoch_column``: one epoch per window of this width that holds rows
+        (``"1000"`` for an integer column, ``"1h"``, ``"1d"`` for a date or timestamp).
+
     Raises
     ------
     EdgeInputError
         Malformed input (file and line named); nothing is written for that epoch.
+    SparkSourceError
+        A Spark source that cannot be read: no HDFS configured for ``hdfs:///...``, no
+        Hadoop file system for the scheme, a missing table.
     OutputStateError
         ``out`` exists but cannot be resumed (another job's, not resumable, damaged).
     WccProtocolError
@@ -1170,6 +1259,9 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         run on the CPU).
     """
     picked = EdgeColumns.parse(columns)   # before anything runs
+    edges = spark_source(edges, epochs=epochs, columns=picked, table=table, fmt=fmt,
+                         header=header, epoch_column=epoch_column, epoch_every=epoch_every,
+                         follow=follow)
     job = WccJob(spark, edges, epochs=epochs, out=out, partitions=partitions, backend=backend,
                  progress=progress, on_epoch=on_epoch, task_wrapper=task_wrapper,
                  executor_input=executor_input, follow=follow, checkpoint_dir=checkpoint_dir,
@@ -1177,6 +1269,30 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                  loop_checkpoint=loop_checkpoint, partitioner=partitioner)
     job.columns = picked
     return job.run()
+
+
+def spark_source(edges, *, epochs: int = 1, columns=None, table=None, fmt=None,
+                 header: str = "auto", epoch_column=None, epoch_every=None, follow=None):
+    """``edges`` as the job takes it: a :class:`~spark_plugin.sources.SparkEdges` when the
+    input is a Spark source (a URI, a Spark-written directory, a DataFrame, ``table``) or an
+    option only a Spark source has is given (``epoch_column``, ``fmt``, a ``header``);
+    otherwise ``edges`` unchanged (a local file or directory of epoch files, an Arrow
+    table: the driver reads them).
+
+    Raises
+    ------
+    SparkSourceError, EpochPlanError
+        Options that do not fit together (``table`` and ``edges``, ``epoch_every`` without
+        a column ...)."""
+    from spark_plugin.sources import EpochPlan, SparkEdges, is_spark_source
+
+    wants = table is not None or epoch_column is not None or fmt is not None or (
+        header != "auto") or epoch_every is not None
+    if isinstance(edges, SparkEdges) or not (wants or (
+            not isinstance(edges, pa.Table) and is_spark_source(edges, follow=follow))):
+        return edges
+    return SparkEdges(edges, table=table, fmt=fmt, header=header, columns=columns,
+                      plan=EpochPlan.parse(epochs, epoch_column, epoch_every))
 
 
 def driver_finish_rows(spark) -> tuple[int, str]:

@@ -1,0 +1,246 @@
+"""Spark sources for ``tfront wcc`` (issue 31): datasets that the executors read -- a Spark-written
+directory with an empty part, a ``partitionBy`` dataset, a table, a DataFrame, a ``file://``
+URI --, epochs from slices computed on the executors or from a column (values, windows), bad
+rows named, and ``hdfs:///`` refused where no HDFS is configured. Every epoch's labels are
+compared with scipy's."""
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from engine.cli.main import main as tfront
+from spark_plugin.jobs.edges import EdgeInputError, even_cuts
+from spark_plugin.jobs.wcc.job import run_wcc
+from spark_plugin.sources import EpochPlan, SparkEdges, SparkSourceError
+from spark_plugin.sources.epochs import EpochPlanError, slice_of_row
+
+from wcc_cases import expected_labels, written
+
+pytestmark = pytest.mark.spark
+
+
+def _graph(n=300, m=400, seed=7):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, n, m), rng.integers(0, n, m)
+
+
+def _check_epochs(out, src, dst, bounds):
+    """Each epoch ``e`` of ``out`` equals scipy on the rows ``[0, bounds[e + 1])``."""
+    got = written(out)
+    assert sorted(got) == list(range(len(bounds) - 1))
+    for e in range(len(bounds) - 1):
+        want = expected_labels(src[:bounds[e + 1]], dst[:bounds[e + 1]])
+        assert dict(got[e]) == want, f"epoch {e}"
+
+
+def _labels(res):
+    return dict(zip(*(res.labels.column(c).to_pylist() for c in ("vertex", "component"))))
+
+
+@pytest.fixture(params=["driver", "spark"])
+def where(request, monkeypatch):
+    """Each epoch finished on the driver (the default budget), or every round on Spark."""
+    if request.param == "spark":
+        monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")
+    return request.param
+
+
+def test_gh31_a_spark_written_directory_is_one_dataset_split_on_the_executors(
+        spark, tmp_path, where):
+    src, dst = _graph()
+    ds = str(tmp_path / "edges")
+    os.makedirs(ds)
+    # three part files in order, and an empty one as Spark writes for an empty partition
+    for k, (a, b) in enumerate(((0, 133), (133, 266), (266, 400))):
+        pq.write_table(pa.table({"src": src[a:b], "dst": dst[a:b]}),
+                       f"{ds}/part-{k:05d}-a.snappy.parquet")
+    pq.write_table(pa.table({"src": pa.array([], pa.int64()), "dst": pa.array([], pa.int64())}),
+                   f"{ds}/part-00003-a.snappy.parquet")
+    open(f"{ds}/_SUCCESS", "w").close()
+    out = str(tmp_path / "out")
+    res = run_wcc(spark, ds, epochs=3, out=out, partitions=3, progress=False)
+    cuts = [0, 133, 266, 400]
+    assert [s.new_edges for s in res.epochs] == [133, 133, 134]
+    assert [s.source for s in res.epochs] == [f"{ds} rows 1-133", f"{ds} rows 134-266",
+                                              f"{ds} rows 267-400"]
+    _check_epochs(out, src, dst, cuts)
+    # a rerun finds every epoch final (same listing, same plan): nothing recomputed
+    again = run_wcc(spark, ds, epochs=3, out=out, partitions=3, progress=False)
+    assert again.epochs == [] and again.resumed_at == 3
+
+
+def test_gh31_slices_follow_the_read_order_whatever_the_partitioning(spark, tmp_path):
+    # files by name, rows in order: the same epochs with one row group per file or many
+    src, dst = _graph(m=1000)
+    ds = tmp_path / "d"
+    ds.mkdir()
+    for k in range(2):
+        pq.write_table(pa.table({"src": src[k * 500:(k + 1) * 500],
+                                 "dst": dst[k * 500:(k + 1) * 500]}),
+                       ds / f"part-{k:05d}.parquet", row_group_size=37)
+    got = []
+    for maxbytes in ("1m", "2k"):
+        spark.conf.set("spark.sql.files.maxPartitionBytes", maxbytes)
+        try:
+            eps = SparkEdges(str(ds), plan=EpochPlan(4)).epochs(spark)
+            got.append([sorted(map(tuple, e.frame.collect())) for e in eps])
+        finally:
+            spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    assert got[0] == got[1]
+    assert got[0] == [sorted(zip(src[a:b].tolist(), dst[a:b].tolist()))
+                      for a, b in ((0, 250), (250, 500), (500, 750), (750, 1000))]
+    cuts = even_cuts(10, 3)   # the expression cuts where the driver's splits do
+    assert [slice_of_row(r, 10, 3) for r in range(10)] == [
+        next(e for e in range(3) if cuts[e] <= r < cuts[e + 1]) for r in range(10)]
+
+
+def test_gh31_partition_by_dataset_epochs_by_its_column(spark, tmp_path, where):
+    src, dst = _graph(m=300)
+    day = np.repeat([3, 1, 2], 100)   # days in another order than the rows
+    ds = str(tmp_path / "bydays")
+    spark.createDataFrame(pa.table({"src": src, "dst": dst, "day": day}).to_pandas()) \
+        .write.partitionBy("day").parquet(ds)
+    out = str(tmp_path / "out")
+    res = run_wcc(spark, ds, epoch_column="day", out=out, partitions=2, progress=False)
+    assert [s.source for s in res.epochs] == ["day=1", "day=2", "day=3"]
+    order = np.argsort(day, kind="stable")
+    _check_epochs(out, src[order], dst[order], [0, 100, 200, 300])
+
+
+def test_gh31_a_table_and_a_dataframe(spark, tmp_path, monkeypatch):
+    monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")
+    src, dst = _graph(m=200)
+    df = spark.createDataFrame(pa.table({"from": src.astype(np.int32),
+                                         "to": dst.astype(np.float64)}).to_pandas())
+    res = run_wcc(spark, df, columns="from,to", partitions=2, progress=False)
+    assert _labels(res) == expected_labels(src, dst)
+    df.createOrReplaceTempView("gh31_edges")
+    out = str(tmp_path / "out")
+    res = run_wcc(spark, None, table="gh31_edges", columns="from,to", epochs=2, out=out,
+                  partitions=2, progress=False)
+    assert [s.source for s in res.epochs] == ["table gh31_edges rows 1-100",
+                                              "table gh31_edges rows 101-200"]
+    _check_epochs(out, src, dst, [0, 100, 200])
+
+
+def test_gh31_timestamp_windows_are_epochs(spark, tmp_path):
+    src, dst = _graph(m=120)
+    t0 = dt.datetime(2026, 11, 1, 0, 0, tzinfo=dt.timezone.utc)
+    at = [t0 + dt.timedelta(minutes=int(k)) for k in np.sort(
+        np.random.default_rng(3).integers(0, 180, 120))]   # three hours
+    path = tmp_path / "events.parquet"
+    pq.write_table(pa.table({"src": src, "dst": dst, "at": pa.array(at, pa.timestamp("us",
+                                                                                 "UTC"))}), path)
+    res = run_wcc(spark, str(path), epoch_column="at", epoch_every="1h", partitions=2,
+                  progress=False)
+    hours = np.array([(t - t0).seconds // 3600 for t in at])
+    assert [s.new_edges for s in res.epochs] == [int((hours == h).sum()) for h in range(3)]
+    assert res.epochs[1].source == "at in [2026-11-01 01:00:00 UTC, +1h)"
+    assert _labels(res) == expected_labels(src, dst)
+    with pytest.raises(EpochPlanError, match="is an integer: give a whole number"):
+        run_wcc(spark, str(path), epoch_column="src", epoch_every="1h", progress=False)
+    with pytest.raises(EpochPlanError, match="needs --epoch-column"):
+        run_wcc(spark, str(path), epoch_every="1h", progress=False)
+
+
+@pytest.mark.parametrize(("rows", "match"), [
+    ("1 2\n3 x\n", r"row '3 x': vertex id 'x' is not an integer"),
+    ("1 2\n3\n", r"row '3': has fewer than two fields"),
+    ("1 2\n-3 4\n", r"vertex id '-3' is negative"),
+])
+def test_gh31_a_row_that_is_no_edge_is_named_with_its_file(spark, tmp_path, rows, match):
+    d = tmp_path / "txt"
+    d.mkdir()
+    (d / "part-00000.txt").write_text("5 6\n")
+    (d / "part-00001.txt").write_text(rows)
+    with pytest.raises(EdgeInputError, match=match) as err:
+        run_wcc(spark, str(d), progress=False)
+    assert "part-00001.txt" in str(err.value)
+    df = spark.createDataFrame([(1.0, 2.0), (2.5, 3.0)], "src double, dst double")
+    with pytest.raises(EdgeInputError, match=r"vertex id '2.5' is not a whole number"):
+        run_wcc(spark, df, progress=False)
+
+
+def test_gh31_csv_header_positions_is_said_and_header_no_reads_it(spark, tmp_path):
+    d = tmp_path / "csv"
+    d.mkdir()
+    (d / "part-00000.csv").write_text("0,1\n0,5\n1,7\n2,9\n")   # pandas' default header
+    se = SparkEdges(str(d))
+    assert [e.rows for e in se.epochs(spark)] == [3]
+    assert "the column positions" in se.notes[0]
+    assert [e.rows for e in SparkEdges(str(d), header="no").epochs(spark)] == [4]
+
+
+def test_gh31_hdfs_without_hdfs_is_refused_saying_so(spark, capsys):
+    with pytest.raises(SparkSourceError, match=r"no HDFS is configured here"):
+        SparkEdges("hdfs:///data/edges").open(spark)
+    assert tfront(["wcc", "hdfs:///data/edges", "--out", "hdfs:///data/labels", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "no HDFS is configured here" in err and "does not exist" not in err
+    with pytest.raises(EdgeInputError, match="does not exist"):
+        SparkEdges("file:///nonexistent/edges").open(spark)
+
+
+def test_gh31_a_killed_run_on_a_spark_source_resumes_without_loss_or_duplicate(tmp_path):
+    src, dst = _graph(m=300)
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    pq.write_table(pa.table({"src": src, "dst": dst}), ds / "part-00000.parquet")
+    (ds / "_SUCCESS").touch()
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "engine.cli.main", "wcc", ds.as_uri(), "--epochs", "3",
+           "--out", str(out), "--master", "local[1]", "-q"]
+    env = dict(os.environ, TFRONT_WCC_CRASH_AT="epoch:1:after-data")
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    env.pop("TFRONT_WCC_CRASH_AT")
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    _check_epochs(str(out), src, dst, [0, 100, 200, 300])
+    parts = [n for n in os.listdir(out) if n.startswith("part-epoch-")]
+    assert sorted({n[:17] for n in parts}) == [f"part-epoch-{e:06d}" for e in range(3)]
+
+
+@pytest.mark.slow
+def test_gh31_on_a_cluster_the_driver_never_opens_the_edge_files(tmp_path):
+    """``local-cluster[2,1,1024]``: executors in JVMs of their own; the edges on ``file://``
+    are read by them only -- the driver's Python process opens none of the dataset's files
+    (an audit hook) -- and every epoch equals scipy."""
+    src, dst = _graph(n=20_000, m=60_000, seed=11)
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    for k in range(4):
+        pq.write_table(pa.table({"src": src[k * 15_000:(k + 1) * 15_000],
+                                 "dst": dst[k * 15_000:(k + 1) * 15_000]}),
+                       ds / f"part-{k:05d}.parquet")
+    (ds / "_SUCCESS").touch()
+    out = tmp_path / "out"
+    script = textwrap.dedent(f"""
+        import json, resource, sys
+        opened = []
+        def hook(event, args):
+            if event == "open" and isinstance(args[0], str) and {str(ds)!r} in args[0]:
+                opened.append(args[0])
+        sys.addaudithook(hook)
+        from engine.cli.main import main
+        rc = main(["wcc", {ds.as_uri()!r}, "--epochs", "2", "--out", {str(out)!r},
+                   "--master", "local-cluster[2,1,1024]", "--partitions", "4", "-q"])
+        print(json.dumps({{"rc": rc, "opened": opened,
+                          "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
+    """)
+    env = dict(os.environ, TFRONT_WCC_DRIVER_ROWS="0")
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    import json
+    info = json.loads(r.stdout.strip().splitlines()[-1])
+    assert info["rc"] == 0 and info["opened"] == []
+    _check_epochs(str(out), src, dst, [0, 30_000, 60_000])

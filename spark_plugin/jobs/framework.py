@@ -754,10 +754,16 @@ class EpochJob(abc.ABC):
             from spark_plugin.service.batch import collect_arrow
 
             eps = se.epochs(self.spark)
-            stamp = se.stamp()
+            stamp = se.stamp()   # None for a DataFrame: each slice's digest, when recorded
+
+            def digest(frame):
+                d = dataframe_digest(frame)
+                return f"{d['content']}:{d['rows']}"
             return len(eps), (EpochSource(ep.what, functools.partial(collect_arrow, ep.frame),
                                           check=se.check, frame=ep.frame, rows=ep.rows,
-                                          stamp=stamp) for ep in eps)
+                                          stamp=stamp if stamp is not None else
+                                          functools.partial(digest, ep.frame))
+                              for ep in eps)
         return epoch_sources(self.edges, self.epochs, follow=self.follow,
                              columns=self.file_columns)
 

@@ -171,8 +171,9 @@ def _stamp_of(source) -> list | str | None:
     modification time and inode; rows held in memory (a slice of an Arrow table or a
     collected DataFrame) :func:`table_digest` of them -- a DataFrame's fingerprint does not
     see the order of its rows, which decides the epochs' slices; else ``None``."""
-    if getattr(source, "stamp", None) is not None:   # a Spark source: its files' listing
-        return source.stamp
+    stamp = getattr(source, "stamp", None)
+    if stamp is not None:   # a Spark source: its files' listing, or a DataFrame slice's digest
+        return stamp() if callable(stamp) else stamp
     if getattr(source, "in_memory", False):
         t = source.read()
         return table_digest(t, [c for c in ("src", "dst", "weight") if c in t.column_names])

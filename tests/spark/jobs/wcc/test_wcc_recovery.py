@@ -611,7 +611,8 @@ def test_table_and_dataframe_inputs_resume_only_with_the_same_content(spark, tmp
     snapshot = {f: (out / f).read_bytes() for f in os.listdir(out)}
     with pytest.raises(OutputStateError, match=r"another job \(content: 'xxhash64-sums:"):
         run_wcc(spark, spark.createDataFrame(other), epochs=2, out=str(out), progress=False)
-    with pytest.raises(OutputStateError, match=r"epoch 0's input edge table rows 1-200 changed"):
+    with pytest.raises(OutputStateError,
+                       match=r"epoch 0's input edge DataFrame rows 1-200 changed"):
         run_wcc(spark, shuffled, epochs=2, out=str(out), partitions=2, progress=False)
     assert {f: (out / f).read_bytes() for f in os.listdir(out)} == snapshot
 

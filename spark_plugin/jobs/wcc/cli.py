@@ -21,6 +21,7 @@ from engine import Backend
 from engine.cli.main import positive_int, positive_seconds
 
 from spark_plugin.jobs.command import (MASTER_FORMS, check_columns, columns_option, conf_pair,
+                                       path_option,
                                        master_url, memory_size, run_job_command)
 
 __all__ = ["add_wcc", "run_wcc_command", "loop_checkpoint", "WCC_INPUT"]
@@ -66,13 +67,13 @@ def add_wcc(sub) -> argparse.ArgumentParser:
     ``wcc`` of the group ``tfront.commands``)."""
     w = sub.add_parser("wcc", help="incremental weakly connected components on Spark (needs pyspark)",
                        epilog=WCC_INPUT, formatter_class=argparse.RawDescriptionHelpFormatter)
-    w.add_argument("edges", help="edge file (text, CSV, Parquet; see below) or directory of epoch files")
+    w.add_argument("edges", type=path_option, help="edge file (text, CSV, Parquet; see below) or directory of epoch files")
     w.add_argument("--epochs", type=positive_int, default=None, metavar="K",
                    help="split a single edge file into K epochs (default 1; not for a directory)")
     w.add_argument("--columns", type=columns_option, default=None, metavar="SRC,DST",
                    help="the input's columns read as src and dst: names (Parquet, a header "
                         "row) or 1-based numbers (any format), e.g. from,to or 1,3")
-    w.add_argument("--out", default=None,
+    w.add_argument("--out", type=path_option, default=None,
                    help="Parquet dataset to append epoch,vertex,component to (without it the "
                         "labels are not saved). A run on an existing OUT of the same job "
                         "resumes it: epochs already final there are skipped (docs/wcc.md)")

@@ -14,6 +14,7 @@ from engine.exchange.processes import WorkerProcessError, WorkerTimeoutError
 
 __all__ = [
     "OutputStateError",
+    "OutputInUseError",
     "SchemaError",
     "MissingBatchError",
     "DeliveryConflictError",
@@ -113,6 +114,11 @@ class OutputStateError(TimelyFrontierError, ValueError):
     """An existing ``--out`` of the WCC job cannot be resumed: not written by a resumable run,
     written by another job (the differing settings named), or its manifest or data damaged.
     Nothing in it was changed."""
+
+
+class OutputInUseError(OutputStateError):
+    """Another run holds the ``--out`` (its lock file, ``_tfront_lock``, is locked): the
+    message names the holder (pid, host, command). Nothing in ``--out`` was changed."""
 
 
 class OutputWriteError(TimelyFrontierError, RuntimeError):

@@ -35,7 +35,7 @@ from spark_plugin.session.console import write_line
 
 __all__ = ["run_job_command", "check_out_before_spark", "verbosity", "SPARK_LOG_LEVELS",
            "master_url", "memory_size", "conf_pair", "MASTER_FORMS", "columns_option",
-           "check_columns"]
+           "check_columns", "path_option"]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,19 @@ def memory_size(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a memory size: a whole number with a unit k, m, g or t (e.g. 8g)")
     return t
+
+
+def path_option(text: str) -> str:
+    """``EDGES`` and ``--out``: a path with a leading ``~`` or ``~user`` expanded as a shell
+    would (``--out=~/o`` and a script's quoted ``"~/o"`` reach us unexpanded), so the command
+    reads and writes the one place the user meant; a URI (``hdfs://...``) as given."""
+    if "://" in text or not text.startswith("~"):
+        return text
+    full = os.path.expanduser(text)
+    if full.startswith("~"):
+        raise argparse.ArgumentTypeError(f"{text!r}: cannot expand {text.split(os.sep)[0]!r} "
+                                         f"(no such user); write the full path")
+    return full
 
 
 def conf_pair(text: str) -> tuple[str, str]:
@@ -139,16 +152,6 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
     FileNotFoundError
         The directory of ``--progress-log`` does not exist.
     """
-    import tempfile
-
-    from spark_plugin.session.config import (DRIVER_MEMORY_SHARE, build_session, format_memory, machine_memory,
-                         session_conf, submitted_conf)
-    from spark_plugin.session.console import hush_jvm
-    from spark_plugin.session.config import is_embedded_master
-    from spark_plugin.session.interrupt import EXIT_INTERRUPTED, CtrlC
-    from spark_plugin.session.lazy import LazySession, conf_of, heap_of, master_of
-    from spark_plugin.session.lazy import started as started_here
-
     follow = getattr(args, "follow", None)
     log_path = getattr(args, "progress_log", None)
     if log_path is not None and not Path(log_path).absolute().parent.is_dir():
@@ -160,9 +163,33 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
         from spark_plugin.errors import OutputStateError
 
         raise OutputStateError("--overwrite needs --out")
+    held = None
     if args.out is not None:   # what OutputLog.open would refuse, before Spark starts
-        check_out_before_spark(args.out, args.edges, args.epochs or 1, follow,
-                               job=fingerprint, overwrite=overwrite)
+        held = check_out_before_spark(args.out, args.edges, args.epochs or 1, follow,
+                                      job=fingerprint, overwrite=overwrite)
+    try:   # --out held from here to the end (the job's OutputLog takes it again)
+        return _run_holding(args, name=name, what=what, run=run, fingerprint=fingerprint,
+                            banner=banner, on_summary=on_summary, after=after,
+                            memory_hint=memory_hint, level=level, overwrite=overwrite)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def _run_holding(args, *, name: str, what: str, run: Callable, fingerprint, banner,
+                 on_summary, after, memory_hint: str, level: int, overwrite: bool) -> int:
+    """:func:`run_job_command` once ``--out`` is checked and held."""
+    import tempfile
+
+    from spark_plugin.session.config import (DRIVER_MEMORY_SHARE, build_session, format_memory, machine_memory,
+                         session_conf, submitted_conf)
+    from spark_plugin.session.console import hush_jvm
+    from spark_plugin.session.config import is_embedded_master
+    from spark_plugin.session.interrupt import EXIT_INTERRUPTED, CtrlC
+    from spark_plugin.session.lazy import LazySession, conf_of, heap_of, master_of
+    from spark_plugin.session.lazy import started as started_here
+
+    follow = getattr(args, "follow", None)
     if not overwrite:
         from spark_plugin.jobs.recovery import already_final
 
@@ -329,29 +356,43 @@ def run_job_command(args, *, name: str, what: str, run: Callable, fingerprint=No
 
 
 def check_out_before_spark(out, edges, epochs: int, follow, *, job: dict | None = None,
-                           overwrite: bool = False) -> None:
+                           overwrite: bool = False):
     """What the job would refuse about a local ``--out`` once Spark runs, checked before it
-    starts (a URI ``--out`` needs Hadoop's ``FileSystem``: the job checks it): no file on its
-    path, writable (:func:`~spark_plugin.jobs.recovery.check_out_path`), and what
-    :func:`~spark_plugin.jobs.recovery.check_out` checks against the job's fingerprint
+    starts (a URI ``--out`` needs Hadoop's ``FileSystem``: the job checks it), and ``--out``
+    held for this run: no file on its path, writable
+    (:func:`~spark_plugin.jobs.recovery.check_out_path`), no other run holding it (its lock,
+    taken here, creating the directory: :func:`~spark_plugin.jobs.out_store.hold_out`), and
+    what :func:`~spark_plugin.jobs.recovery.check_out` checks against the job's fingerprint
     ``job`` (default WCC's, :func:`~spark_plugin.jobs.recovery.job_fingerprint`): not the
     input's directory, no files a job did not write, not another job's output (unless
     ``overwrite``).
 
+    Returns the hold on ``--out`` (release it when the run ends), or ``None`` for a URI.
+    Refused, it holds nothing and leaves ``--out`` as it was (a directory it created for
+    the lock is removed).
+
     Raises
     ------
+    OutputInUseError
+        Another run holds ``--out``: the message names its pid, host and command.
     OutputStateError
-        Naming ``--out`` and what is wrong.
+        Naming ``--out`` and what is wrong (a directory that cannot be created too).
     """
-    from spark_plugin.jobs.out_store import LocalStore, is_local
+    from spark_plugin.jobs.out_store import LocalStore, hold_out, is_local
     from spark_plugin.jobs.recovery import check_out, check_out_path, job_fingerprint
 
     if not is_local(out):
-        return
+        return None
     if job is None:
         job = job_fingerprint(edges, epochs, follow)
-    check_out(LocalStore(out), job, overwrite=overwrite)
     check_out_path(out)
+    held = hold_out(out)
+    try:
+        check_out(LocalStore(out), job, overwrite=overwrite)
+    except BaseException:
+        held.release()
+        raise
+    return held
 
 
 def _interrupt_noise(record: logging.LogRecord) -> bool:

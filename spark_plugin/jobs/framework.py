@@ -995,6 +995,8 @@ class EpochJob(abc.ABC):
         finally:
             bar.close()
             d.close(sys.exc_info()[1])   # the end event: ok, or the error that ended the job
+            if out_log is not None:
+                out_log.close()   # out's lock: another run may take it now
             self.finish()
             result.checkpoints = d.checkpoints.close(self.holding(), kept)
         result.seconds = time.perf_counter() - t_start

@@ -20,12 +20,27 @@ to ``--out`` (``a/b`` for a file in a subdirectory):
 
 :func:`open_store` applies the rule: a bare path is local, anything with ``://`` goes
 through Hadoop (``file:///tmp/out`` too -- it is what a cluster's ``--out`` looks like).
+A bare path's leading ``~`` is expanded (:func:`local_out`), as a shell would have, so every
+file of the job -- manifest and data alike -- goes under the one directory it names.
+
+One run at a time: :func:`hold_out` locks a directory on this machine's file system (a bare
+path or a ``file:`` URI) with ``flock`` on its lock file :data:`LOCK` (the frontier service's
+change log does the same), which the kernel releases when the holding process ends -- a
+killed run leaves no stale lock. A second run is refused
+(:class:`~spark_plugin.errors.OutputInUseError`, naming the holder's pid, host and
+command). Hadoop's ``FileSystem`` has no such lock: an ``--out`` on HDFS or an object
+store is not locked (``docs/wcc.md``, "Crash recovery").
 """
 
 from __future__ import annotations
 
 import abc
+import errno
+import fcntl
 import hashlib
+import socket
+import sys
+import threading
 import json
 import os
 import re
@@ -38,17 +53,38 @@ import pyarrow as pa
 
 from spark_plugin.errors import OutputStateError
 
-__all__ = ["OutStore", "LocalStore", "HadoopStore", "open_store", "is_local", "MANIFEST"]
+__all__ = ["OutStore", "LocalStore", "HadoopStore", "open_store", "is_local", "local_out",
+           "hold_out", "OutLock", "MANIFEST", "LOCK"]
 
 #: The manifest's name inside a local ``--out`` (a Hadoop one: ``_tfront_manifest.<n>.json``).
 MANIFEST = "_tfront_manifest.json"
 _VERSIONED = re.compile(r"^_tfront_manifest\.(\d+)\.json$")
+#: The lock file inside ``--out`` (:func:`hold_out`): present while a run holds it (and left,
+#: unlocked, by a killed one), naming the holder.
+LOCK = "_tfront_lock"
 
 
 def is_local(out) -> bool:
     """``out`` is a bare path (the local file system, :class:`LocalStore`); anything with a
     URL scheme, ``file://`` included, goes through Hadoop's ``FileSystem``."""
     return "://" not in str(out)
+
+
+def local_out(out) -> Path:
+    """The directory a bare path ``out`` names: a leading ``~`` or ``~user`` expanded as a
+    shell would (``--out=~/o``, which the shell leaves alone, is ``$HOME/o``), so that no
+    file of the job lands in a folder literally named ``~`` while another goes to ``$HOME``.
+
+    Raises
+    ------
+    OutputStateError
+        ``~user`` for a user this machine does not know.
+    """
+    p = Path(os.path.expanduser(os.fspath(out)))
+    if str(p).startswith("~"):
+        raise OutputStateError(f"--out {out}: cannot expand {str(p).split(os.sep)[0]!r} (no "
+                               f"such user); write the directory's full path")
+    return p
 
 
 def open_store(out, spark=None) -> "OutStore":
@@ -103,6 +139,12 @@ class OutStore(abc.ABC):
 
     def sync(self, name: str = "") -> None:
         """Make the names in directory ``name`` durable (a no-op where renames are)."""
+
+    def lock(self) -> "OutLock | None":
+        """Hold the directory for this run (:func:`hold_out`, creating it) where it is on this
+        machine's file system; ``None`` elsewhere (HDFS, object stores: no lock there)."""
+        here = self.local_path()
+        return None if here is None else hold_out(here, self.url)
 
     def local_path(self) -> Path | None:
         """The directory on this machine's file system (a bare path, or a ``file:`` URI),
@@ -163,8 +205,11 @@ class LocalStore(OutStore):
     after; the manifest one file replaced atomically."""
 
     def __init__(self, out):
-        self.root = Path(out)
+        self.root = local_out(out)
         self.url = str(out)
+
+    def local_path(self) -> Path:
+        return self.root.absolute()
 
     def _p(self, name: str) -> Path:
         return self.root / name if name else self.root
@@ -247,6 +292,113 @@ class LocalStore(OutStore):
 
     def is_manifest(self, name: str) -> bool:
         return name == MANIFEST
+
+
+class OutLock:
+    """This process's hold on the lock of one ``--out`` (:func:`hold_out`): re-entrant in the
+    thread that took it (the command holds it from its first check, the job's
+    :class:`~spark_plugin.jobs.recovery.OutputLog` takes it again); :meth:`release` once
+    per :func:`hold_out`. The last release deletes the lock file (while still holding it)
+    and, if this hold created the directory and it is empty, the directory."""
+
+    _held: dict = {}   # real path of the directory -> OutLock
+    _mutex = threading.Lock()
+
+    def __init__(self, key: str, directory: Path, handle, created: bool):
+        self.key, self.directory, self.handle, self.created = key, directory, handle, created
+        self.thread, self.count = threading.get_ident(), 1
+
+    def release(self) -> None:
+        with OutLock._mutex:
+            self.count -= 1
+            if self.count > 0 or self.handle is None:
+                return
+            OutLock._held.pop(self.key, None)
+            try:
+                os.unlink(self.directory / LOCK)   # still held: no other run locks this inode
+            except FileNotFoundError:
+                pass
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+            self.handle.close()
+            self.handle = None
+            if self.created:
+                try:
+                    os.rmdir(self.directory)   # only if empty: a run refused before writing
+                except OSError:
+                    pass
+
+
+def hold_out(out, url: str | None = None) -> OutLock:
+    """Lock the local directory ``out`` (created if missing) for this run: ``flock`` on its
+    :data:`LOCK` file, which then names the holder (pid, host, command). A killed holder's
+    lock is free again (the kernel drops it with the process); its file is reused.
+
+    Raises
+    ------
+    OutputInUseError
+        Another process (or another thread of this one) holds it: the message names it.
+    OutputStateError
+        The directory cannot be created or the lock file not written (``--out`` named).
+    """
+    from spark_plugin.errors import OutputInUseError
+
+    name = url if url is not None else str(out)
+    d = local_out(out).absolute()
+    created = False
+    try:
+        if not d.is_dir():
+            d.mkdir(parents=True)
+            created = True
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise OutputStateError(f"--out {name}: cannot create the directory "
+                               f"({(e.strerror or str(e)).lower()}: {e.filename or d})") from None
+    key = os.path.realpath(d)
+    with OutLock._mutex:
+        mine = OutLock._held.get(key)
+        if mine is not None:
+            if mine.thread != threading.get_ident():
+                raise OutputInUseError(f"--out {name} is in use by another job of this process "
+                                       f"(pid {os.getpid()}, another thread); one run at a "
+                                       f"time per --out")
+            mine.count += 1
+            return mine
+        path = d / LOCK
+        for _ in range(100):
+            try:
+                handle = open(path, "a+")
+            except OSError as e:
+                raise OutputStateError(f"--out {name}: cannot write its lock file {LOCK} "
+                                       f"({(e.strerror or str(e)).lower()})") from None
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                handle.seek(0)
+                holder = handle.read().strip() or "a process that has not said which"
+                handle.close()
+                if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise OutputInUseError(
+                        f"--out {name} is in use by another tfront run ({holder}); wait for "
+                        f"it to end, or choose another --out") from None
+                raise OutputStateError(f"--out {name}: cannot lock {LOCK} "
+                                       f"({(e.strerror or str(e)).lower()})") from None
+            try:   # its holder may have deleted it as we opened it: lock the new one then
+                same = os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            handle.close()
+        else:
+            raise OutputStateError(f"--out {name}: its lock file {LOCK} keeps being replaced")
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}: "
+                     f"{' '.join(sys.argv)[:300]}\n")
+        handle.flush()
+        lock = OutLock._held[key] = OutLock(key, d, handle, created)
+        return lock
 
 
 def _file_digest(path) -> str:

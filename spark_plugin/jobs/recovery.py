@@ -57,7 +57,8 @@ import contextlib
 import errno
 
 from spark_plugin.errors import OutputStateError, OutputWriteError
-from spark_plugin.jobs.out_store import MANIFEST, OutStore, _file_digest, is_local, open_store
+from spark_plugin.jobs.out_store import (LOCK, MANIFEST, OutStore, _file_digest, is_local,
+                                         local_out, open_store)
 from spark_plugin.jobs.edges import FileStamp, edge_files
 
 __all__ = ["MANIFEST", "FORMAT", "CRASH_ENV", "LOOP_DIR", "job_fingerprint", "table_digest",
@@ -279,24 +280,28 @@ def kept_epochs(manifest: dict) -> dict:
     return kept
 
 
-#: The names a resumable job gives what it writes at the top of ``--out``, besides the data
-#: files its manifest names: its manifests (``_tfront_manifest*``), the loop checkpoints
-#: (:data:`LOOP_DIR`), an epoch's part files (``part-epoch-E-K-ID.parquet``: renamed in
-#: before the manifest names them), its hidden temporary files and folders
-#: (``.part-epoch-...tmp``, ``.epoch-E.tmp``, ``._tfront_manifest...tmp``) and the checksum
-#: files Hadoop's local file system keeps beside each (``.NAME.crc``).
-OWN_NAMES = re.compile(r"_tfront_|\._tfront_|\.part-epoch-|\.epoch-\d+\.tmp"
-                       r"|part-epoch-\d+-\d+-[0-9a-f]+\.parquet\Z")
+#: The exact names a resumable job gives what it writes at the top of ``--out``, besides the
+#: data files its manifest names: its manifest (``_tfront_manifest.json``, on Hadoop the
+#: versions ``_tfront_manifest.<n>.json``), the loop checkpoints (:data:`LOOP_DIR`), the lock
+#: (:data:`~spark_plugin.jobs.out_store.LOCK`), an epoch's part files
+#: (``part-epoch-E-K-ID.parquet``: renamed in before the manifest names them), its hidden
+#: temporary files and folders (``.part-epoch-E-K-ID.parquet.tmp``, ``.epoch-E.tmp``,
+#: ``._tfront_manifest.json.ID.tmp``) and the checksum files Hadoop's local file system keeps
+#: beside each (``.NAME.crc``). Nothing else -- a user's ``_tfront_notes`` is not the job's.
+_OWN = (r"_tfront_manifest\.json|_tfront_manifest\.\d+\.json|_tfront_loop|_tfront_lock"
+        r"|part-epoch-\d+-\d+-[0-9a-f]{12}\.parquet|\.part-epoch-\d+-\d+-[0-9a-f]{12}\.parquet\.tmp"
+        r"|\.epoch-\d+\.tmp|\._tfront_manifest\.json\.[0-9a-f]{8}\.tmp")
+OWN_NAMES = re.compile(rf"(?:{_OWN})|\.(?:{_OWN})\.crc")
 
 
 def is_own_name(name: str) -> bool:
     """Whether ``name``, at the top of ``--out``, is of the kind a resumable job writes
     (:data:`OWN_NAMES`).
 
-    >>> [is_own_name(n) for n in ("_tfront_loop", ".epoch-000002.tmp", "in.txt", "e1.txt")]
+    >>> [is_own_name(n) for n in ("_tfront_loop", ".epoch-000002.tmp", "in.txt", "_tfront_x")]
     [True, True, False, False]
     """
-    return bool(OWN_NAMES.match(name))
+    return bool(OWN_NAMES.fullmatch(name))
 
 
 def job_name(job: dict) -> str:
@@ -337,7 +342,7 @@ def check_out(store: OutStore, job: dict, *, overwrite: bool = False) -> dict | 
             what = "is" if inp == here.resolve() else "contains"
             raise OutputStateError(f"--out {d} {what} the job's input {job['input']}: the "
                                    f"output needs a directory of its own; choose another --out")
-    names = store.listdir()
+    names = [n for n in store.listdir() if n != LOCK]   # the lock: this run's, or a killed one's
     if not names:
         return None
     if not any(store.is_manifest(n) for n in names):
@@ -394,7 +399,7 @@ def check_out_path(out) -> None:
     OutputStateError
         Naming ``--out`` and the path at fault.
     """
-    p = Path(out).absolute()
+    p = local_out(out).absolute()
     for q in (p, *p.parents):
         if q.is_dir():
             break
@@ -459,27 +464,53 @@ class OutputLog:
         the rollback is solved, the records past it dropped, and the last final epoch's
         result read back.
 
+        One run at a time: ``out`` on this machine's file system is locked first
+        (:meth:`OutStore.lock`, ``OUT/_tfront_lock``) and stays locked until :meth:`close`
+        (or the process ends); on HDFS or an object store there is no lock.
+
         Raises
         ------
+        OutputInUseError
+            Another run holds ``out`` (named in the message).
         OutputStateError
             What :func:`check_out` refuses (``out`` not a directory, the input inside it,
             files no job wrote, another job's output), or a damaged manifest or data file.
             Nothing in ``out`` is changed then.
         """
         store = out if isinstance(out, OutStore) else open_store(out, spark)
-        manifest = check_out(store, job, overwrite=overwrite)   # changes nothing
-        if overwrite:   # only what a job wrote is there (checked): remove it, start over
-            for name in store.listdir():
-                store.remove(name)
-        if manifest is None:
-            store.mkdirs()
-            log = cls(store, job, {"format": FORMAT, "job": job, "complete": False,
-                                   "total": None, "input": [], "loop": [], "output": []},
-                      columns)
-            log.save()
-            return log, Resume()
-        log = cls(store, job, manifest, columns)
-        return log, log._resume()
+        check_out(store, job, overwrite=overwrite)   # changes nothing: refused before the lock
+        held = store.lock()
+        try:   # again under the lock: another run may have written there meanwhile
+            manifest = check_out(store, job, overwrite=overwrite)
+            if overwrite:   # only what a job wrote is there (checked): remove it, start over
+                for name in store.listdir():
+                    if name != LOCK:
+                        store.remove(name)
+            if manifest is None:
+                store.mkdirs()
+                log = cls(store, job, {"format": FORMAT, "job": job, "complete": False,
+                                       "total": None, "input": [], "loop": [], "output": []},
+                          columns)
+                log._held = held
+                log.save()
+                return log, Resume()
+            log = cls(store, job, manifest, columns)
+            log._held = held
+            return log, log._resume()
+        except BaseException:
+            if held is not None:
+                held.release()
+            raise
+
+    #: This run's hold on ``out``'s lock (:meth:`open`), released by :meth:`close`.
+    _held = None
+
+    def close(self) -> None:
+        """Release ``out`` for another run (its lock); the job's framework calls it when
+        the run ends, also after an error. Calling it again does nothing."""
+        held, self._held = self._held, None
+        if held is not None:
+            held.release()
 
     def _changed(self, names, digests) -> str | None:
         """The first of the files ``names`` (relative to ``--out``) that is there but whose
@@ -561,7 +592,8 @@ class OutputLog:
             named.add(LOOP_DIR)
         removed = []
         for name in store.listdir():   # all of them the job's (check_out)
-            if name not in named and not store.is_manifest(name) and is_own_name(name):
+            if (name not in named and name != LOCK and not store.is_manifest(name)
+                    and is_own_name(name)):
                 removed.append(name)
                 store.remove(name)
         if loop is not None:   # other checkpoints (superseded, or never recorded) go too
@@ -805,7 +837,7 @@ def already_final(out, edges, epochs: int, follow, job: dict | None = None) -> s
     if out is None or follow is not None or not is_local(out) or not isinstance(
             edges, (str, os.PathLike)):
         return None
-    m = Path(out) / MANIFEST
+    m = local_out(out) / MANIFEST
     try:
         manifest = json.loads(m.read_text())
         if (manifest.get("format") != FORMAT or not manifest.get("complete")
@@ -824,6 +856,10 @@ def already_final(out, edges, epochs: int, follow, job: dict | None = None) -> s
                 st = FileStamp.of(f)
                 if [st.size, st.mtime_ns, st.ino] != r["stamp"]:
                     return None
+        named = {f for r in manifest["output"] for f in r["files"]}
+        if any(is_own_name(n) and n not in named and n not in (MANIFEST, LOCK)
+               for n in os.listdir(m.parent)):
+            return None   # files of a job the manifest does not name: the run removes them
         for r in manifest["output"]:
             if not all((m.parent / f).is_file() for f in r["files"]):
                 return None

@@ -14,6 +14,7 @@ import sys
 from engine.cli.main import positive_int, positive_seconds
 
 from spark_plugin.jobs.command import (MASTER_FORMS, check_columns, columns_option, conf_pair,
+                                       path_option,
                                        master_url, memory_size, run_job_command)
 
 __all__ = ["add_sssp", "run_sssp_command", "source_note", "SSSP_INPUT"]
@@ -50,12 +51,12 @@ def add_sssp(sub) -> argparse.ArgumentParser:
     s = sub.add_parser("sssp", help="incremental single-source shortest paths on Spark "
                                     "(needs pyspark)",
                        epilog=SSSP_INPUT, formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("edges", help="edge file (text, CSV, Parquet) or directory of epoch files")
+    s.add_argument("edges", type=path_option, help="edge file (text, CSV, Parquet) or directory of epoch files")
     s.add_argument("--source", type=_vertex, required=True, metavar="V",
                    help="the vertex distances are measured from")
     s.add_argument("--epochs", type=positive_int, default=None, metavar="K",
                    help="split a single edge file into K epochs (default 1; not for a directory)")
-    s.add_argument("--out", default=None,
+    s.add_argument("--out", type=path_option, default=None,
                    help="Parquet dataset to append epoch,vertex,distance to (without it the "
                         "distances are not saved). A run on an existing OUT of the same job "
                         "resumes it: epochs already final there are skipped")

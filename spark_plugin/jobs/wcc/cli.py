@@ -22,6 +22,7 @@ from engine.cli.main import positive_int, positive_seconds
 
 from spark_plugin.sources.dataset import is_uri
 from spark_plugin.jobs.command import (MASTER_FORMS, check_columns, columns_option, conf_pair,
+                                       path_option,
                                        master_url, memory_size, run_job_command)
 
 __all__ = ["add_wcc", "run_wcc_command", "loop_checkpoint", "WCC_INPUT"]
@@ -75,7 +76,7 @@ def add_wcc(sub) -> argparse.ArgumentParser:
     ``wcc`` of the group ``tfront.commands``)."""
     w = sub.add_parser("wcc", help="incremental weakly connected components on Spark (needs pyspark)",
                        epilog=WCC_INPUT, formatter_class=argparse.RawDescriptionHelpFormatter)
-    w.add_argument("edges", nargs="?", default=None,
+    w.add_argument("edges", nargs="?", default=None, type=path_option,
                    help="edge file (text, CSV, Parquet; see below), directory of epoch files, "
                         "or a Spark source: a URI (hdfs://, s3a://, file://) or a Spark-written "
                         "directory")
@@ -98,7 +99,7 @@ def add_wcc(sub) -> argparse.ArgumentParser:
     w.add_argument("--columns", type=columns_option, default=None, metavar="SRC,DST",
                    help="the input's columns read as src and dst: names (Parquet, a header "
                         "row) or 1-based numbers (any format), e.g. from,to or 1,3")
-    w.add_argument("--out", default=None,
+    w.add_argument("--out", type=path_option, default=None,
                    help="Parquet dataset to append epoch,vertex,component to (without it the "
                         "labels are not saved). A run on an existing OUT of the same job "
                         "resumes it: epochs already final there are skipped (docs/wcc.md)")

@@ -93,6 +93,7 @@ def test_overwrite_removes_only_what_a_job_wrote_gh23(tmp_path):
     (mixed / "part-epoch-000001-00000-ffffffffffff.parquet").write_bytes(b"PAR1")
     (mixed / f".{part}.crc").write_bytes(b"crc")
     log, resume = OutputLog.open(mixed, job, overwrite=True)
+    log.close()   # its lock (issue 32) goes with it
     assert resume.epoch == 0 and os.listdir(mixed) == [MANIFEST]
 
 

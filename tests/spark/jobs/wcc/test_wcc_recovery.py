@@ -308,11 +308,13 @@ def test_labels_spark_writes_are_renamed_into_out_and_read_back_on_resume(spark,
     files = log.write_df(0, df.repartition(2))
     assert files and all(f.startswith("part-epoch-000000-") for f in files)
     log.record_final(0, files, 4, 7)
+    log.close()
     (tmp_path / "out" / ".epoch-000001.tmp").mkdir()        # killed while Spark wrote epoch 1
     (tmp_path / "out" / ".epoch-000001.tmp" / "part-0.parquet").write_bytes(b"x")
     log, resume = OutputLog.open(tmp_path / "out", job)
     assert (resume.epoch, resume.edges, resume.removed) == (1, 7, (".epoch-000001.tmp",))
     assert resume.labels.to_pydict() == {"vertex": [1, 3, 5, 9], "component": [1, 1, 5, 1]}
+    log.close()   # its lock (issue 32) goes with it
     assert sorted(os.listdir(tmp_path / "out")) == sorted([MANIFEST, *files])
 
 
@@ -739,3 +741,170 @@ def test_gh23_a_full_disk_under_out_names_the_file_and_a_rerun_resumes(
     res = run_wcc(spark, d, out=str(out), partitions=2, progress=False, backend="cpu")
     assert res.resumed_at == 1 and [s.epoch for s in res.epochs] == [1]
     _check_out(out, src, dst, cuts)
+
+
+# -- issue 32: one run per --out, nothing written outside it, only the job's own names ------
+
+_HOLDER = ("import sys\n"
+           "from spark_plugin.jobs.out_store import hold_out\n"
+           "held = hold_out(sys.argv[1])\n"
+           "print('held', flush=True)\n"
+           "sys.stdin.read()\n")
+
+
+def _four_edges(where: Path) -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    e = where / "e.txt"
+    e.write_text("1 2\n2 3\n4 5\n6 7\n")
+    return e
+
+
+def _hold(out: Path) -> subprocess.Popen:
+    """Another process holding ``out`` (until its stdin closes, or it is killed)."""
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(out)], cwd=ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "held\n"
+    return proc
+
+
+def test_gh32_a_second_run_on_a_held_out_is_refused_naming_the_holder(tmp_path, capsys):
+    """Issue 32 item 1: two runs on one ``--out`` both wrote every epoch. Now the second is
+    refused while the first holds ``OUT/_tfront_lock`` (flock) -- ``tfront wcc`` and the API
+    alike, the message naming the holder's pid --, changing nothing; a killed holder leaves
+    the lock file but not the lock, and the next run goes ahead and removes it when done."""
+    from engine.cli.main import main
+    from spark_plugin.errors import OutputInUseError
+
+    e = _four_edges(tmp_path)
+    out = tmp_path / "out"
+    cmd = ["wcc", str(e), "--epochs", "2", "--out", str(out), "--backend", "cpu", "-q"]
+    holder = _hold(out)
+    try:
+        capsys.readouterr()
+        assert main(cmd) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"tfront wcc: error: --out {out} is in use by another tfront "
+                              f"run (pid {holder.pid} on "), err
+        assert err.count("\n") == 1
+        with pytest.raises(OutputInUseError, match=f"pid {holder.pid} on "):
+            OutputLog.open(out, job_fingerprint(e, 2, None))
+        assert os.listdir(out) == ["_tfront_lock"]   # nothing of either refused run
+    finally:
+        holder.stdin.close()
+        assert holder.wait() == 0
+    holder = _hold(out)
+    holder.kill()
+    assert holder.wait() == -signal.SIGKILL
+    assert os.listdir(out) == ["_tfront_lock"]   # the file stays; the kernel dropped the lock
+    assert main(cmd) == 0
+    m = json.loads((out / MANIFEST).read_text())
+    assert [r["epoch"] for r in m["output"]] == [0, 1] and m["complete"]
+    assert sorted(os.listdir(out)) == sorted([MANIFEST] + [f for r in m["output"]
+                                                            for f in r["files"]])
+
+
+def test_gh32_part_files_the_manifest_does_not_name_are_removed_by_a_rerun(tmp_path, capsys):
+    """Issue 32 item 1: after two runs mixed their files, the rerun said "nothing to do" and
+    kept part files the manifest does not name (each epoch twice in the dataset). A rerun
+    now resumes instead, removes them and says so; the dataset holds each epoch once."""
+    from engine.cli.main import main
+
+    e = _four_edges(tmp_path)
+    out = tmp_path / "out"
+    cmd = ["wcc", str(e), "--epochs", "2", "--out", str(out), "--backend", "cpu"]
+    assert main(cmd + ["-q"]) == 0
+    named = json.loads((out / MANIFEST).read_text())["output"]
+    stray = out / "part-epoch-000001-00000-0123456789ab.parquet"   # another run's epoch 1
+    shutil.copyfile(out / named[1]["files"][0], stray)
+    capsys.readouterr()
+    assert main(cmd) == 0
+    said = capsys.readouterr()
+    assert f"(its {MANIFEST}); nothing to do" not in said.out, said   # not the early answer
+    assert "removed 1 leftover file" in said.err, said
+    assert not stray.exists()
+    t = pq.read_table(out)
+    assert t.num_rows == sum(r["rows"] for r in named)
+    assert main(cmd) == 0 and f"(its {MANIFEST}); nothing to do" in capsys.readouterr().out
+
+
+def test_gh32_a_tilde_in_out_and_edges_means_home_and_nothing_lands_elsewhere(
+        tmp_path, monkeypatch, capsys):
+    """Issue 32 item 7: ``--out=~/o`` (no shell expansion) put the manifest in ``./~/o`` and
+    a data file in ``$HOME/o``. ``~`` now means ``$HOME`` for ``EDGES`` and ``--out`` of the
+    command and for the API's ``out``: every file under ``$HOME/o``, none in ``./~``; an
+    unknown ``~user`` is refused, writing nothing."""
+    from engine.cli.main import main
+
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    _four_edges(home)
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    assert main(["wcc", "~/e.txt", "--epochs", "2", "--out=~/o", "--backend", "cpu",
+                 "-q"]) == 0
+    m = json.loads((home / "o" / MANIFEST).read_text())
+    assert m["job"]["input"] == str(home / "e.txt")
+    assert sorted(os.listdir(home / "o")) == sorted(
+        [MANIFEST] + [f for r in m["output"] for f in r["files"]])
+    assert sorted(os.listdir(home)) == ["e.txt", "o"] and os.listdir(cwd) == []
+    log, _ = OutputLog.open("~/api", {"input": "x", "epochs": 1})
+    log.close()
+    assert (home / "api" / MANIFEST).is_file() and os.listdir(cwd) == []
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["wcc", "~/e.txt", "--out", "~no-such-user-gh32/o"])
+    assert exit_.value.code == 2
+    assert "cannot expand '~no-such-user-gh32' (no such user)" in capsys.readouterr().err
+    assert os.listdir(cwd) == []
+
+
+@pytest.mark.parametrize("name, own", [
+    ("_tfront_manifest.json", True), ("_tfront_manifest.00000003.json", True),
+    ("._tfront_manifest.00000003.json.crc", True), ("_tfront_loop", True),
+    ("_tfront_lock", True), ("part-epoch-000002-00000-0123456789ab.parquet", True),
+    (".part-epoch-000002-00000-0123456789ab.parquet.tmp", True), (".epoch-000002.tmp", True),
+    ("._tfront_manifest.json.0a1b2c3d.tmp", True),
+    ("_tfront_notes", False), ("_tfront_manifest.json.bak", False), ("_tfront_loop2", False),
+    ("._tfront_mine", False), (".part-epoch-notes", False), ("part-epoch-2.parquet", False),
+])
+def test_gh32_only_the_exact_names_the_job_writes_are_its_own(name, own):
+    from spark_plugin.jobs.recovery import is_own_name
+
+    assert is_own_name(name) is own
+
+
+def test_gh32_overwrite_and_resume_keep_a_users_tfront_named_files(tmp_path):
+    """Issue 32 item 8: ``--overwrite`` and a resume deleted a user's ``_tfront_notes/`` in
+    ``--out`` (any ``_tfront_`` name counted as the job's). Now it is a file no job wrote:
+    the open is refused, naming it, and it stays -- with a manifest or without one."""
+    job = {"input": "x", "epochs": 1}
+    out = tmp_path / "out"
+    OutputLog.open(out, job)[0].close()
+    notes = out / "_tfront_notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("mine")
+    for overwrite in (False, True):
+        with pytest.raises(OutputStateError, match=r"no tfront job wrote \(_tfront_notes\)"):
+            OutputLog.open(out, job, overwrite=overwrite)
+    (out / MANIFEST).unlink()
+    for overwrite in (False, True):
+        with pytest.raises(OutputStateError, match=rf"files \(_tfront_notes\) but no {MANIFEST}"):
+            OutputLog.open(out, job, overwrite=overwrite)
+    assert os.listdir(out) == ["_tfront_notes"] and (notes / "todo.txt").read_text() == "mine"
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_gh32_an_out_that_cannot_be_created_is_named_before_the_run(tmp_path, capsys):
+    """Issue 32 item 14: ``--out /proc/foo`` said ``error: /proc/foo: No such file or
+    directory`` after the settings line. Now the error names ``--out`` and comes before the
+    run (no settings line); the API's error names it too."""
+    from engine.cli.main import main
+
+    e = _four_edges(tmp_path)
+    capsys.readouterr()
+    assert main(["wcc", str(e), "--out", "/proc/gh32-out"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("tfront wcc: error: --out /proc/gh32-out: cannot create the directory "
+                   "(no such file or directory: /proc/gh32-out)\n"), err
+    with pytest.raises(OutputStateError, match="^--out /proc/gh32-out: cannot create"):
+        OutputLog.open("/proc/gh32-out", {"input": "x", "epochs": 1})

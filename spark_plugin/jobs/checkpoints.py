@@ -110,20 +110,23 @@ class Checkpoints:
         except Py4JError as e:  # only a memory optimisation: keep going, say why
             log.warning("cannot unpersist superseded checkpoints: %s", e)
 
-    def close(self, live, keep=frozenset()) -> tuple:
+    def close(self, live, keep=frozenset(), hand_over=frozenset()) -> tuple:
         """End of the run: release ``live`` (the ids still held) but ``keep``; with a
         directory, also delete any other checkpoint of the run (a stage of a failed epoch),
-        and the run's directory when nothing is kept. Returns the kept checkpoint
-        directories, sorted."""
+        and the run's directory when nothing is kept. ``hand_over``: the checkpoints of a
+        result the job returns as a DataFrame (a Spark source's labels), never released
+        here -- the caller's to read. Returns the kept checkpoint directories, sorted."""
+        hand_over = set(hand_over)
         if not self.reliable:
-            self.release(set(live) | set(keep))
+            self.release((set(live) | set(keep)) - hand_over)
             return ()
+        keep = set(keep) | hand_over
         if self._sc is None:   # no stage ran on Spark: no directory of the run was made
             return tuple(sorted(keep))
         from py4j.protocol import Py4JError
 
         try:
-            self.release(self._files() - set(keep))
+            self.release(self._files() - keep)
             if not keep:
                 self.fs.delete(self.root, True)
         except Py4JError as e:

@@ -998,7 +998,9 @@ class EpochJob(abc.ABC):
             if out_log is not None:
                 out_log.close()   # out's lock: another run may take it now
             self.finish()
-            result.checkpoints = d.checkpoints.close(self.holding(), kept)
+            returned = (self.result_ids() if result.table is not None
+                        and not isinstance(result.table, pa.Table) else set())
+            result.checkpoints = d.checkpoints.close(self.holding(), kept, hand_over=returned)
         result.seconds = time.perf_counter() - t_start
         result.tracking_seconds = d.tracking
         result.tracking_background_seconds = d.background
@@ -1021,6 +1023,11 @@ class EpochJob(abc.ABC):
 
     def holding(self) -> set:
         """The checkpoint ids the job's state holds now (kept while the state is current)."""
+        return set()
+
+    def result_ids(self) -> set:
+        """The checkpoint ids of the result :meth:`run` returns as a DataFrame (a Spark
+        source's, without ``out``): they outlive the run, for the caller to read."""
         return set()
 
     def finish(self) -> None:
@@ -1048,10 +1055,13 @@ class EpochJob(abc.ABC):
         if out is None:
             return None
         out_log, resume = OutputLog.open(out, self.fingerprint(), overwrite=self.overwrite,
-                                         columns=self.result_columns, spark=self._spark)
+                                         columns=self.result_columns, spark=self._spark,
+                                         spark_read=self.spark_edges is not None)
         result.resumed_at = resume.epoch
         self.loop_resume = resume.loop
         if resume.labels is not None:   # the loop's state: the last final epoch's result
+            if self.spark_edges is not None:   # names back to the dictionary's ids
+                resume.labels = self.spark_edges.from_names(resume.labels)
             self.rows_so_far = resume.edges
             self.last_result = resume.labels
             self.resume(resume.labels)
@@ -1073,12 +1083,27 @@ class EpochJob(abc.ABC):
         recovery); nothing without ``out``."""
         if out_log is None:
             return
-        table = outcome.result   # data renamed into place, then the manifest names it
+        table = self._named(outcome.result)   # renamed into place, then the manifest names it
         files = (out_log.write_table(e, table) if isinstance(table, pa.Table)
                  else out_log.write_df(e, table))
         crash_point("after-data", e)
         out_log.record_final(e, files, int(outcome.rows), self.rows_so_far)
         crash_point("after-manifest", e)
+
+    def _frame_of(self, result):
+        """A result as a DataFrame (a driver-finished epoch's table is small: it fit)."""
+        if isinstance(result, pa.Table):
+            return self.spark.createDataFrame(
+                result, schema=", ".join(f"{c} bigint" for c in self.result_columns))
+        return result
+
+    def _named(self, result):
+        """A result as the user's ids: a Spark source read with ``--ids string`` has its
+        dictionary's names put back (on the executors); else ``result`` unchanged."""
+        se = self.spark_edges
+        if se is None or se.words is None:
+            return result
+        return se.to_names(self._frame_of(result))
 
     def _final_table(self, last) -> pa.Table | None:
         """The newest final epoch's result, sorted by its first column, when there is no
@@ -1087,6 +1112,8 @@ class EpochJob(abc.ABC):
             return pa.table({c: pa.array([], pa.int64()) for c in self.result_columns})
         if self.out is not None:
             return None
+        if self.spark_edges is not None:   # a Spark source's result stays in Spark
+            return self._named(self._frame_of(last))
         if isinstance(last, pa.Table):
             return last
         from spark_plugin.service.batch import collect_arrow

@@ -450,7 +450,7 @@ class OutputLog:
     @classmethod
     def open(cls, out, job: dict, *, overwrite: bool = False,
              columns: tuple = ("vertex", "component"),
-             spark=None) -> tuple["OutputLog", Resume]:
+             spark=None, spark_read: bool = False) -> tuple["OutputLog", Resume]:
         """Open ``out`` for the job ``job`` (:func:`job_fingerprint`, or a job's own
         fingerprint), whose epochs' results have ``columns`` besides ``epoch`` (sorted by
         the first: WCC's ``vertex, component``). ``out`` is a bare local path, a URI
@@ -462,7 +462,9 @@ class OutputLog:
         :func:`check_out`). A directory with this job's manifest resumes: leftovers of a
         killed epoch (files of the job's own names the manifest does not name) are removed,
         the rollback is solved, the records past it dropped, and the last final epoch's
-        result read back.
+        result read back -- by the driver, or, with ``spark_read`` (a job on a Spark source,
+        whose labels may not fit the driver), as a Spark DataFrame the executors read, its
+        rows checked by one aggregation.
 
         One run at a time: ``out`` on this machine's file system is locked first
         (:meth:`OutStore.lock`, ``OUT/_tfront_lock``) and stays locked until :meth:`close`
@@ -496,6 +498,8 @@ class OutputLog:
                 return log, Resume()
             log = cls(store, job, manifest, columns)
             log._held = held
+            if spark_read:
+                log._spark = spark
             return log, log._resume()
         except BaseException:
             if held is not None:
@@ -611,10 +615,16 @@ class OutputLog:
         return Resume(n_out, int(final[-1]["edges"]), labels, tuple(removed), loop,
                       tuple(notes))
 
-    def _read(self, rec: dict) -> pa.Table:
+    #: The Spark session that reads a resumed result back (:meth:`open`'s ``spark_read``).
+    _spark = None
+
+    def _read(self, rec: dict):
         """Epoch ``rec``'s result (its :attr:`columns`, sorted by the first), checked against
-        the row count the manifest recorded."""
+        the row count the manifest recorded: a ``pyarrow.Table``, or a DataFrame read by
+        the executors (``spark_read``)."""
         cols = list(self.columns)
+        if self._spark is not None:
+            return self._read_spark(rec, cols)
         try:
             t = self.store.read_table(rec["files"], ["epoch", *cols])
         except Exception as e:   # noqa: BLE001 -- Arrow, OSError, py4j: a damaged --out
@@ -628,6 +638,27 @@ class OutputLog:
                                    f"--overwrite to start over")
         t = t.select(cols)
         return t.take(pa.array(np.argsort(t.column(cols[0]).to_numpy(), kind="stable")))
+
+    def _read_spark(self, rec: dict, cols: list):
+        from pyspark.sql import functions as F
+
+        from spark_plugin.session.lazy import session_of
+
+        try:
+            df = session_of(self._spark).read.parquet(
+                *(self.store.path(f) for f in rec["files"])).select("epoch", *cols)
+            st = df.agg(F.count(F.lit(1)).alias("n"), F.min("epoch").alias("lo"),
+                        F.max("epoch").alias("hi")).first()
+        except Exception as e:   # noqa: BLE001 -- AnalysisException, py4j: a damaged --out
+            raise OutputStateError(f"--out {self.out}: epoch {rec['epoch']}'s data files cannot "
+                                   f"be read as columns epoch, {', '.join(cols)} "
+                                   f"({str(e).strip().splitlines()[0]}); pass --overwrite to "
+                                   f"start over") from None
+        if int(st["n"]) != rec["rows"] or (st["n"] and not st["lo"] == st["hi"] == rec["epoch"]):
+            raise OutputStateError(f"--out {self.out}: epoch {rec['epoch']}'s data files do not "
+                                   f"hold the {rec['rows']} rows {MANIFEST} recorded; pass "
+                                   f"--overwrite to start over")
+        return df.select(*cols)
 
     # -- writing --
     @contextlib.contextmanager

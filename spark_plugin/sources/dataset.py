@@ -137,7 +137,7 @@ class SparkEdges:
 
     def __init__(self, edges=None, *, table: str | None = None, fmt: str | None = None,
                  header: str = "auto", columns: EdgeColumns | None = None,
-                 plan: EpochPlan | None = None):
+                 plan: EpochPlan | None = None, ids: str = "int"):
         from spark_plugin.jobs.framework import is_dataframe
 
         if (edges is None) == (table is None):
@@ -145,6 +145,13 @@ class SparkEdges:
                                    + ("both" if edges is not None else "neither"))
         if fmt is not None and fmt not in FORMATS:
             raise SparkSourceError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+        from spark_plugin.sources.ids import IDS_MODES
+
+        if ids not in IDS_MODES:
+            raise SparkSourceError(f"--ids {ids!r}: expected one of {', '.join(IDS_MODES)}")
+        self.ids = ids
+        #: ``--ids string``: the vertex dictionary ``name, id`` (:meth:`epochs` builds it).
+        self.words = None
         if header not in HEADER_MODES:
             raise SparkSourceError(f"--header {header!r}: expected one of "
                                    f"{', '.join(HEADER_MODES)}")
@@ -175,6 +182,8 @@ class SparkEdges:
             job["format"] = self.fmt
         if self.header != "auto":
             job["header"] = self.header
+        if self.ids != "int":
+            job["ids"] = self.ids
         return job
 
     def stamp(self) -> str | None:
@@ -408,11 +417,19 @@ class SparkEdges:
             chosen.append(hit)
         self.picked = tuple(chosen)   # the source's columns read as src, dst
         types = dict((f.name, f.dataType) for f in raw.schema.fields)
-        (s, sbad), (d, dbad) = (vertex_ids(F.col(f"`{c}`"), types[c]) for c in chosen)
+        if self.ids == "string":
+            from spark_plugin.sources.ids import vertex_names
+
+            (s, sbad), (d, dbad) = (vertex_names(F.col(f"`{c}`")) for c in chosen)
+        else:
+            (s, sbad), (d, dbad) = (vertex_ids(F.col(f"`{c}`"), types[c]) for c in chosen)
         bad = sbad | dbad
         if short is not None:
             bad = short | bad
-        cols = [s.alias("src"), d.alias("dst"), bad.alias("_bad"),
+        if self.ids == "string":   # names now, ids once the dictionary exists (epochs())
+            s, d = s.alias("_sn"), d.alias("_dn")
+        cols = [s.alias("src") if self.ids != "string" else s,
+                d.alias("dst") if self.ids != "string" else d, bad.alias("_bad"),
                 F.col(f"`{chosen[0]}`").cast("string").alias("_src"),
                 F.col(f"`{chosen[1]}`").cast("string").alias("_dst"),
                 (line if line is not None else F.lit(None).cast("string")).alias("_line")]
@@ -465,7 +482,35 @@ class SparkEdges:
         from pyspark.sql import functions as F
 
         self.open(spark)
+        eps = self._epochs(spark)
+        if self.ids != "string":
+            return eps
+        from spark_plugin.sources.ids import dictionary, to_ids
+
+        self.words = dictionary(self._frame).localCheckpoint(eager=True)
+        return [SparkEpoch(ep.what, ep.rows, to_ids(ep.frame, self.words)) for ep in eps]
+
+    def to_names(self, labels):
+        """``--ids string``: ``labels`` (a DataFrame of ids ``vertex, component``) as names;
+        else ``labels``."""
+        if self.words is None:
+            return labels
+        from spark_plugin.sources.ids import to_names
+        return to_names(labels, self.words)
+
+    def from_names(self, labels):
+        """The inverse of :meth:`to_names` (a resumed ``--out``'s labels)."""
+        if self.words is None:
+            return labels
+        from spark_plugin.sources.ids import from_names
+        return from_names(labels, self.words)
+
+    def _epochs(self, spark) -> list[SparkEpoch]:
+        from pyspark.sql import functions as F
+
         frame = self._frame
+        if self.ids == "string":   # the epochs' rows as names: src, dst are the dictionary's
+            frame = frame.withColumnRenamed("_sn", "src").withColumnRenamed("_dn", "dst")
         if self.plan.column is not None:
             stats = (frame.groupBy("_ec").agg(F.count(F.lit(1)).alias("n"),
                                               F.sum(F.col("_bad").cast("long")).alias("bad"),
@@ -561,11 +606,15 @@ class SparkEdges:
 
         from spark_plugin.sources.ids import explain
 
+        ids = ("_sn", "_dn") if self.ids == "string" else ("src", "dst")
         r = self._frame.where(F.col("_bad")).select(
-            F.input_file_name().alias("f"), "_src", "_dst", "src", "dst", "_line").first()
+            F.input_file_name().alias("f"), "_src", "_dst", F.col(ids[0]).alias("src"),
+            F.col(ids[1]).alias("dst"), "_line").first()
         where = r["f"] or self.what
         row = r["_line"] if r["_line"] is not None else f"{r['_src']}, {r['_dst']}"
-        if r["_line"] is not None and (r["_src"] is None or r["_dst"] is None):
+        if self.ids == "string" and r["_line"] is None:
+            why = "has no vertex name (null or empty)"
+        elif r["_line"] is not None and (r["_src"] is None or r["_dst"] is None):
             why = "has fewer than two fields (src dst)"
             value = r["_line"]
         else:

@@ -16,10 +16,12 @@ naming the file and the value (:func:`explain`). Nothing is dropped.
 
 from __future__ import annotations
 
-__all__ = ["IDS_MODES", "vertex_ids", "explain", "INT64_MAX"]
+__all__ = ["IDS_MODES", "vertex_ids", "vertex_names", "dictionary", "to_ids", "to_names",
+           "explain", "INT64_MAX"]
 
-#: ``--ids``: ``int`` (the default; a column of another type is converted as above).
-IDS_MODES = ("int",)
+#: ``--ids``: ``int`` (the default; a column of another type is converted as above) or
+#: ``string``: any non-empty text (names, URLs) through a dictionary (:func:`dictionary`).
+IDS_MODES = ("int", "string")
 INT64_MAX = (1 << 63) - 1
 
 
@@ -54,6 +56,60 @@ def vertex_ids(col, dtype):
                            f"integer column (or whole numbers, or digit strings)")
 
 
+def vertex_names(col):
+    """``(name, bad)`` for ``--ids string``: the column as trimmed text, and whether the row has
+    no name (null or empty)."""
+    from pyspark.sql import functions as F
+
+    name = F.trim(col.cast("string"))
+    return name, name.isNull() | (F.length(name) == 0)
+
+
+def dictionary(frame, src: str = "_sn", dst: str = "_dn"):
+    """The vertex dictionary ``name string, id bigint`` of every name in the columns ``src``,
+    ``dst`` of ``frame`` (the whole dataset: the ids are the same in every epoch, and again
+    in a rerun on the same data): the distinct names sorted, numbered ``0..n-1`` by
+    ``zipWithIndex`` -- all on the executors. A component's smallest id is then its
+    alphabetically first name."""
+    from pyspark.sql import functions as F
+
+    names = frame.select(F.col(src).alias("name")).union(
+        frame.select(F.col(dst).alias("name"))).distinct().orderBy("name")
+    spark = frame.sparkSession
+    numbered = names.rdd.map(lambda r: r[0]).zipWithIndex()
+    return spark.createDataFrame(numbered, "name string, id bigint")
+
+
+def to_ids(frame, words, src: str = "src", dst: str = "dst"):
+    """``frame``'s names in ``src``, ``dst`` as ids ``src, dst`` (two joins with ``words``)."""
+    from pyspark.sql import functions as F
+
+    f = frame.select(F.col(src).alias("_sn"), F.col(dst).alias("_dn"))
+    s = words.select(F.col("name").alias("_sn"), F.col("id").alias("src"))
+    d = words.select(F.col("name").alias("_dn"), F.col("id").alias("dst"))
+    return f.join(s, "_sn").join(d, "_dn").select("src", "dst")
+
+
+def to_names(labels, words, columns=("vertex", "component")):
+    """``labels`` (a DataFrame of ids in ``columns``) with each id replaced by its name."""
+    from pyspark.sql import functions as F
+
+    out = labels
+    for c in columns:
+        out = out.join(words.select(F.col("id").alias(c), F.col("name").alias(f"_{c}")), c)
+    return out.select(*(F.col(f"_{c}").alias(c) for c in columns))
+
+
+def from_names(labels, words, columns=("vertex", "component")):
+    """The inverse of :func:`to_names`: names in ``columns`` back to ids."""
+    from pyspark.sql import functions as F
+
+    out = labels
+    for c in columns:
+        out = out.join(words.select(F.col("name").alias(c), F.col("id").alias(f"_{c}")), c)
+    return out.select(*(F.col(f"_{c}").alias(c) for c in columns))
+
+
 def explain(value) -> str:
     """Why ``value`` (a flagged row's source value, as collected) is not a vertex id."""
     if value is None:
@@ -66,8 +122,8 @@ def explain(value) -> str:
         try:
             value = float(t)
         except ValueError:
-            return ("is not an integer: vertex ids are non-negative int64 (string ids such "
-                    "as names are not supported yet: map them to integers first)")
+            return ("is not an integer: vertex ids are non-negative int64 (names, URLs: "
+                    "--ids string reads them through a dictionary)")
     try:
         f = float(value)
     except (TypeError, ValueError):

@@ -88,6 +88,10 @@ def add_wcc(sub) -> argparse.ArgumentParser:
     w.add_argument("--header", choices=["auto", "yes", "no"], default="auto",
                    help="whether a CSV or text Spark source's first line is a header (auto: when "
                         "its first two fields are not integers, or are the positions 0,1)")
+    w.add_argument("--ids", choices=["int", "string"], default="int",
+                   help="a Spark source's vertex ids: int (non-negative integers; default) or "
+                        "string (names, URLs: numbered by a dictionary built on the executors, "
+                        "labels written back as names)")
     w.add_argument("--epoch-column", default=None, metavar="COL",
                    help="one epoch per distinct value of COL (integer, date or timestamp; a "
                         "partition column too), in order; reads EDGES as a Spark source")
@@ -210,7 +214,8 @@ def main_wcc(args) -> int:
                          table=getattr(args, "table", None), fmt=getattr(args, "fmt", None),
                          header=getattr(args, "header", "auto"),
                          epoch_column=getattr(args, "epoch_column", None),
-                         epoch_every=getattr(args, "epoch_every", None), follow=follow)
+                         epoch_every=getattr(args, "epoch_every", None), follow=follow,
+                         ids=getattr(args, "ids", "int"))
     if isinstance(edges, SparkEdges):   # read by the executors: checked once Spark runs
         fingerprint = spark_fingerprint(edges, None, columns)
     else:

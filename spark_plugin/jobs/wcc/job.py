@@ -241,7 +241,10 @@ class WccResult(JobResult):
     what = "labels"
 
     @property
-    def labels(self) -> pa.Table | None:
+    def labels(self):
+        """The last epoch's labels ``vertex, component`` without ``out``: a ``pyarrow.Table``
+        for a driver-read input, a Spark DataFrame for a Spark source (never collected);
+        ``None`` with ``out``."""
         return self.table
 
 
@@ -616,6 +619,12 @@ class WccJob(EpochJob):
 
     def resume(self, table):
         self.labels = table
+        if not isinstance(table, pa.Table):   # a Spark source's labels, read by Spark
+            from pyspark.sql import functions as F
+
+            self.state = table.where(F.col("vertex") != F.col("component")).select(
+                F.col("component").alias("a"), F.col("vertex").alias("b"), F.lit(False).alias("f"))
+            return
         vert = table.column("vertex").to_numpy()
         comp = table.column("component").to_numpy()
         leaf = vert != comp
@@ -623,6 +632,9 @@ class WccJob(EpochJob):
 
     def holding(self):
         return set(self.state_ids) | set(self.labels_ids)
+
+    def result_ids(self):
+        return set(self.labels_ids)
 
     def finish(self):
         for w in getattr(self, "warming", ()):   # a warm-up failure is not the job's
@@ -1126,7 +1138,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             partitioner: "Partitioner | str" = Partitioner.LOCALITY,
             columns=None, table: str | None = None, fmt: str | None = None,
             header: str = "auto", epoch_column: str | None = None,
-            epoch_every: str | None = None) -> WccResult:
+            epoch_every: str | None = None, ids: str = "int") -> WccResult:
     """Run the incremental WCC job.
 
     Parameters
@@ -1241,6 +1253,12 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     epoch_every : str, optional
         With ``epoch_column``: one epoch per window of this width that holds rows
         (``"1000"`` for an integer column, ``"1h"``, ``"1d"`` for a date or timestamp).
+    ids : {"int", "string"}
+        A Spark source's vertex ids: non-negative integers (whole-number floats and digit
+        strings converted), or ``"string"``: any non-empty text (user names, URLs), numbered
+        by a dictionary built on the executors over the whole dataset (the same ids in every
+        epoch and in a rerun); the labels are written back as names, ``component`` the
+        alphabetically first name of the component.
 
     Raises
     ------
@@ -1261,7 +1279,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     picked = EdgeColumns.parse(columns)   # before anything runs
     edges = spark_source(edges, epochs=epochs, columns=picked, table=table, fmt=fmt,
                          header=header, epoch_column=epoch_column, epoch_every=epoch_every,
-                         follow=follow)
+                         follow=follow, ids=ids)
     job = WccJob(spark, edges, epochs=epochs, out=out, partitions=partitions, backend=backend,
                  progress=progress, on_epoch=on_epoch, task_wrapper=task_wrapper,
                  executor_input=executor_input, follow=follow, checkpoint_dir=checkpoint_dir,
@@ -1272,7 +1290,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
 
 
 def spark_source(edges, *, epochs: int = 1, columns=None, table=None, fmt=None,
-                 header: str = "auto", epoch_column=None, epoch_every=None, follow=None):
+                 header: str = "auto", epoch_column=None, epoch_every=None, follow=None,
+                 ids: str = "int"):
     """``edges`` as the job takes it: a :class:`~spark_plugin.sources.SparkEdges` when the
     input is a Spark source (a URI, a Spark-written directory, a DataFrame, ``table``) or an
     option only a Spark source has is given (``epoch_column``, ``fmt``, a ``header``);
@@ -1287,12 +1306,12 @@ def spark_source(edges, *, epochs: int = 1, columns=None, table=None, fmt=None,
     from spark_plugin.sources import EpochPlan, SparkEdges, is_spark_source
 
     wants = table is not None or epoch_column is not None or fmt is not None or (
-        header != "auto") or epoch_every is not None
+        header != "auto") or epoch_every is not None or ids != "int"
     if isinstance(edges, SparkEdges) or not (wants or (
             not isinstance(edges, pa.Table) and is_spark_source(edges, follow=follow))):
         return edges
     return SparkEdges(edges, table=table, fmt=fmt, header=header, columns=columns,
-                      plan=EpochPlan.parse(epochs, epoch_column, epoch_every))
+                      plan=EpochPlan.parse(epochs, epoch_column, epoch_every), ids=ids)
 
 
 def driver_finish_rows(spark) -> tuple[int, str]:

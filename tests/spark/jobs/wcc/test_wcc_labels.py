@@ -123,13 +123,14 @@ def test_labels_equal_scipy_on_every_epoch(spark, tmp_path, monkeypatch, driver_
     src, dst = all_families(rng)
     order = rng.permutation(src.size)
     src, dst = src[order], dst[order]
-    # a directory of epoch files: three slices with an empty epoch in between
+    # a directory of epoch files: three slices with an empty epoch in between (named e00 ..:
+    # part-* files alone would be one Spark dataset, issue 31)
     d = tmp_path / "epochs"
     d.mkdir()
     cuts = [0, src.size // 3, src.size // 3, 2 * src.size // 3, src.size]
     for e in range(4):
         s = slice(cuts[e], cuts[e + 1])
-        pq.write_table(pa.table({"src": src[s], "dst": dst[s]}), d / f"part-{e:02d}.parquet")
+        pq.write_table(pa.table({"src": src[s], "dst": dst[s]}), d / f"e{e:02d}.parquet")
     out = tmp_path / "labels"
     res = run_wcc(spark, d, out=str(out), partitions=2, progress=False)
     written = read_out(out)

@@ -42,7 +42,10 @@ def _check_epochs(out, src, dst, bounds):
 
 
 def _labels(res):
-    return dict(zip(*(res.labels.column(c).to_pylist() for c in ("vertex", "component"))))
+    """A Spark source's labels: a DataFrame (never collected by the job), collected here."""
+    assert not isinstance(res.labels, pa.Table)
+    t = res.labels.toArrow()
+    return dict(zip(*(t.column(c).to_pylist() for c in ("vertex", "component"))))
 
 
 @pytest.fixture(params=["driver", "spark"])
@@ -244,3 +247,54 @@ def test_gh31_on_a_cluster_the_driver_never_opens_the_edge_files(tmp_path):
     info = json.loads(r.stdout.strip().splitlines()[-1])
     assert info["rc"] == 0 and info["opened"] == []
     _check_epochs(str(out), src, dst, [0, 30_000, 60_000])
+
+
+def test_gh31_string_ids_through_a_dictionary_written_back_as_names(spark, tmp_path,
+                                                                    monkeypatch):
+    """``ids="string"``: names numbered on the executors; labels written as names, a
+    component named by its alphabetically first name; a resume maps the names back."""
+    import json
+
+    from spark_plugin.jobs.recovery import MANIFEST
+
+    monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")
+    rng = np.random.default_rng(5)
+    names = [f"user{k:03d}" if k % 3 else f"https://x.org/{k}" for k in range(60)]
+    pairs = [(names[a], names[b]) for a, b in rng.integers(0, 60, (70, 2))]
+    d = tmp_path / "csv"
+    d.mkdir()
+    (d / "part-00000.csv").write_text("user,friend\n" + "".join(f"{a},{b}\n" for a, b in pairs))
+    out = tmp_path / "out"
+    with pytest.raises(EdgeInputError, match="--ids string reads them"):
+        run_wcc(spark, str(d), epochs=2, out=str(out), progress=False)
+
+    def want(k):
+        parent = {}
+
+        def find(x):
+            while parent.setdefault(x, x) != x:
+                x = parent[x]
+            return x
+        for a, b in pairs[:k]:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+        return {v: find(v) for v in parent}
+
+    res = run_wcc(spark, str(d), epochs=2, ids="string", out=str(out), overwrite=True,
+                  partitions=2, progress=False)
+    assert [s.new_edges for s in res.epochs] == [35, 35]
+    got = written(str(out))
+    assert dict(got[0]) == want(35) and dict(got[1]) == want(70)
+    m = json.loads((out / MANIFEST).read_text())
+    assert m["job"]["ids"] == "string"
+    m["output"], m["loop"], m["input"] = m["output"][:1], [0], m["input"][:1]
+    m["complete"], m["total"] = False, None
+    (out / MANIFEST).write_text(json.dumps(m))
+    for f in os.listdir(out):   # epoch 1's files: as after a kill before its manifest write
+        if f.startswith("part-epoch-000001"):
+            os.remove(out / f)
+    res = run_wcc(spark, str(d), epochs=2, ids="string", out=str(out), partitions=2,
+                  progress=False)
+    assert res.resumed_at == 1 and [s.epoch for s in res.epochs] == [1]
+    assert dict(written(str(out))[1]) == want(70)

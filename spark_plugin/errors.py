@@ -14,6 +14,7 @@ from engine.exchange.processes import WorkerProcessError, WorkerTimeoutError
 
 __all__ = [
     "OutputStateError",
+    "SparkSourceError",
     "OutputInUseError",
     "SchemaError",
     "MissingBatchError",
@@ -147,3 +148,9 @@ class SparkMemoryError(SparkJobError):
     The message says which heap size was in force and how to raise it (``--driver-memory``,
     ``--conf spark.executor.memory=...``) or lower what the driver collects.
     """
+
+
+class SparkSourceError(TimelyFrontierError, ValueError):
+    """A Spark source (:mod:`spark_plugin.sources`) cannot be read: no file system for its
+    scheme, no HDFS configured, a missing table, an unknown format. The message says which and
+    what to do."""

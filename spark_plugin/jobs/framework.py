@@ -90,6 +90,7 @@ from spark_plugin.jobs.progress_bar import Progress, fmt_frontier
 from spark_plugin.jobs.recovery import (OutputLog, crash_point, dataframe_digest, job_fingerprint,
                                         spark_fingerprint)
 from spark_plugin.sources import EpochPlan, SparkEdges, is_spark_source
+from spark_plugin.sources.dataset import is_dataframe
 
 __all__ = ["EpochJob", "EpochInput", "EpochOutcome", "JobDriver", "JobResult", "StageTask",
            "JobProtocolError", "le"]
@@ -1118,12 +1119,6 @@ class EpochJob(abc.ABC):
             return last
         from spark_plugin.service.batch import collect_arrow
         return collect_arrow(last.orderBy(self.result_columns[0]))
-
-
-def is_dataframe(edges) -> bool:
-    """``edges`` is a Spark DataFrame (classic or Spark Connect)."""
-    return not isinstance(edges, (str, os.PathLike, pa.Table)) and all(
-        hasattr(edges, a) for a in ("columns", "select", "schema", "sparkSession"))
 
 
 def F_col(name: str):

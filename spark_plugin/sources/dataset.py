@@ -30,12 +30,12 @@ import os
 import re
 from pathlib import Path
 
-from engine.errors import TimelyFrontierError
-
+from spark_plugin.errors import SparkSourceError
 from spark_plugin.jobs.edges import COLUMNS_HINT, EdgeColumns, EdgeInputError, natural_key
 from spark_plugin.sources.epochs import EpochPlan, EpochPlanError, parse_every
 
 __all__ = ["SparkEdges", "SparkEpoch", "SparkSourceError", "is_spark_source", "is_uri",
+           "is_dataframe",
            "spark_dataset_dir", "FORMATS", "HEADER_MODES"]
 
 #: The formats ``--format`` names.
@@ -46,9 +46,10 @@ _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _INT = re.compile(r"^\s*-?\d+\s*$")
 
 
-class SparkSourceError(TimelyFrontierError, ValueError):
-    """A Spark source cannot be read: no file system for its scheme, no HDFS configured,
-    a missing table, an unknown format. The message says which and what to do."""
+def is_dataframe(edges) -> bool:
+    """``edges`` is a Spark DataFrame (classic or Spark Connect)."""
+    return not isinstance(edges, (str, os.PathLike)) and all(
+        hasattr(edges, a) for a in ("columns", "select", "schema", "sparkSession"))
 
 
 def is_uri(edges) -> bool:
@@ -76,8 +77,6 @@ def is_spark_source(edges, *, follow=None) -> bool:
     """Whether the job's input is read by the executors (:class:`SparkEdges`): a DataFrame,
     a :class:`SparkEdges`, a URI, or a Spark-written local directory (not followed: a
     ``--follow`` stream is a directory of epoch files)."""
-    from spark_plugin.jobs.framework import is_dataframe
-
     if isinstance(edges, SparkEdges) or is_dataframe(edges):
         return True
     if follow is not None or not isinstance(edges, (str, os.PathLike)):
@@ -138,8 +137,6 @@ class SparkEdges:
     def __init__(self, edges=None, *, table: str | None = None, fmt: str | None = None,
                  header: str = "auto", columns: EdgeColumns | None = None,
                  plan: EpochPlan | None = None, ids: str = "int"):
-        from spark_plugin.jobs.framework import is_dataframe
-
         if (edges is None) == (table is None):
             raise SparkSourceError("give either an edge input or a table (--table), not "
                                    + ("both" if edges is not None else "neither"))

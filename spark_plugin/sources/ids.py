@@ -51,7 +51,7 @@ def vertex_ids(col, dtype):
         digits = s.rlike(r"^[0-9]+$")
         v = F.when(digits, s.try_cast("bigint"))
         return v, ~F.coalesce(digits, F.lit(False)) | v.isNull()
-    from spark_plugin.sources.dataset import SparkSourceError
+    from spark_plugin.errors import SparkSourceError
     raise SparkSourceError(f"vertex ids cannot be of type {dtype.simpleString()}: use an "
                            f"integer column (or whole numbers, or digit strings)")
 

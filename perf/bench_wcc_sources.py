@@ -81,11 +81,19 @@ def _rss_kib(pid: int, field: str = "VmRSS") -> int:
 
 
 def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
+    """``pid``'s child processes, whichever of its threads started them (``/proc`` scan)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+                out.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
 
 
 def _is_java(pid: int) -> bool:

@@ -695,7 +695,11 @@ class EpochJob(abc.ABC):
                  progress: bool | None = None, on_epoch=None, task_wrapper=None,
                  executor_input: bool | None = None, follow: float | None = None,
                  checkpoint_dir: str | None = None, progress_log=None,
-                 overwrite: bool = False):
+                 overwrite: bool = False, changes: bool = False):
+        if changes and out is None:
+            raise ValueError("changes=True (--changes) writes each epoch's changed rows to "
+                             "out: it needs out (--out)")
+        self.changes = bool(changes)
         if partitions is not None and (isinstance(partitions, bool)
                                        or int(partitions) != partitions or partitions < 1):
             raise ValueError(f"partitions must be a positive integer, got {partitions!r}")
@@ -799,10 +803,14 @@ class EpochJob(abc.ABC):
         picked (:func:`~spark_plugin.jobs.recovery.job_fingerprint`); a job adds the options
         that change its results."""
         if self.spark_edges is not None:
-            return spark_fingerprint(self.spark_edges, self.input_digest, self.columns)
-        return job_fingerprint(self.edges, self.epochs, self.follow,
-                               columns=self.input_columns, dataframe=self.input_digest,
-                               picked=self.columns)
+            job = spark_fingerprint(self.spark_edges, self.input_digest, self.columns)
+        else:
+            job = job_fingerprint(self.edges, self.epochs, self.follow,
+                                  columns=self.input_columns, dataframe=self.input_digest,
+                                  picked=self.columns)
+        if self.changes:   # each epoch's files hold its changes, not the whole result
+            job["changes"] = True
+        return job
 
     #: The input columns read as ``src``, ``dst`` (``weight``): an
     #: :class:`~spark_plugin.jobs.edges.EdgeColumns` (``columns=`` of ``run_wcc`` /
@@ -1057,7 +1065,8 @@ class EpochJob(abc.ABC):
             return None
         out_log, resume = OutputLog.open(out, self.fingerprint(), overwrite=self.overwrite,
                                          columns=self.result_columns, spark=self._spark,
-                                         spark_read=self.spark_edges is not None)
+                                         spark_read=self.spark_edges is not None,
+                                         changes=self.changes)
         result.resumed_at = resume.epoch
         self.loop_resume = resume.loop
         if resume.labels is not None:   # the loop's state: the last final epoch's result
@@ -1084,12 +1093,43 @@ class EpochJob(abc.ABC):
         recovery); nothing without ``out``."""
         if out_log is None:
             return
-        table = self._named(outcome.result)   # renamed into place, then the manifest names it
+        result, rows = outcome.result, int(outcome.rows)
+        if self.changes:   # only the rows that are new or changed since the last final epoch
+            result, rows = self._changed(self.last_result, result)
+        table = self._named(result)   # renamed into place, then the manifest names it
         files = (out_log.write_table(e, table) if isinstance(table, pa.Table)
                  else out_log.write_df(e, table))
+        if rows is None:   # a DataFrame's changes: counted from the written files' footers
+            rows = out_log.store.parquet_rows(files)
         crash_point("after-data", e)
-        out_log.record_final(e, files, int(outcome.rows), self.rows_so_far)
+        out_log.record_final(e, files, rows, self.rows_so_far)
         crash_point("after-manifest", e)
+
+    def _changed(self, prev, cur):
+        """``(rows, count)``: the rows of the result ``cur`` whose key (the first result
+        column) is new since the result ``prev`` or whose value (the second) changed; the
+        count, or ``None`` for a DataFrame (counted when written). Both on the driver
+        (sorted by key) or, where either is a DataFrame, one join on the executors."""
+        key, val = self.result_columns[:2]
+        if prev is None:
+            return cur, (cur.num_rows if isinstance(cur, pa.Table) else None)
+        if isinstance(cur, pa.Table) and isinstance(prev, pa.Table):
+            k = cur.column(key).to_numpy(zero_copy_only=False)
+            v = cur.column(val).to_numpy(zero_copy_only=False)
+            pk = prev.column(key).to_numpy(zero_copy_only=False)
+            pv = prev.column(val).to_numpy(zero_copy_only=False)
+            order = np.argsort(pk, kind="stable")
+            pk, pv = pk[order], pv[order]
+            at = np.minimum(np.searchsorted(pk, k), max(len(pk) - 1, 0))
+            same = (pk[at] == k) & (pv[at] == v) if len(pk) else np.zeros(len(k), np.bool_)
+            out = cur.filter(pa.array(~same))
+            return out, out.num_rows
+        from pyspark.sql import functions as F
+
+        old = self._frame_of(prev).select(key, F.col(val).alias("_was"))
+        out = self._frame_of(cur).join(old, key, "left").where(
+            F.col("_was").isNull() | (F.col("_was") != F.col(val))).select(key, val)
+        return out, None
 
     def _frame_of(self, result):
         """A result as a DataFrame (a driver-finished epoch's table is small: it fit)."""

@@ -450,7 +450,8 @@ class OutputLog:
     @classmethod
     def open(cls, out, job: dict, *, overwrite: bool = False,
              columns: tuple = ("vertex", "component"),
-             spark=None, spark_read: bool = False) -> tuple["OutputLog", Resume]:
+             spark=None, spark_read: bool = False,
+             changes: bool = False) -> tuple["OutputLog", Resume]:
         """Open ``out`` for the job ``job`` (:func:`job_fingerprint`, or a job's own
         fingerprint), whose epochs' results have ``columns`` besides ``epoch`` (sorted by
         the first: WCC's ``vertex, component``). ``out`` is a bare local path, a URI
@@ -464,7 +465,9 @@ class OutputLog:
         the rollback is solved, the records past it dropped, and the last final epoch's
         result read back -- by the driver, or, with ``spark_read`` (a job on a Spark source,
         whose labels may not fit the driver), as a Spark DataFrame the executors read, its
-        rows checked by one aggregation.
+        rows checked by one aggregation. With ``changes`` (``--changes``: each epoch's files
+        hold only the rows new or changed in it) the result is rebuilt from every final
+        epoch's files: per key, the row of the latest epoch.
 
         One run at a time: ``out`` on this machine's file system is locked first
         (:meth:`OutStore.lock`, ``OUT/_tfront_lock``) and stays locked until :meth:`close`
@@ -498,6 +501,7 @@ class OutputLog:
                 return log, Resume()
             log = cls(store, job, manifest, columns)
             log._held = held
+            log._changes = changes
             if spark_read:
                 log._spark = spark
             return log, log._resume()
@@ -590,7 +594,9 @@ class OutputLog:
                     raise OutputStateError(f"--out {self.out}: epoch {r['epoch']}'s data file "
                                            f"{f} named by {MANIFEST} is missing; pass "
                                            f"--overwrite to start over")
-        labels = self._read(final[-1]) if final else None   # checked before anything changes
+        # checked before anything changes
+        labels = (None if not final else self._read_changes(final) if self._changes
+                  else self._read(final[-1]))
         named = {f for r in final for f in r["files"]}
         if loop is not None:
             named.add(LOOP_DIR)
@@ -617,6 +623,31 @@ class OutputLog:
 
     #: The Spark session that reads a resumed result back (:meth:`open`'s ``spark_read``).
     _spark = None
+    #: Each epoch's files hold its changes (``--changes``): :meth:`_read_changes`.
+    _changes = False
+
+    def _read_changes(self, final: list):
+        """The result after the last of the epochs ``final`` when each epoch's files hold
+        only its changes: per key (the first column), the row of the latest epoch; every
+        epoch's files checked against the rows recorded."""
+        cols = list(self.columns)
+        parts = [self._read(rec) for rec in final]   # each checked: rows, epoch
+        if self._spark is not None:
+            from pyspark.sql import functions as F
+
+            both = None
+            for rec, df in zip(final, parts):
+                df = df.withColumn("epoch", F.lit(rec["epoch"]))
+                both = df if both is None else both.unionByName(df)
+            return both.groupBy(cols[0]).agg(*(F.max_by(c, "epoch").alias(c) for c in cols[1:]))
+        t = pa.concat_tables([p.append_column("epoch", pa.array(np.full(p.num_rows, r["epoch"],
+                                                                          np.int64)))
+                              for r, p in zip(final, parts)])
+        k = t.column(cols[0]).to_numpy()
+        order = np.lexsort((t.column("epoch").to_numpy(), k))
+        k = k[order]
+        last = np.r_[k[1:] != k[:-1], True] if len(k) else np.zeros(0, np.bool_)
+        return t.select(cols).take(pa.array(order[last]))
 
     def _read(self, rec: dict):
         """Epoch ``rec``'s result (its :attr:`columns`, sorted by the first), checked against

@@ -107,6 +107,10 @@ def add_wcc(sub) -> argparse.ArgumentParser:
                    help="Parquet dataset to append epoch,vertex,component to (without it the "
                         "labels are not saved). A run on an existing OUT of the same job "
                         "resumes it: epochs already final there are skipped (docs/wcc.md)")
+    w.add_argument("--changes", action="store_true",
+                   help="with --out: write for each epoch only the vertices whose component is "
+                        "new or changed in it (epoch 0: all); a vertex's label after epoch E is "
+                        "its row of the latest epoch <= E")
     w.add_argument("--overwrite", action="store_true",
                    help="remove the content of an existing --out and start from epoch 0")
     w.add_argument("--master", type=master_url, default=None, metavar="URL",
@@ -166,6 +170,8 @@ def run_wcc_command(args, parser: argparse.ArgumentParser) -> int:
     errors, exit status 2). A missing input is refused before PySpark is imported."""
     if args.overwrite and args.out is None:
         parser.error("wcc --overwrite needs --out")
+    if getattr(args, "changes", False) and args.out is None:
+        parser.error("wcc --changes needs --out (it says what to write there)")
     args.columns = check_columns(args, parser)
     table = getattr(args, "table", None)
     if (args.edges is None) == (table is None):
@@ -222,6 +228,8 @@ def main_wcc(args) -> int:
         for note in check_input(args.edges, args.epochs, follow=follow, columns=columns):
             print(f"tfront wcc: warning: {note}", file=sys.stderr, flush=True)
         fingerprint = job_fingerprint(args.edges, args.epochs or 1, follow, picked=columns)
+    if getattr(args, "changes", False):
+        fingerprint["changes"] = True
 
     def banner(spark) -> str:
         rows, why = driver_finish_rows(spark)
@@ -247,7 +255,7 @@ def main_wcc(args) -> int:
                        overwrite=bool(getattr(args, "overwrite", False)),
                        loop_checkpoint=getattr(args, "loop_checkpoint", DEFAULT_LOOP_CHECKPOINT),
                        partitioner=getattr(args, "partitioner", "locality"),
-                       columns=columns)
+                       columns=columns, changes=bool(getattr(args, "changes", False)))
 
     return run_job_command(args, name="wcc", what="labels", run=run, banner=banner,
                            on_summary=empty_epoch, after=after,

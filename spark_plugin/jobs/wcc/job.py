@@ -1138,7 +1138,8 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
             partitioner: "Partitioner | str" = Partitioner.LOCALITY,
             columns=None, table: str | None = None, fmt: str | None = None,
             header: str = "auto", epoch_column: str | None = None,
-            epoch_every: str | None = None, ids: str = "int") -> WccResult:
+            epoch_every: str | None = None, ids: str = "int",
+            changes: bool = False) -> WccResult:
     """Run the incremental WCC job.
 
     Parameters
@@ -1253,6 +1254,11 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     epoch_every : str, optional
         With ``epoch_column``: one epoch per window of this width that holds rows
         (``"1000"`` for an integer column, ``"1h"``, ``"1d"`` for a date or timestamp).
+    changes : bool
+        With ``out``: write for each epoch only the vertices whose component is new or
+        changed since the epoch before (epoch 0: every vertex), not every vertex seen so
+        far; the labels after epoch ``e`` are then, per vertex, its row of the latest epoch
+        ``<= e`` (a resume rebuilds them so). Part of the job's fingerprint.
     ids : {"int", "string"}
         A Spark source's vertex ids: non-negative integers (whole-number floats and digit
         strings converted), or ``"string"``: any non-empty text (user names, URLs), numbered
@@ -1283,7 +1289,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     job = WccJob(spark, edges, epochs=epochs, out=out, partitions=partitions, backend=backend,
                  progress=progress, on_epoch=on_epoch, task_wrapper=task_wrapper,
                  executor_input=executor_input, follow=follow, checkpoint_dir=checkpoint_dir,
-                 progress_log=progress_log, overwrite=overwrite,
+                 progress_log=progress_log, overwrite=overwrite, changes=changes,
                  loop_checkpoint=loop_checkpoint, partitioner=partitioner)
     job.columns = picked
     return job.run()

@@ -298,3 +298,55 @@ def test_gh31_string_ids_through_a_dictionary_written_back_as_names(spark, tmp_p
                   progress=False)
     assert res.resumed_at == 1 and [s.epoch for s in res.epochs] == [1]
     assert dict(written(str(out))[1]) == want(70)
+
+
+@pytest.mark.parametrize("source", ["file", "spark"])
+def test_gh31_changes_writes_only_what_changed_and_a_resume_rebuilds_the_labels(
+        spark, tmp_path, monkeypatch, source):
+    """``changes=True``: epoch ``e``'s files hold the vertices new or relabelled in it; the
+    labels after ``e`` (latest row per vertex) equal scipy's; a resume after epoch 1 rebuilds
+    them from the files of epochs 0-1 (on the driver for a file, by Spark for a Spark
+    source)."""
+    import json
+
+    from spark_plugin.jobs.recovery import MANIFEST
+
+    src, dst = _graph(n=200, m=300, seed=13)
+    cuts = [0, 100, 200, 300]
+    if source == "spark":
+        monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")
+        edges = tmp_path / "ds"
+        edges.mkdir()
+        pq.write_table(pa.table({"src": src, "dst": dst}), edges / "part-00000.parquet")
+        edges = edges.as_uri()
+    else:
+        edges = str(tmp_path / "e.parquet")
+        pq.write_table(pa.table({"src": src, "dst": dst}), edges)
+    out = tmp_path / "out"
+
+    def check():
+        got, now = written(str(out)), {}
+        for e in range(3):
+            want = expected_labels(src[:cuts[e + 1]], dst[:cuts[e + 1]])
+            rows = dict(got[e])
+            assert rows == {v: c for v, c in want.items() if now.get(v) != c}, f"epoch {e}"
+            now.update(rows)
+            assert now == want
+    with pytest.raises(ValueError, match="needs out"):
+        run_wcc(spark, edges, epochs=3, changes=True, progress=False)
+    run_wcc(spark, edges, epochs=3, out=str(out), changes=True, partitions=2, progress=False)
+    check()
+    m = json.loads((out / MANIFEST).read_text())
+    assert m["job"]["changes"] is True
+    with pytest.raises(Exception, match="changes"):   # another job: without --changes
+        run_wcc(spark, edges, epochs=3, out=str(out), partitions=2, progress=False)
+    m["output"], m["loop"], m["input"] = m["output"][:2], [0, 1], m["input"][:2]
+    m["complete"], m["total"] = False, None
+    (out / MANIFEST).write_text(json.dumps(m))
+    for f in os.listdir(out):
+        if f.startswith("part-epoch-000002"):
+            os.remove(out / f)
+    res = run_wcc(spark, edges, epochs=3, out=str(out), changes=True, partitions=2,
+                  progress=False)
+    assert res.resumed_at == 2 and [s.epoch for s in res.epochs] == [2]
+    check()

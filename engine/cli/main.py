@@ -47,7 +47,8 @@ from typing import Sequence
 from engine.batched.backend import Backend, make_tracker, resolve_backend
 from engine.errors import (DependencyError, RollbackFormatError, TimelyFrontierError,
                            ZeroAdvanceCycleError)
-from engine.core.workload import REPLAY_HEADER, read_workload, write_frontier_report, write_psi_report
+from engine.core.workload import (MAX_LOCATIONS, REPLAY_HEADER, read_workload,
+                                  write_frontier_report, write_psi_report)
 
 __all__ = ["main", "Parser", "plugin_commands", "positive_int", "positive_seconds", "COMMANDS_GROUP",
            "RUNNERS_GROUP", "EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED"]
@@ -207,6 +208,10 @@ def _parser(plugins: bool = True) -> argparse.ArgumentParser:
     q.add_argument("--time", action="store_true", help="print closure timing as JSON on stderr")
     q.add_argument("--allow-zero-cycles", action="store_true",
                    help="accept cycles that do not advance time (asynchronous loops)")
+    for cmd in (r, q):
+        cmd.add_argument("--max-locations", type=positive_int, default=MAX_LOCATIONS,
+                         metavar="N", help="refuse a workload whose node lines declare more "
+                                           f"than N ports in all (default {MAX_LOCATIONS:,})")
 
     if plugins:
         plugin_commands(sub)   # tfront wcc, ... (the entry points of COMMANDS_GROUP)
@@ -303,7 +308,8 @@ def _check_names() -> list[str]:
 
 
 def _replay(args) -> int:
-    workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles)
+    workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles,
+                             max_locations=args.max_locations)
     if args.processes:
         return _replay_processes(args, workload)
     if args.workers is not None:
@@ -391,7 +397,8 @@ def _replay_processes(args, workload) -> int:
 
 
 def _psi(args) -> int:
-    workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles)
+    workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles,
+                             max_locations=args.max_locations)
     backend, _why = resolve_backend(args.backend)
     if args.time and backend in (Backend.CPU, Backend.CUDA):
         from engine.batched.tracker import warm_up

@@ -45,6 +45,7 @@ import time
 from typing import Sequence
 
 from engine.batched.backend import Backend, make_tracker, resolve_backend
+from engine.batched.psi import MAX_SUMMARIES
 from engine.errors import (DependencyError, RollbackFormatError, TimelyFrontierError,
                            ZeroAdvanceCycleError)
 from engine.core.workload import (MAX_LOCATIONS, REPLAY_HEADER, read_workload,
@@ -206,6 +207,10 @@ def _parser(plugins: bool = True) -> argparse.ArgumentParser:
     q.add_argument("--backend", choices=backends, default=None,
                    help="implementation (default: $TFRONT_BACKEND or auto)")
     q.add_argument("--time", action="store_true", help="print closure timing as JSON on stderr")
+    q.add_argument("--max-summaries", type=positive_int, default=MAX_SUMMARIES, metavar="N",
+                   help="refuse a graph whose Psi holds more than N summaries, before "
+                        f"computing it (default {MAX_SUMMARIES:,}; about 30 bytes each, and "
+                        "a line of output per pair)")
     q.add_argument("--allow-zero-cycles", action="store_true",
                    help="accept cycles that do not advance time (asynchronous loops)")
     for cmd in (r, q):
@@ -403,14 +408,15 @@ def _psi(args) -> int:
     if args.time and backend in (Backend.CPU, Backend.CUDA):
         from engine.batched.tracker import warm_up
         warm_up(workload.graph.m, workload.graph.max_depth)
+    from engine.batched.psi import check_psi_size, compute_psi
     start = time.perf_counter()
     if backend in (Backend.CPU, Backend.CUDA):  # Psi is computed on the host for both
-        from engine.batched.psi import compute_psi
-        row = compute_psi(workload.graph).row
-    else:  # reference, and timely (which has no Psi of its own): the reference closure
+        row = compute_psi(workload.graph, max_summaries=args.max_summaries).row
+    else:  # reference, and timely (which has no Psi of its own): the reference closure, a
+        # row at a time as the report asks for it (after the same check of its pairs)
         from engine.core.closure import closure_row
-        rows = {l: closure_row(workload.graph, l) for l in range(workload.graph.num_locations)}
-        row = rows.__getitem__
+        check_psi_size(workload.graph, args.max_summaries)
+        row = lambda l: closure_row(workload.graph, l)   # noqa: E731
     ms = (time.perf_counter() - start) * 1e3
     stats = write_psi_report(sys.stdout, workload, row)
     if args.time:

@@ -386,7 +386,8 @@ def write_psi_report(out: TextIO, workload: Workload,
                      row: Callable[[int], Mapping[int, Sequence[Summary]]]) -> dict:
     """Write the closure lines ``P KIND NODE PORT TNODE TPORT K ...``; return counts for ``--time``.
 
-    ``row(l1)`` gives ``Psi[l1]`` as a mapping from reachable locations to summaries.
+    ``row(l1)`` gives ``Psi[l1]`` as a mapping from reachable locations to summaries; it is
+    asked for one row at a time, and the lines go out in pieces of about a megabyte.
 
     Returns ``{"pairs": ..., "summaries": ..., "max_antichain": ...}``.
     """
@@ -408,5 +409,8 @@ def write_psi_report(out: TextIO, workload: Workload,
             pairs += 1
             summaries += len(elems)
             largest = max(largest, len(elems))
+        if buf.tell() > 1 << 20:
+            out.write(buf.getvalue())
+            buf = io.StringIO()
     out.write(buf.getvalue())
     return {"pairs": pairs, "summaries": summaries, "max_antichain": largest}

@@ -528,6 +528,7 @@ def _rollback(args) -> int:
     # an explicit --backend asks for the batched solver, whatever the size
     solver, _why = choose_solver(problem, "batched" if args.solver == "auto" and args.backend
                                  else args.solver)
+    limits["progress"] = SearchProgress(problem)
     try:
         if solver == "reference":
             answer = solve(problem, args.guard, **limits)
@@ -540,6 +541,46 @@ def _rollback(args) -> int:
         print(f"tfront rollback: the answer was cut: it lists the first {len(answer.choices)} "
               f"maximal choices found, and there are more (--max-choices)", file=sys.stderr)
     return 0
+
+
+class SearchProgress:
+    """``tfront rollback``'s progress line on stderr while it searches the combinations of
+    availability lists not closed under union (each fixed point of the search is one pass
+    over all ``(location, time)`` states: 0.1 s near the default ``--max-states``, so up to
+    ``--max-search`` of them can take many minutes). Quiet for a search that ends within
+    :attr:`EVERY_S`; then one line every :attr:`EVERY_S` seconds: the fixed points done, the
+    limit, the time each took on how many states, and the most the rest can take.
+
+    Called as ``progress(done, max_search)`` after each fixed point
+    (:func:`engine.rollback.problem.decide`)."""
+
+    #: Seconds between progress lines (the first comes after as long).
+    EVERY_S = 5.0
+
+    def __init__(self, problem, out=None):
+        self.out = out if out is not None else sys.stderr
+        self.states = (problem.n + len(problem.internal())) * problem.ne * problem.ni
+        self.open = sum(not a.closed_under_union(problem.ne, problem.ni) for a in problem.avail)
+        self.start = time.perf_counter()
+        self.due = self.start + self.EVERY_S
+
+    def __call__(self, done: int, max_search: int) -> None:
+        now = time.perf_counter()
+        if now < self.due:
+            return
+        self.due = now + self.EVERY_S
+        each = (now - self.start) / done
+        print(f"tfront rollback: searching the combinations of {self.open} processors' "
+              f"availability lists (not closed under union): {done:,} fixed points so far of "
+              f"at most {max_search:,} (--max-search), {each:.3g} s each over "
+              f"{self.states:,} states; at most {_duration((max_search - done) * each)} more",
+              file=self.out, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``17 min``, ``3.2 h``."""
+    return (f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200
+            else f"{seconds / 3600:.1f} h")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,7 +15,9 @@ provides it, exit status 2.
 ``replay`` applies a workload's batches one by one and prints the frontiers after each, in
 the format of ``docs/formats.md`` (with ``--workers K``, on K simulated workers exchanging
 progress updates, :mod:`engine.exchange.simulation`: the same output); ``psi`` prints the path-summary
-closure of the workload's graph; ``info`` says which backend ``auto`` (or ``--backend``)
+closure of the workload's graph (refusing, before computing it, one of more than
+``--max-summaries`` summaries: :func:`engine.batched.psi.check_psi_size`); both refuse a
+workload declaring more than ``--max-locations`` ports (:data:`engine.core.workload.MAX_LOCATIONS`); ``info`` says which backend ``auto`` (or ``--backend``)
 chooses here and why, with versions (also of PySpark, PyArrow and Java) and CUDA devices.
 ``tfront --version`` prints the package version.
 

@@ -17,6 +17,7 @@ __all__ = [
     "DuplicateChannelError",
     "ZeroAdvanceCycleError",
     "AntichainOverflowError",
+    "PsiLimitError",
     "BatchError",
     "SchemaError",
     "UnknownLocationError",
@@ -25,6 +26,7 @@ __all__ = [
     "NegativeCountError",
     "CountOverflowError",
     "WorkloadFormatError",
+    "WorkloadLimitError",
     "RollbackFormatError",
     "RollbackLimitError",
     "RollbackStateError",
@@ -98,6 +100,27 @@ class AntichainOverflowError(TimelyFrontierError, ValueError):
     """An antichain of summaries grew past the caller-set ``max_antichain``."""
 
 
+class PsiLimitError(TimelyFrontierError, ValueError):
+    """The closure ``Psi`` of a graph would hold more summaries than the caller-set
+    ``max_summaries``; raised before ``Psi`` is allocated. The message gives the size it
+    would need and how to raise the limit.
+
+    Attributes
+    ----------
+    summaries : int
+        The summaries ``Psi`` would hold (a lower bound when ``exact`` is false: one per
+        reachable pair, counted only until the limit was passed).
+    max_summaries : int
+        The limit.
+    exact : bool
+        Whether ``summaries`` is the exact count.
+    """
+
+    def __init__(self, message: str, summaries: int, max_summaries: int, exact: bool):
+        super().__init__(message)
+        self.summaries, self.max_summaries, self.exact = summaries, max_summaries, exact
+
+
 class BatchError(TimelyFrontierError, ValueError):
     """A batch of pointstamp count changes is malformed; nothing of it was applied."""
 
@@ -136,6 +159,12 @@ class WorkloadFormatError(TimelyFrontierError, ValueError):
     def __init__(self, message: str, line: int | None = None):
         super().__init__(message if line is None else f"line {line}: {message}")
         self.line = line
+
+
+class WorkloadLimitError(WorkloadFormatError):
+    """A progress workload exceeds a documented limit (``max_locations``: the ports its
+    ``node`` lines declare, counted at the line that crosses it). Not malformed, but refused
+    the same way, naming the line; the message names the limit and how to raise it."""
 
 
 class RollbackFormatError(TimelyFrontierError, ValueError):

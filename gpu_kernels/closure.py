@@ -610,9 +610,11 @@ def transpose_pairs(pair_ptr, pair_dst, L):
 
 
 @njit(cache=True, nogil=True)
-def reach_counts(out_ptr, out_dst, weight):
+def reach_counts(out_ptr, out_dst, weight, stop):
     """For every location ``s``: how many locations it reaches (itself included) and the sum of
     ``weight`` over them. A breadth-first search per location: O(L * (L + A)), O(L) space.
+    With ``stop >= 0`` the searches end once the reach summed over the locations searched
+    exceeds ``stop`` (the later locations' entries stay 0): O(stop * out-degree) then.
 
     Returns ``(reach int64[L], weight_sum int64[L])``.
     """
@@ -621,7 +623,10 @@ def reach_counts(out_ptr, out_dst, weight):
     wsum = np.zeros(L, np.int64)
     mark = np.full(L, -1, np.int64)
     queue = np.empty(max(L, 1), np.int64)
+    total = 0
     for s in range(L):
+        if stop >= 0 and total > stop:
+            break
         head = 0
         tail = 1
         queue[0] = s
@@ -639,6 +644,7 @@ def reach_counts(out_ptr, out_dst, weight):
                     acc += weight[w]
         reach[s] = tail
         wsum[s] = acc
+        total += tail
     return reach, wsum
 
 

@@ -52,7 +52,7 @@ from gpu_kernels.closure import (ANTICHAIN_OVERFLOW, closure_counts, closure_fil
                                  target_major_cuda, translation_mask, transpose_pairs)
 from gpu_kernels.summary_rows import smallest_dtype, unpack_summary_row
 
-from engine.errors import AntichainOverflowError, UnknownLocationError
+from engine.errors import AntichainOverflowError, PsiLimitError, UnknownLocationError
 from engine.core.graph import Graph
 from engine.core.choices import Choice
 from engine.batched.graph_arrays import GraphArrays
@@ -61,11 +61,15 @@ from engine.core.summary import Summary
 if TYPE_CHECKING:
     from engine.batched.kernels import KernelSet
 
-__all__ = ["PsiLayout", "PsiArrays", "compute_psi", "estimate_bytes", "estimate_shape",
-           "DEFAULT_MEMORY_BUDGET"]
+__all__ = ["PsiLayout", "PsiArrays", "compute_psi", "check_psi_size", "estimate_bytes",
+           "estimate_shape", "DEFAULT_MEMORY_BUDGET", "MAX_SUMMARIES"]
 
 #: Default memory budget of the dense layout: 1 GiB.
 DEFAULT_MEMORY_BUDGET = 1 << 30
+#: The most summaries ``tfront psi`` lets ``Psi`` hold (``--max-summaries``; the API's
+#: ``compute_psi(..., max_summaries=N)`` has no cap unless given one). Memory, time and the
+#: report's length all grow with it: see docs/formats.md, "Closure output".
+MAX_SUMMARIES = 20_000_000
 
 
 class PsiLayout(Choice):
@@ -240,7 +244,8 @@ class PsiArrays:
 
 def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
                 layout: PsiLayout | str = "auto", memory_budget: int = DEFAULT_MEMORY_BUDGET,
-                threads: int | None = None, kernels: "KernelSet | None" = None) -> PsiArrays:
+                threads: int | None = None, kernels: "KernelSet | None" = None,
+                max_summaries: int | None = None) -> PsiArrays:
     """``Psi`` for all pairs of locations, as :class:`PsiArrays`.
 
     Parameters
@@ -264,6 +269,10 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
         (``gpu_kernels.closure.closure_settle_cuda`` and the fill kernels) and the result
         keeps it on the device, target-major, in :attr:`PsiArrays.device` beside the host
         copies; default (and for the cpu backend) the host's thread pool.
+    max_summaries : int, optional
+        The most summaries ``Psi`` may hold; ``None`` (the default) for no cap. Checked
+        twice before ``Psi`` is allocated: by :func:`check_psi_size` (pairs counted, cheap)
+        before anything is computed, and on the exact count after the first pass.
 
     Returns
     -------
@@ -276,8 +285,12 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
         If the (final) antichain of some pair has more than ``max_antichain`` summaries; the
         message names the first such source and, within it, the first target (by id), and
         the cap. Nothing is stored.
+    PsiLimitError
+        If ``Psi`` would hold more than ``max_summaries`` summaries; the message gives the
+        count (or, from the first check, a lower bound) and the bytes it would need.
     ValueError
-        For a bad ``layout``, ``max_antichain``, ``memory_budget`` or ``threads``.
+        For a bad ``layout``, ``max_antichain``, ``memory_budget``, ``threads`` or
+        ``max_summaries``.
     gpu_kernels.closure.WorkSpaceOverflow
         On a device, if a source's rows outgrow every work space it was given (a
         ``RuntimeError``; see ``closure_settle_cuda``).
@@ -306,15 +319,18 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
     cap = _check_count(max_antichain, "max_antichain", allow_none=True) or 0
     budget = _check_count(memory_budget, "memory_budget", minimum=0)
     threads = _check_count(threads, "threads", allow_none=True) or (os.cpu_count() or 1)
+    limit = _check_count(max_summaries, "max_summaries", allow_none=True)
     ga = graph if isinstance(graph, GraphArrays) else GraphArrays.from_graph(graph)
     described = graph if isinstance(graph, Graph) else None
     L, m, K = ga.L, ga.m, ga.K
     W = 1 + m + K
+    if limit is not None:
+        check_psi_size(ga, limit)
     fast = translation_mask(ga.depth, ga.in_ptr, ga.in_src, ga.in_sum)
     args = (m, K, ga.depth, ga.in_ptr, ga.in_src, ga.in_sum, ga.out_ptr, ga.out_dst, ga.order,
             ga.rank, fast)
     if kernels is not None and kernels.on_device:
-        return _compute_psi_device(ga, described, args, layout, cap, budget, kernels)
+        return _compute_psi_device(ga, described, args, layout, cap, budget, kernels, limit)
     chunks = _chunks(L, threads)
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -332,8 +348,9 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
         P = int(pair_ptr[-1])
         S = int(n_rows.sum())
 
-        # Step 2: choose the dtypes and the layout.
+        # Step 2: choose the dtypes and the layout (within the size limit).
         layout, dtype, count_dtype = _choose(layout, L, P, S, W, vmax, largest, budget)
+        _check_exact(L, P, S, W, layout, dtype, largest, count_dtype, limit)
 
         # Step 3: settle again and write the rows in place.
         if layout is PsiLayout.DENSE:
@@ -357,7 +374,8 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
 
 
 def _compute_psi_device(ga: GraphArrays, described: Graph | None, args: tuple,
-                        layout: PsiLayout, cap: int, budget: int, kernels) -> PsiArrays:
+                        layout: PsiLayout, cap: int, budget: int, kernels,
+                        limit: int | None = None) -> PsiArrays:
     """:func:`compute_psi` on a device backend: count, choose, fill on the device (see
     ``gpu_kernels.closure.closure_settle_cuda``); host copies plus :attr:`PsiArrays.device`."""
     m, K = args[0], args[1]
@@ -370,6 +388,7 @@ def _compute_psi_device(ga: GraphArrays, described: Graph | None, args: tuple,
     P, S, largest = settle.num_pairs, settle.num_summaries, settle.largest
     # Step 2: choose the dtypes and the layout, as on the host.
     layout, dtype, count_dtype = _choose(layout, L, P, S, W, settle.vmax, largest, budget)
+    _check_exact(L, P, S, W, layout, dtype, largest, count_dtype, limit)
     # Step 3: write the rows from the settled work spaces (and group the pairs by target);
     # keep Psi on the device target-major, the form the gather reads.
     if layout is PsiLayout.DENSE:
@@ -452,14 +471,72 @@ def estimate_shape(ga: GraphArrays) -> tuple[int, int, int]:
         shape = (0, 0, 0)
     else:
         excess = merge_excess(ga.scc, ga.rank, ga.depth, ga.in_ptr, ga.in_src, ga.in_sum)
-        reach, merged = reach_counts(ga.out_ptr, ga.out_dst, excess)
+        reach, merged = reach_counts(ga.out_ptr, ga.out_dst, excess, -1)
         width = 1 + merged
         shape = (int(reach.sum()), int((reach * width).sum()), int(width.max()))
     object.__setattr__(ga, "_psi_shape", shape)
     return shape
 
 
+def check_psi_size(graph: Graph | GraphArrays, max_summaries: int) -> int:
+    """Refuse a graph whose ``Psi`` holds more than ``max_summaries`` summaries, before
+    computing any of it: every pair ``(l1, l2)`` with a path holds at least one, so the
+    pairs are counted (a breadth-first search per location) -- for the message, up to ten
+    times the limit. Returns the pairs (when they are within the limit).
+
+    Raises
+    ------
+    PsiLimitError
+        With the pairs (all of them, or those counted before ten times the limit: either
+        way a lower bound on the summaries) and the bytes they would take at least, the
+        limit and the option that raises it.
+
+    Notes
+    -----
+    Cost O(min(P, 10 * max_summaries) * out-degree) (Numba; about 6 ns a pair here, 0.1 s
+    at the default :data:`MAX_SUMMARIES`, 1.1 s to refuse a graph of ten times that), O(L)
+    space; the exact count of the summaries comes with ``compute_psi``'s first pass.
+
+    >>> from engine.core.workload import example_graph
+    >>> check_psi_size(example_graph(), 100)
+    42
+    """
+    limit = _check_count(max_summaries, "max_summaries")
+    ga = graph if isinstance(graph, GraphArrays) else GraphArrays.from_graph(graph)
+    if ga.L == 0:
+        return 0
+    reach, _ = reach_counts(ga.out_ptr, ga.out_dst, np.zeros(ga.L, np.int64), 10 * limit)
+    P = int(reach.sum())
+    if P > limit:
+        pairs = (f"{P:,} pairs of locations joined by a path" if reach[-1] else
+                 f"more than {P:,} pairs of locations joined by a path (counting stopped there)")
+        need = _ragged_bytes(ga.L, P, P, 1 + ga.m + ga.K, 1)
+        raise PsiLimitError(
+            f"Psi of this graph ({ga.L:,} locations) has {pairs}, and so at least as many "
+            f"summaries, more than max_summaries = {limit:,}: at least {_gb(need)} as arrays "
+            f"and a line of output per pair; raise the limit (--max-summaries) to compute it",
+            P, limit, False)
+    return P
+
+
 # -- helpers ------------------------------------------------------------------------------------
+
+def _check_exact(L: int, P: int, S: int, W: int, layout: PsiLayout, dtype: np.dtype,
+                 largest: int, count_dtype: np.dtype, limit: int | None) -> None:
+    """:func:`compute_psi`'s second check, on the exact counts, before ``Psi`` is allocated."""
+    if limit is None or S <= limit:
+        return
+    need = (_dense_bytes(L, largest, W, dtype.itemsize, count_dtype.itemsize)
+            if layout is PsiLayout.DENSE else _ragged_bytes(L, P, S, W, dtype.itemsize))
+    raise PsiLimitError(
+        f"Psi of this graph ({L:,} locations) has {S:,} summaries over {P:,} pairs, more than "
+        f"max_summaries = {limit:,}: {_gb(need)} as arrays and {P:,} lines of output at most; "
+        f"raise the limit (--max-summaries) to compute it", S, limit, True)
+
+
+def _gb(nbytes: int) -> str:
+    return f"{nbytes / 1e9:,.1f} GB" if nbytes >= 1e8 else f"{nbytes / 1e6:,.1f} MB"
+
 
 def _choose(layout: PsiLayout, L: int, P: int, S: int, W: int, vmax: int, largest: int,
             budget: int) -> tuple[PsiLayout, np.dtype, np.dtype]:

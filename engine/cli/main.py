@@ -15,7 +15,9 @@ provides it, exit status 2.
 ``replay`` applies a workload's batches one by one and prints the frontiers after each, in
 the format of ``docs/formats.md`` (with ``--workers K``, on K simulated workers exchanging
 progress updates, :mod:`engine.exchange.simulation`: the same output); ``psi`` prints the path-summary
-closure of the workload's graph; ``info`` says which backend ``auto`` (or ``--backend``)
+closure of the workload's graph (refusing, before computing it, one of more than
+``--max-summaries`` summaries: :func:`engine.batched.psi.check_psi_size`); both refuse a
+workload declaring more than ``--max-locations`` ports (:data:`engine.core.workload.MAX_LOCATIONS`); ``info`` says which backend ``auto`` (or ``--backend``)
 chooses here and why, with versions (also of PySpark, PyArrow and Java) and CUDA devices.
 ``tfront --version`` prints the package version.
 
@@ -45,9 +47,11 @@ import time
 from typing import Sequence
 
 from engine.batched.backend import Backend, make_tracker, resolve_backend
+from engine.batched.psi import MAX_SUMMARIES
 from engine.errors import (DependencyError, RollbackFormatError, TimelyFrontierError,
                            ZeroAdvanceCycleError)
-from engine.core.workload import REPLAY_HEADER, read_workload, write_frontier_report, write_psi_report
+from engine.core.workload import (MAX_LOCATIONS, REPLAY_HEADER, read_workload,
+                                  write_frontier_report, write_psi_report)
 
 __all__ = ["main", "Parser", "plugin_commands", "positive_int", "positive_seconds", "COMMANDS_GROUP",
            "RUNNERS_GROUP", "EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED"]
@@ -205,8 +209,16 @@ def _parser(plugins: bool = True) -> argparse.ArgumentParser:
     q.add_argument("--backend", choices=backends, default=None,
                    help="implementation (default: $TFRONT_BACKEND or auto)")
     q.add_argument("--time", action="store_true", help="print closure timing as JSON on stderr")
+    q.add_argument("--max-summaries", type=positive_int, default=MAX_SUMMARIES, metavar="N",
+                   help="refuse a graph whose Psi holds more than N summaries, before "
+                        f"computing it (default {MAX_SUMMARIES:,}; about 30 bytes each, and "
+                        "a line of output per pair)")
     q.add_argument("--allow-zero-cycles", action="store_true",
                    help="accept cycles that do not advance time (asynchronous loops)")
+    for cmd in (r, q):
+        cmd.add_argument("--max-locations", type=positive_int, default=MAX_LOCATIONS,
+                         metavar="N", help="refuse a workload whose node lines declare more "
+                                           f"than N ports in all (default {MAX_LOCATIONS:,})")
 
     if plugins:
         plugin_commands(sub)   # tfront wcc, ... (the entry points of COMMANDS_GROUP)
@@ -303,7 +315,8 @@ def _check_names() -> list[str]:
 
 
 def _replay(args) -> int:
-    workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles)
+    workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles,
+                             max_locations=args.max_locations)
     if args.processes:
         return _replay_processes(args, workload)
     if args.workers is not None:
@@ -391,23 +404,32 @@ def _replay_processes(args, workload) -> int:
 
 
 def _psi(args) -> int:
-    workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles)
+    workload = read_workload(args.file, allow_zero_cycles=args.allow_zero_cycles,
+                             max_locations=args.max_locations)
     backend, _why = resolve_backend(args.backend)
     if args.time and backend in (Backend.CPU, Backend.CUDA):
         from engine.batched.tracker import warm_up
         warm_up(workload.graph.m, workload.graph.max_depth)
+    from engine.batched.psi import check_psi_size, compute_psi
     start = time.perf_counter()
+    spent = [0.0]   # seconds computing the closure (for the reference, row by row)
     if backend in (Backend.CPU, Backend.CUDA):  # Psi is computed on the host for both
-        from engine.batched.psi import compute_psi
-        row = compute_psi(workload.graph).row
-    else:  # reference, and timely (which has no Psi of its own): the reference closure
+        row = compute_psi(workload.graph, max_summaries=args.max_summaries).row
+    else:  # reference, and timely (which has no Psi of its own): the reference closure, a
+        # row at a time as the report asks for it (after the same check of its pairs)
         from engine.core.closure import closure_row
-        rows = {l: closure_row(workload.graph, l) for l in range(workload.graph.num_locations)}
-        row = rows.__getitem__
-    ms = (time.perf_counter() - start) * 1e3
+        check_psi_size(workload.graph, args.max_summaries)
+
+        def row(l):
+            t = time.perf_counter()
+            try:
+                return closure_row(workload.graph, l)
+            finally:
+                spent[0] += time.perf_counter() - t
+    spent[0] += time.perf_counter() - start
     stats = write_psi_report(sys.stdout, workload, row)
     if args.time:
-        print(json.dumps({"closure_ms": round(ms, 3), **stats}), file=sys.stderr)
+        print(json.dumps({"closure_ms": round(spent[0] * 1e3, 3), **stats}), file=sys.stderr)
     return 0
 
 
@@ -515,6 +537,7 @@ def _rollback(args) -> int:
     # an explicit --backend asks for the batched solver, whatever the size
     solver, _why = choose_solver(problem, "batched" if args.solver == "auto" and args.backend
                                  else args.solver)
+    limits["progress"] = SearchProgress(problem)
     try:
         if solver == "reference":
             answer = solve(problem, args.guard, **limits)
@@ -527,6 +550,46 @@ def _rollback(args) -> int:
         print(f"tfront rollback: the answer was cut: it lists the first {len(answer.choices)} "
               f"maximal choices found, and there are more (--max-choices)", file=sys.stderr)
     return 0
+
+
+class SearchProgress:
+    """``tfront rollback``'s progress line on stderr while it searches the combinations of
+    availability lists not closed under union (each fixed point of the search is one pass
+    over all ``(location, time)`` states: 0.1 s near the default ``--max-states``, so up to
+    ``--max-search`` of them can take many minutes). Quiet for a search that ends within
+    :attr:`EVERY_S`; then one line every :attr:`EVERY_S` seconds: the fixed points done, the
+    limit, the time each took on how many states, and the most the rest can take.
+
+    Called as ``progress(done, max_search)`` after each fixed point
+    (:func:`engine.rollback.problem.decide`)."""
+
+    #: Seconds between progress lines (the first comes after as long).
+    EVERY_S = 5.0
+
+    def __init__(self, problem, out=None):
+        self.out = out if out is not None else sys.stderr
+        self.states = (problem.n + len(problem.internal())) * problem.ne * problem.ni
+        self.open = sum(not a.closed_under_union(problem.ne, problem.ni) for a in problem.avail)
+        self.start = time.perf_counter()
+        self.due = self.start + self.EVERY_S
+
+    def __call__(self, done: int, max_search: int) -> None:
+        now = time.perf_counter()
+        if now < self.due:
+            return
+        self.due = now + self.EVERY_S
+        each = (now - self.start) / done
+        print(f"tfront rollback: searching the combinations of {self.open} processors' "
+              f"availability lists (not closed under union): {done:,} fixed points so far of "
+              f"at most {max_search:,} (--max-search), {each:.3g} s each over "
+              f"{self.states:,} states; at most {_duration((max_search - done) * each)} more",
+              file=self.out, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``17 min``, ``3.2 h``."""
+    return (f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200
+            else f"{seconds / 3600:.1f} h")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

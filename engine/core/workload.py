@@ -5,6 +5,11 @@ location has timestamps ``(epoch, iteration)`` (``m = 1``, depth 1) plus batches
 pointstamp count changes. Malformed input raises :class:`~engine.errors.WorkloadFormatError`
 naming the line number.
 
+Limits: a workload may declare at most :data:`MAX_LOCATIONS` ports (locations) over all its
+``node`` lines (``max_locations=``, ``tfront replay/psi --max-locations``); past it,
+:class:`~engine.errors.WorkloadLimitError` at the ``node`` line that crosses it, before
+anything is built. Every number fits a signed 64-bit integer (at most 19 digits).
+
 >>> w = parse_workload(EXAMPLE_PATH.read_text())
 >>> w.graph.num_locations, len(w.batches), len(w.batches[0].loc)
 (8, 5, 2)
@@ -20,12 +25,13 @@ from typing import Callable, Iterable, Mapping, Sequence, TextIO
 
 import numpy as np
 
-from engine.errors import TimelyFrontierError, WorkloadFormatError, ZeroAdvanceCycleError
+from engine.errors import (TimelyFrontierError, WorkloadFormatError, WorkloadLimitError,
+                           ZeroAdvanceCycleError)
 from engine.core.graph import Graph, GraphBuilder
 from engine.core.summary import Summary
 from engine.core.timestamp import MAX_COORD, Timestamp, check_timestamp
 
-__all__ = ["HEADER", "EXAMPLE_PATH", "Batch", "Workload", "parse_workload", "read_workload",
+__all__ = ["HEADER", "EXAMPLE_PATH", "MAX_LOCATIONS", "Batch", "Workload", "parse_workload", "read_workload",
            "example_graph", "write_frontier_report", "write_psi_report", "REPLAY_HEADER",
            "PSI_HEADER"]
 
@@ -37,6 +43,14 @@ PSI_HEADER = "# timely-reach psi output v1"
 EXAMPLE_PATH = Path(__file__).parent / "examples" / "wcc.txt"
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+#: The most ports (locations: inputs plus outputs, node 0's included) a workload may declare.
+#: A location costs the graph builder and the trackers about half a kilobyte and a few
+#: microseconds (``node 1 0 10000000`` took 78 s and 5.4 GB); the largest workload of
+#: ``perf/`` (5,000 operators) has about 10,000 and a 100,000-operator chain 200,000.
+MAX_LOCATIONS = 1_000_000
+#: Significant digits of the largest number the format holds (signed 64-bit).
+MAX_DIGITS = 19
 
 
 @dataclass
@@ -78,20 +92,48 @@ _DECIMAL = re.compile(r"[+-]?[0-9]+\Z")
 def _ints(tokens: list[str], lineno: int) -> list[int]:
     for tok in tokens:
         if not _DECIMAL.match(tok):
-            raise WorkloadFormatError(f"expected a decimal integer, got {tok!r}", lineno)
+            raise WorkloadFormatError(f"expected a decimal integer, got {_short(tok)}", lineno)
+        digits = len(tok.lstrip("+-").lstrip("0"))
+        if digits > MAX_DIGITS:
+            raise WorkloadFormatError(f"a number of {digits:,} digits ({_short(tok)}); numbers "
+                                      f"are signed 64-bit integers, of at most {MAX_DIGITS} "
+                                      f"digits", lineno)
     return [int(tok) for tok in tokens]
 
 
-def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False) -> Workload:
+def _short(tok: str) -> str:
+    """``tok`` quoted, cut to 30 characters (a token may be megabytes long)."""
+    return repr(tok) if len(tok) <= 30 else repr(tok[:27]) + "..."
+
+
+def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False,
+                   max_locations: int = MAX_LOCATIONS) -> Workload:
     """Parse a workload from its text (a string or an iterable of lines).
+
+    Parameters
+    ----------
+    text : str or iterable of str
+        The workload.
+    allow_zero_cycles : bool
+        Accept cycles that do not advance time.
+    max_locations : int
+        The most ports the ``node`` lines may declare in all (:data:`MAX_LOCATIONS`).
 
     Raises
     ------
     WorkloadFormatError
-        Naming the line: a bad header, an unknown keyword, node or port, a non-integer, a
-        graph line after the first batch, a change outside a batch, a missing ``end``, or a
-        graph the builder rejects (a depth or channel error, a zero-advance cycle).
+        Naming the line: a bad header, an unknown keyword, node or port, a non-integer or a
+        number past 64 bits, a graph line after the first batch, a change outside a batch, a
+        missing ``end``, or a graph the builder rejects (a depth or channel error, a
+        zero-advance cycle).
+    WorkloadLimitError
+        At the ``node`` line whose ports take the graph past ``max_locations``, before the
+        graph is built.
+    ValueError
+        If ``max_locations`` is not a positive integer.
     """
+    if isinstance(max_locations, bool) or not isinstance(max_locations, int) or max_locations < 1:
+        raise ValueError(f"max_locations must be a positive integer, got {max_locations!r}")
     lines = text.splitlines() if isinstance(text, str) else [l.rstrip("\r\n") for l in text]
     builder = GraphBuilder(m=1)
     inputs: list[int] = []
@@ -99,6 +141,7 @@ def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False
     raw_batches: list[tuple[int, list[tuple[int, str, int, int, Timestamp, int]]]] = []
     current: list | None = None
     edge_lines: dict[tuple, int] = {}   # location-graph edge -> the line that made it
+    declared = 0                        # ports of the node lines so far
     seen_header = False
     in_graph = True
     lineno = 0
@@ -125,7 +168,8 @@ def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False
                     raise WorkloadFormatError(f"{kw!r} line after the first batch; graph lines "
                                               f"must come first", lineno)
                 vals = _ints(args, lineno)
-                _graph_line(builder, inputs, outputs, kw, vals, lineno)
+                declared += _graph_line(builder, inputs, outputs, kw, vals, lineno,
+                                        max_locations - declared)
                 if kw == "summary":
                     edge_lines.setdefault(("t", vals[0], vals[1], "s", vals[0], vals[2]), lineno)
                 elif kw == "edge":
@@ -194,11 +238,18 @@ def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False
         raise WorkloadFormatError(
             f"the summary and edge lines {', '.join(map(str, lines))} form a cycle that can "
             f"bring data back at the same or an earlier time: {e}", lines[0] if lines else None) from e
-    lookup = np.full((2, max(len(inputs), 1), max(inputs + outputs + [1])), -1, np.int32)
-    for n, p, l in Workload(graph, inputs, outputs, []).input_ports():
-        lookup[0, n, p] = l
-    for n, p, l in Workload(graph, inputs, outputs, []).output_ports():
-        lookup[1, n, p] = l
+    # (is_source, node, port) -> location, as base[is_source, node] + port: one entry per
+    # port (a table of nodes x the most ports of any node could be far larger)
+    shape = Workload(graph, inputs, outputs, [])
+    base = np.zeros((2, max(len(inputs), 1)), np.int64)
+    flat = np.zeros(graph.num_locations, np.int32)
+    for side, (counts, ports) in enumerate(((inputs, shape.input_ports()),
+                                            (outputs, shape.output_ports()))):
+        start = sum(inputs) if side else 0
+        base[side, 1:len(counts)] = start + np.cumsum(counts[:-1], dtype=np.int64)
+        base[side, 0] = start
+        for n, p, l in ports:
+            flat[base[side, n] + p] = l
     batches = []
     for start, rows in raw_batches:
         if isinstance(rows, list):      # the line-by-line path
@@ -209,7 +260,8 @@ def parse_workload(text: str | Iterable[str], *, allow_zero_cycles: bool = False
         else:
             cols = rows
         is_src, node, port, ts, diff = cols
-        batches.append(Batch(start, lookup[is_src.astype(np.int64), node, port], ts.reshape(-1, 2), diff))
+        batches.append(Batch(start, flat[base[is_src.astype(np.int64), node] + port],
+                             ts.reshape(-1, 2), diff))
     return Workload(graph, inputs, outputs, batches)
 
 
@@ -255,7 +307,9 @@ def _fast_batch(lines: list[str], batch_line: int, inputs: list[int], outputs: l
 
 
 def _graph_line(builder: GraphBuilder, inputs: list[int], outputs: list[int], kw: str,
-                vals: list[int], lineno: int) -> None:
+                vals: list[int], lineno: int, room: int) -> int:
+    """Apply one ``node``, ``summary`` or ``edge`` line; returns the ports it declares (a
+    ``node`` line may declare at most ``room``)."""
     arity = {"node": 3, "summary": 5, "edge": 4}[kw]
     if len(vals) != arity:
         raise WorkloadFormatError(f"{kw!r} takes {arity} integers, got {len(vals)}", lineno)
@@ -266,9 +320,17 @@ def _graph_line(builder: GraphBuilder, inputs: list[int], outputs: list[int], kw
                                       f"{len(inputs)}, got {nid}", lineno)
         if n_in < 0 or n_out < 0:
             raise WorkloadFormatError(f"node {nid} has a negative port count", lineno)
+        if n_in + n_out > room:
+            limit = sum(inputs) + sum(outputs) + room
+            raise WorkloadLimitError(
+                f"node {nid} declares {n_in:,} inputs and {n_out:,} outputs, which would make "
+                f"{limit - room + n_in + n_out:,} locations (ports) in all, more than "
+                f"max_locations = {limit:,}; raise the limit (--max-locations) to read it",
+                lineno)
         builder.add_operator(n_in, n_out, depth=1, name="scope" if nid == 0 else f"node{nid}")
         inputs.append(n_in)
         outputs.append(n_out)
+        return n_in + n_out
     elif kw == "summary":
         node, i, o, d_epoch, d_iter = vals
         if node == 0:
@@ -281,12 +343,14 @@ def _graph_line(builder: GraphBuilder, inputs: list[int], outputs: list[int], kw
         builder.add_summary(node, i, o, Summary.product(d_epoch, d_iter))
     else:
         builder.connect(*vals)
+    return 0
 
 
-def read_workload(path: str | Path, *, allow_zero_cycles: bool = False) -> Workload:
+def read_workload(path: str | Path, *, allow_zero_cycles: bool = False,
+                  max_locations: int = MAX_LOCATIONS) -> Workload:
     """Parse the workload file at ``path`` (see :func:`parse_workload`)."""
     with open(path, encoding="utf-8") as f:
-        return parse_workload(f, allow_zero_cycles=allow_zero_cycles)
+        return parse_workload(f, allow_zero_cycles=allow_zero_cycles, max_locations=max_locations)
 
 
 def example_graph() -> Graph:
@@ -322,7 +386,8 @@ def write_psi_report(out: TextIO, workload: Workload,
                      row: Callable[[int], Mapping[int, Sequence[Summary]]]) -> dict:
     """Write the closure lines ``P KIND NODE PORT TNODE TPORT K ...``; return counts for ``--time``.
 
-    ``row(l1)`` gives ``Psi[l1]`` as a mapping from reachable locations to summaries.
+    ``row(l1)`` gives ``Psi[l1]`` as a mapping from reachable locations to summaries; it is
+    asked for one row at a time, and the lines go out in pieces of about a megabyte.
 
     Returns ``{"pairs": ..., "summaries": ..., "max_antichain": ...}``.
     """
@@ -344,5 +409,8 @@ def write_psi_report(out: TextIO, workload: Workload,
             pairs += 1
             summaries += len(elems)
             largest = max(largest, len(elems))
+        if buf.tell() > 1 << 20:
+            out.write(buf.getvalue())
+            buf = io.StringIO()
     out.write(buf.getvalue())
     return {"pairs": pairs, "summaries": summaries, "max_antichain": largest}

@@ -29,7 +29,8 @@ __all__ = ["solve_batched", "choose_solver", "SOLVER_AUTO_CELLS"]
 
 def solve_batched(problem: RollbackProblem, guard: Guard | str = Guard.FULL,
                   backend: str = "cpu", *, stats=None, simulated: bool = False,
-                  max_choices: int = MAX_CHOICES, max_search: int = MAX_SEARCH) -> Answer:
+                  max_choices: int = MAX_CHOICES, max_search: int = MAX_SEARCH,
+                  progress=None) -> Answer:
     """The largest consistent rollback of ``problem``, equal to :func:`engine.rollback.problem.solve`.
 
     ``backend``: ``"cpu"`` (NumPy: :mod:`engine.rollback.masks`), ``"cuda"`` (the masks on a GPU:
@@ -40,8 +41,9 @@ def solve_batched(problem: RollbackProblem, guard: Guard | str = Guard.FULL,
     ``backend="cuda"`` runs the device code on Numba's CUDA simulator (tests only).
     ``max_choices`` (the most maximal choices a ``nolargest`` answer lists) and ``max_search``
     (the most fixed points the search over lists not closed under union computes, else
-    :class:`~engine.errors.RollbackLimitError`) are :func:`engine.rollback.problem.decide`'s,
-    as for :func:`engine.rollback.problem.solve`.
+    :class:`~engine.errors.RollbackLimitError`) and ``progress`` (called after each fixed point
+    of that search) are :func:`engine.rollback.problem.decide`'s, as for
+    :func:`engine.rollback.problem.solve`.
     """
     guard = Guard(guard)
     stats = stats if stats is not None else RollbackStats()
@@ -52,7 +54,7 @@ def solve_batched(problem: RollbackProblem, guard: Guard | str = Guard.FULL,
     if chosen == "cuda":
         solver = DeviceRollback(problem, guard, simulated=simulated, stats=stats)
         return decide(problem, guard, solver.largest_consistent, max_choices=max_choices,
-                      max_search=max_search)
+                      max_search=max_search, progress=progress)
     stats.backend = "cpu"
     arrays = RollbackArrays(problem, guard)
 
@@ -61,7 +63,8 @@ def solve_batched(problem: RollbackProblem, guard: Guard | str = Guard.FULL,
         stats.rounds.append(arrays.rounds)
         return out
 
-    return decide(problem, guard, gfp, max_choices=max_choices, max_search=max_search)
+    return decide(problem, guard, gfp, max_choices=max_choices, max_search=max_search,
+                  progress=progress)
 
 
 #: ``auto`` takes the reference solver below this many mask cells (``n |T|``): both answer at

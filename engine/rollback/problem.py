@@ -582,20 +582,22 @@ class Answer:
 
 
 def solve(problem: RollbackProblem, guard: Guard | str = Guard.FULL, *,
-          max_choices: int = MAX_CHOICES, max_search: int = MAX_SEARCH) -> Answer:
+          max_choices: int = MAX_CHOICES, max_search: int = MAX_SEARCH,
+          progress: Callable[[int, int], None] | None = None) -> Answer:
     """The largest consistent rollback of ``problem`` under ``guard`` (the reference solver).
 
     ``max_choices`` and ``max_search`` bound the answer and the search where some availability
-    list is not closed under union (:func:`decide`)."""
+    list is not closed under union, ``progress`` hears of its fixed points (:func:`decide`)."""
     guard = Guard(guard)
     demands = notification_demands(problem) if guard is Guard.FULL else None
     return decide(problem, guard,
                   lambda fixed: largest_consistent(problem, guard, fixed, demands),
-                  max_choices=max_choices, max_search=max_search)
+                  max_choices=max_choices, max_search=max_search, progress=progress)
 
 
 def decide(problem: RollbackProblem, guard: Guard, gfp: Callable, *,
-           max_choices: int = MAX_CHOICES, max_search: int = MAX_SEARCH) -> Answer:
+           max_choices: int = MAX_CHOICES, max_search: int = MAX_SEARCH,
+           progress: Callable[[int, int], None] | None = None) -> Answer:
     """Assemble the answer from a greatest-fixed-point solver ``gfp(fixed) -> (f, fc)``
     (shared by the reference and the batched solver).
 
@@ -623,6 +625,10 @@ def decide(problem: RollbackProblem, guard: Guard, gfp: Callable, *,
         listed are maximal, but there are others.
     max_search : int
         The most fixed points the search may compute.
+    progress : callable, optional
+        ``progress(done, max_search)``, called after each fixed point the search computes
+        (``done`` of them so far; not called when every list is closed under union, which
+        takes one): how ``tfront rollback`` says what a long search is doing.
 
     Raises
     ------
@@ -649,7 +655,7 @@ def decide(problem: RollbackProblem, guard: Guard, gfp: Callable, *,
         if _keeps_inputs_outputs(problem, f):
             return Answer(guard, "ok", choice=list(f), fc=fc)
         return Answer(guard, "none", lost=_lost(problem, f), bound=list(f))
-    search = _Search(problem, gfp, open_, max_choices, max_search)
+    search = _Search(problem, gfp, open_, max_choices, max_search, progress)
     best = sorted({tuple(f): fc for f, fc in search.found}.items())
     if len(best) == 1 and not search.cut:
         f, fc = best[0]
@@ -665,9 +671,9 @@ class _Search:
     ``max_choices`` (``cut`` when there are more), ``bound`` the union of every combination's
     fixed point (``M``; exact only when nothing is found)."""
 
-    def __init__(self, problem, gfp, open_, max_choices, max_search):
+    def __init__(self, problem, gfp, open_, max_choices, max_search, progress=None):
         ne, ni = problem.ne, problem.ni
-        self.problem, self.gfp, self.open = problem, gfp, open_
+        self.problem, self.gfp, self.open, self.progress = problem, gfp, open_, progress
         self.lists = [problem.avail[p].frontiers(ne, ni) for p in open_]
         self.max_search, self.calls = max_search, 0
         self.found: list = []
@@ -730,7 +736,10 @@ class _Search:
                 f"raise the limit (--max-search), or make those lists closed under union "
                 f"(add the unions of their frontiers)")
         self.calls += 1
-        return self.gfp(fixed)
+        out = self.gfp(fixed)
+        if self.progress is not None:
+            self.progress(self.calls, self.max_search)
+        return out
 
     def _dominated(self, f) -> bool:
         return any(all(within(x, y) for x, y in zip(f, g)) for g, _ in self.found)

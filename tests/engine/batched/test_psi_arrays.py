@@ -9,7 +9,8 @@ from hypothesis import given, strategies as st
 
 from engine import AntichainOverflowError, GraphBuilder, Summary, UnknownLocationError, closure
 from engine.batched.graph_arrays import GraphArrays
-from engine.batched.psi import PsiArrays, PsiLayout, compute_psi, estimate_bytes
+from engine.batched.psi import PsiArrays, PsiLayout, check_psi_size, compute_psi, estimate_bytes
+from engine.errors import PsiLimitError
 from engine.core.workload import EXAMPLE_PATH, example_graph, parse_workload, write_psi_report
 from gpu_kernels.summary_rows import smallest_dtype
 
@@ -215,3 +216,29 @@ def test_bad_arguments_are_rejected():
             psi.summaries(l1, l2)
     with pytest.raises(UnknownLocationError, match="location 99"):
         psi.row(99)
+
+
+# -- issue 32, item 10: the size of Psi is bounded (max_summaries) ----------------------------
+
+@pytest.mark.parametrize("layout", ["dense", "ragged"])
+def test_gh32_psi_past_max_summaries_is_refused_before_it_is_allocated(layout):
+    """Diamonds in series hold more summaries than pairs: a limit below the pairs is refused
+    by the cheap count (a lower bound), one between the pairs and the summaries on the exact
+    count of the first pass; at the exact size Psi is the same as without a limit."""
+    g, _ = diamond_chain(6)
+    full = compute_psi(g, layout=layout)
+    P, S = full.num_pairs, full.num_summaries
+    assert P < S
+    with pytest.raises(PsiLimitError, match=rf"has {P:,} pairs of locations joined by a path, "
+                                            rf"and so at least .* max_summaries = {P - 1:,}") as e:
+        compute_psi(g, layout=layout, max_summaries=P - 1)
+    assert (e.value.summaries, e.value.max_summaries, e.value.exact) == (P, P - 1, False)
+    with pytest.raises(PsiLimitError, match=rf"has {S:,} summaries over {P:,} pairs, more than "
+                                            rf"max_summaries = {S - 1:,}: .*--max-summaries") as e:
+        compute_psi(g, layout=layout, max_summaries=S - 1)
+    assert (e.value.summaries, e.value.exact) == (S, True)
+    capped = compute_psi(g, layout=layout, max_summaries=S)
+    assert all(capped.row(l) == full.row(l) for l in range(g.num_locations))
+    assert check_psi_size(g, P) == P
+    with pytest.raises(ValueError, match="max_summaries must be an integer >= 1"):
+        compute_psi(g, max_summaries=0)

@@ -298,3 +298,39 @@ def test_gh23_a_workload_header_after_comments_is_not_called_the_first_line(caps
     assert main(["psi", str(w)]) == 2
     assert "line 1: the first line must be 'timely-reach v1', got '1 2'" in \
         capsys.readouterr().err
+
+
+def run_cli(capsys, *argv):
+    """Run ``tfront *argv``; return (exit status, stdout, stderr)."""
+    status = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _chain_workload(n: int) -> str:
+    """A chain of ``n`` operators from the scope's output back to its input (identity
+    summaries): every location reaches those after it, about ``2 n**2`` pairs."""
+    lines = ["timely-reach v1", "node 0 1 1"] + [f"node {k} 1 1" for k in range(1, n + 1)]
+    lines += ["edge 0 0 1 0"] + [f"edge {k} 0 {k + 1} 0" for k in range(1, n)] + [f"edge {n} 0 0 0"]
+    lines += [f"summary {k} 0 0 0 0" for k in range(1, n + 1)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+def test_gh32_psi_of_a_graph_too_large_is_refused_before_computing_it(capsys, tmp_path, backend):
+    """A 20,000-operator chain (a 1 MB file) died with a 5.96 GiB allocation traceback: its
+    Psi has 800 million pairs. Refused at the default limit, naming the size and the option;
+    with a limit above its pairs, a small chain prints its closure."""
+    path = tmp_path / "chain.txt"
+    path.write_text(_chain_workload(20_000))
+    status, out, err = run_cli(capsys, "psi", path, "--backend", backend)
+    assert (status, out) == (2, "")
+    assert err.startswith("tfront psi: error: Psi of this graph (40,002 locations) has more "
+                          "than 200,"), err
+    assert "max_summaries = 20,000,000" in err and "--max-summaries" in err and " GB as arrays" in err
+    assert err.count("\n") == 1
+    path.write_text(_chain_workload(3))   # 8 locations, 36 pairs (0 reaches all 8, ...)
+    status, _, err = run_cli(capsys, "psi", path, "--backend", backend, "--max-summaries", 35)
+    assert status == 2 and "has 36 pairs of locations joined by a path" in err
+    status, out, _ = run_cli(capsys, "psi", path, "--backend", backend, "--max-summaries", 36)
+    assert status == 0 and out.count("\nP ") == 20   # 4 inputs: 4+3+2+1 from t, 4+3+2+1 from s

@@ -18,7 +18,7 @@ import pytest
 
 import engine
 from engine.cli.main import main
-from engine.errors import WorkloadFormatError
+from engine.errors import WorkloadFormatError, WorkloadLimitError
 from engine.core.workload import EXAMPLE_PATH, parse_workload, read_workload
 
 # the cuda backend replays too, where a device is usable (gpu marker: skipped elsewhere)
@@ -716,3 +716,60 @@ def test_vectorised_and_line_by_line_batch_parsing_agree():
         for x, y in zip((a.loc, a.ts, a.diff), (b.loc, b.ts, b.diff)):
             assert x.dtype == y.dtype
             np.testing.assert_array_equal(x, y)
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 32, item 9: declared port counts are bounded (max_locations)
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("node", "what"), [
+    # 78 s and 5.4 GB before; then a MemoryError traceback; then an OverflowError traceback
+    ("node 1 0 10000000", "10,000,002 locations (ports) in all, more than max_locations"),
+    ("node 1 1000000000 1", "1,000,000,003 locations (ports) in all, more than max_locations"),
+    ("node 1 12345678901234567890123 1", "a number of 23 digits"),
+    ("node 1 1 " + "7" * 5_000_000, "a number of 5,000,000 digits"),
+])
+@pytest.mark.parametrize("command", ["replay", "psi"])
+def test_gh32_declared_port_counts_are_refused_at_their_line(capsys, tmp_path, command, node, what):
+    path = tmp_path / "wide.txt"
+    path.write_text("timely-reach v1\nnode 0 1 1\n" + node + "\nedge 0 0 0 0\nbatch\nend\n")
+    status, out, err = run_cli(capsys, command, path)
+    assert (status, out) == (2, "")
+    assert err.startswith(f"tfront {command}: error: line 3: ") and what in err, err
+    assert err.count("\n") == 1 and len(err) < 400 and "Traceback" not in err
+    if "locations" in what:
+        assert "max_locations = 1,000,000" in err and "--max-locations" in err
+
+
+def test_gh32_the_location_limit_counts_every_node_and_can_be_raised(capsys, tmp_path):
+    """The limit is on all the ports together, named at the node line that crosses it; the
+    option and the API argument raise it; below it nothing changes."""
+    text = _body("node 2 1 1", "node 3 2 3")          # 2 + 2 + 5 = 9 locations
+    assert parse_workload(text, max_locations=9).graph.num_locations == 9
+    with pytest.raises(WorkloadLimitError, match=r"^line 6: node 3 declares 2 inputs and 3 "
+                                                  r"outputs, which would make 9 locations") as e:
+        parse_workload(text, max_locations=8)
+    assert e.value.line == 6 and isinstance(e.value, WorkloadFormatError)
+    path = tmp_path / "nine.txt"
+    path.write_text(text)
+    status, _, err = run_cli(capsys, "replay", path, "--max-locations", 8)
+    assert status == 2 and "line 6: " in err and "max_locations = 8;" in err
+    status, _, err = run_cli(capsys, "replay", path, "--max-locations", 3)
+    assert status == 2 and "line 5: node 2 " in err
+    status, out, _ = run_cli(capsys, "psi", path, "--max-locations", 9)
+    assert status == 0 and out.startswith("# timely-reach psi output v1")
+    with pytest.raises(ValueError, match="max_locations must be a positive integer"):
+        parse_workload(text, max_locations=0)
+
+
+def test_gh32_changes_at_the_ports_of_a_wide_node_reach_their_locations():
+    """Batch rows are mapped to locations through one entry per port (not nodes x the widest
+    node's ports): a change at every port of each kind lands on that port's location."""
+    text = ("timely-reach v1\nnode 0 1 1\nnode 1 3 500\nnode 2 2 1\nbatch\n"
+            + "".join(f"s 1 {p} 0 0 1\n" for p in range(500))
+            + "t 1 2 0 0 1\nt 2 1 0 0 1\ns 2 0 0 0 1\ns 0 0 0 0 1\nt 0 0 0 0 1\nend\n")
+    w = parse_workload(text)
+    g = w.graph
+    want = ([g.source(1, p) for p in range(500)]
+            + [g.target(1, 2), g.target(2, 1), g.source(2, 0), g.source(0, 0), g.target(0, 0)])
+    assert w.batches[0].loc.tolist() == want

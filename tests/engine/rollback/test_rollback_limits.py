@@ -151,3 +151,45 @@ def test_gh23_limits_must_be_positive(tmp_path, capsys, option):
     assert info.value.code == 2 and "must be a positive integer" in capsys.readouterr().err
     with pytest.raises(ValueError, match="must be a positive integer"):
         solve(parse_rollback(HEAD + "times 2 1\nnode 0\n"), max_choices=0)
+
+
+# -- issue 32, item 23: a long search says what it is doing -------------------------------------
+
+def test_gh32_the_search_reports_each_fixed_point_to_progress():
+    """Both solvers tell ``progress`` of every fixed point of the search, numbered, with the
+    limit; the answer is the one without it. A problem whose lists are closed under union
+    takes one fixed point and no search: no call."""
+    problem = parse_rollback(chain(5))
+    for solver in (solve, solve_batched):
+        calls = []
+        answer = solver(problem, max_search=500, progress=lambda *a: calls.append(a))
+        assert answer == solver(problem, max_search=500)
+        assert calls == [(k, 500) for k in range(1, len(calls) + 1)] and len(calls) > 5
+    calls = []
+    solve(parse_rollback(HEAD + "times 2 1\nnode 0\nin 0 0\nconsumed 0 0 0\n"),
+          progress=lambda *a: calls.append(a))
+    assert calls == []
+
+
+def test_gh32_tfront_rollback_prints_a_progress_line_while_it_searches(tmp_path, capsys,
+                                                                       monkeypatch):
+    """Near the states limit one fixed point takes 0.1 s, and the search may compute
+    ``--max-search`` of them (a 37-line file ran 26 s in silence): ``tfront rollback`` says on
+    stderr how far it is, the limit and the most the rest can take -- a line every
+    ``EVERY_S`` seconds (here 0: one per fixed point), stdout unchanged."""
+    from engine.cli.main import SearchProgress
+
+    path = tmp_path / "chain5.txt"
+    path.write_text(chain(5))
+    status, quiet_out, quiet_err = run(capsys, path, "--max-choices", 1000)
+    assert status == 0 and quiet_err == ""
+    monkeypatch.setattr(SearchProgress, "EVERY_S", 0.0)
+    status, out, err = run(capsys, path, "--max-choices", 1000, "--max-search", 9000)
+    assert status == 0 and out == quiet_out
+    lines = err.splitlines()
+    assert len(lines) > 5
+    for k, line in enumerate(lines, start=1):
+        assert line.startswith(f"tfront rollback: searching the combinations of 5 processors' "
+                               f"availability lists (not closed under union): {k:,} fixed "
+                               f"points so far of at most 9,000 (--max-search), "), line
+        assert " each over 144 states; at most " in line   # (5 nodes + 4 edges) x 4 x 4

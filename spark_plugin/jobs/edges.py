@@ -56,7 +56,8 @@ __all__ = ["EdgeInputError", "ColumnsError", "read_edges", "epoch_sources", "edg
 #: How a CSV edge file is read (also printed by ``tfront wcc --help``).
 CSV_RULE = ("CSV (*.csv): fields separated by ',', ';' or a tab, optionally double-quoted; "
             "the first row is a header unless its first two fields are integers (then columns "
-            "src,dst are used, else the first two); otherwise it is the first edge")
+            "src,dst are used, else the first two); otherwise it is the first edge -- except "
+            "the column positions 0,1 (pandas' default header), a header, said on stderr")
 
 #: The schema :func:`read_edges` returns.
 EDGE_SCHEMA = pa.schema([pa.field("src", pa.int64(), nullable=False),
@@ -422,11 +423,23 @@ def _text_rows(lines: list[str]):
 
 
 def _is_header(fields: list[str], csv: bool) -> bool:
-    """A CSV's first row is a header unless its first two fields are integers; a text
-    file's only when none of its fields is (a typo in an edge is not taken for one)."""
+    """A CSV's first row is a header unless its first two fields are integers -- or it is
+    the column positions ``0,1[,2...]``, the header pandas writes by default
+    (:func:`positions_header`), which is one --; a text file's only when none of its fields
+    is (a typo in an edge is not taken for one)."""
     if csv:
-        return not (_INT.match(fields[0]) and _INT.match(fields[1]))
+        return positions_header(fields) or not (_INT.match(fields[0]) and _INT.match(fields[1]))
     return not any(_INT.match(f) for f in fields)
+
+
+def positions_header(fields: list[str]) -> bool:
+    """A first row that is the column positions, ``0,1`` (pandas' default header).
+
+    >>> positions_header(["0", "1"]), positions_header(["0", "1", "2"]), positions_header(["0", "2"])
+    (True, True, False)
+    """
+    return len(fields) >= 2 and [f.strip().strip('"') for f in fields] == [
+        str(i) for i in range(len(fields))]
 
 
 def _layout(path: Path, lines: list[str], *, csv: bool):
@@ -1056,7 +1069,11 @@ def _check_file(f: Path, peek: int, columns: "EdgeColumns | None" = None):
     n = _parse_lines(f, lines, csv=csv, columns=columns).num_rows
     width, header = _layout(f, lines, csv=csv)
     note = None
-    if columns is None and width > 2 and not (
+    if csv and header is not None and positions_header(header):
+        note = (f"{f}: its first row {','.join(header)} is read as a header (the column "
+                f"positions, as pandas writes them), not as an edge; --header no reads it as "
+                f"an edge")
+    elif columns is None and width > 2 and not (
             header is not None and None not in (_find(header, "src"), _find(header, "dst"))):
         note = (f"{f}: its rows have {width} fields: the first two are src, dst and the rest "
                 f"is ignored (--columns SRC,DST picks others; tfront sssp --weighted reads a "

@@ -33,7 +33,9 @@ input formats (EDGES):
     space or a comma; '#' starts a comment; blank lines are skipped.
   CSV (*.csv, *.csv.gz): fields separated by ',', ';' or a tab, optionally double-quoted;
     the first row is a header unless its first two fields are integers (then columns
-    src,dst are used, else the first two); otherwise it is the first edge.
+    src,dst are used, else the first two); otherwise it is the first edge -- except the
+    column positions 0,1 (pandas' default header): a header, said on stderr
+    (--header no reads it as an edge, through Spark).
   Parquet (*.parquet, *.pq): integer columns src and dst.
   A text file (.txt, .tsv, ...) may start with a header row (no field an integer), as a
     CSV may; rows with more than two fields: the first two are src, dst (said once).

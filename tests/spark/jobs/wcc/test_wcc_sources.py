@@ -350,3 +350,16 @@ def test_gh31_changes_writes_only_what_changed_and_a_resume_rebuilds_the_labels(
                   progress=False)
     assert res.resumed_at == 2 and [s.epoch for s in res.epochs] == [2]
     check()
+
+
+def test_gh32_a_pandas_csv_header_0_1_is_a_header_and_said(spark, tmp_path):
+    """Issue 32 item 5: ``0,1`` first in a CSV file read by the driver is pandas' header."""
+    from spark_plugin.jobs.edges import check_input
+
+    p = tmp_path / "pandas.csv"
+    p.write_text("0,1\n0,5\n1,7\n2,9\n")
+    notes = check_input(str(p))
+    assert len(notes) == 1 and "read as a header (the column positions" in notes[0]
+    res = run_wcc(spark, str(p), progress=False)
+    got = dict(zip(*(res.labels.column(c).to_pylist() for c in ("vertex", "component"))))
+    assert got == {0: 0, 5: 0, 1: 1, 7: 1, 2: 2, 9: 2}

@@ -82,7 +82,7 @@ from spark_plugin.session.console import write_line
 from spark_plugin.session.lazy import (LazySession, master_of, parallelism_of, session_of,
                                        started)
 from spark_plugin.jobs.arrow import (arrow_bool, arrow_fixed, arrow_numpy, arrow_ragged, arrow_take,
-                                     arrow_types, list_matrix)
+                                     arrow_types, from_ipc, list_matrix, to_ipc)
 from spark_plugin.jobs.backend import requested_backend, service_backend
 from spark_plugin.jobs.checkpoints import Checkpoints
 from spark_plugin.jobs.edges import EpochSource, edges_table, epoch_sources, table_columns
@@ -274,7 +274,15 @@ class StageTask(abc.ABC):
                 for f in self.data_schema}
         out, report, placement = self.work(cols, part)
         yield from self._data_batches(out)
-        yield self._progress_batch(report, f"{self.producer}-{part}", placement)
+        progress = self._progress_batch(report, f"{self.producer}-{part}", placement)
+        if self.side is not None:   # beside the data, in the same Spark job (ProgressSide)
+            self.side.add([to_ipc([progress], progress.schema)])
+        else:
+            yield progress
+
+    #: A Spark accumulator (:class:`ProgressSide`) that carries the task's progress rows
+    #: to the driver with the task's completion, instead of rows in its output.
+    side = None
 
     def _data_batches(self, out: dict, chunk: int = 1 << 16):
         schema = self.schema()
@@ -315,6 +323,22 @@ class StageTask(abc.ABC):
             arrow_take(schema.field("kernels").type, [placement.backend.value], one),
             arrow_take(schema.field("kernels_reason").type, [placement.reason], one)]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class ProgressSide:
+    """The ``AccumulatorParam`` of a stage's progress: a list of Arrow IPC blobs, one per task
+    attempt that completed. Spark sends a task's additions to the driver with the task's
+    completion, so the stage's progress arrives with the job that materialises its output --
+    one Spark job per stage, not a second one that reads the output back for its progress
+    rows (issue 31 item 5). A retried or speculative task may add its report twice: the
+    frontier service ignores the copy (the same ``(producer, seq)`` and content)."""
+
+    def zero(self, value):
+        return []
+
+    def addInPlace(self, a, b):
+        a.extend(b)
+        return a
 
 
 def reports_of(progress: pa.Table, producers=None) -> dict[str, Report]:
@@ -611,16 +635,18 @@ class JobDriver:
 
         s = self.new_stage(step, epoch, iteration)
         task = make_task(s)
+        side = task.side = self.checkpoints.sc.accumulator([], ProgressSide())
         done, ids = self.checkpoints.checkpoint(df.repartition(self.P, key)
                                                 .mapInArrow(task, task.ddl()))
-        t0 = time.perf_counter()
-        progress = collect_arrow(done.filter(F.col("kind").isNotNull())
-                                 .select(*REPORT_COLUMNS, "producer", "seq", "kernels",
-                                         "kernels_reason"))
+        t0 = time.perf_counter()   # the tasks' progress came with their completion
+        blobs = list(side.value)
+        progress = (pa.concat_tables([from_ipc(b) for b in blobs]) if blobs
+                    else task.schema().empty_table()).select(
+            [*REPORT_COLUMNS, "producer", "seq", "kernels", "kernels_reason"])
         self.collecting += time.perf_counter() - t0
         self.apply_progress(progress, s, f"{step}, epoch {epoch} iteration {iteration}")
         names = [f.name for f in task.data_schema]
-        return done.filter(F.col("kind").isNull()).select(*names), ids
+        return done.select(*names), ids
 
     def close(self, error: BaseException | None) -> None:
         """Stop the tracking thread and end the progress log (``error``: what ended the job)."""

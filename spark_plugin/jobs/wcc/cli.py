@@ -101,7 +101,8 @@ def add_wcc(sub) -> argparse.ArgumentParser:
                    help="with --epoch-column: one epoch per window of width W that holds rows "
                         "(an integer column: e.g. 1000; a date or timestamp: 30m, 1h, 1d)")
     w.add_argument("--epochs", type=positive_int, default=None, metavar="K",
-                   help="split a single edge file into K epochs (default 1; not for a directory)")
+                   help="split a single edge file (or a Spark source, in read order) into K epochs "
+                        "of equal size (default 1; not for a directory of epoch files)")
     w.add_argument("--columns", type=columns_option, default=None, metavar="SRC,DST",
                    help="the input's columns read as src and dst: names (Parquet, a header "
                         "row) or 1-based numbers (any format), e.g. from,to or 1,3")

@@ -199,12 +199,12 @@ def test_gh31_on_a_cluster_the_driver_never_opens_the_edge_files(tmp_path):
     (an audit hook) --, a run killed (SIGKILL) after epoch 1's labels were written but before
     its manifest named them is resumed by a rerun, and every epoch is then in ``--out`` once,
     equal to scipy."""
-    src, dst = _graph(n=20_000, m=60_000, seed=11)
+    src, dst = _graph(n=6_000, m=12_000, seed=11)
     ds = tmp_path / "ds"
     ds.mkdir()
     for k in range(4):
-        pq.write_table(pa.table({"src": src[k * 15_000:(k + 1) * 15_000],
-                                 "dst": dst[k * 15_000:(k + 1) * 15_000]}),
+        pq.write_table(pa.table({"src": src[k * 3_000:(k + 1) * 3_000],
+                                 "dst": dst[k * 3_000:(k + 1) * 3_000]}),
                        ds / f"part-{k:05d}.parquet")
     (ds / "_SUCCESS").touch()
     out = tmp_path / "out"
@@ -217,7 +217,7 @@ def test_gh31_on_a_cluster_the_driver_never_opens_the_edge_files(tmp_path):
         sys.addaudithook(hook)
         from engine.cli.main import main
         rc = main(["wcc", {ds.as_uri()!r}, "--epochs", "3", "--out", {str(out)!r},
-                   "--master", "local-cluster[2,1,1024]", "--partitions", "4", "-q"])
+                   "--master", "local-cluster[2,1,1024]", "--partitions", "2", "-q"])
         print(json.dumps({{"rc": rc, "opened": opened,
                           "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
     """)
@@ -232,7 +232,7 @@ def test_gh31_on_a_cluster_the_driver_never_opens_the_edge_files(tmp_path):
     import json
     info = json.loads(r.stdout.strip().splitlines()[-1])
     assert info["rc"] == 0 and info["opened"] == []
-    _check_epochs(str(out), src, dst, [0, 20_000, 40_000, 60_000])
+    _check_epochs(str(out), src, dst, [0, 4_000, 8_000, 12_000])
     parts = [n for n in os.listdir(out) if n.startswith("part-epoch-")]
     assert sorted({n[:17] for n in parts}) == [f"part-epoch-{e:06d}" for e in range(3)]
     assert len(parts) == len({p for r in json.loads(

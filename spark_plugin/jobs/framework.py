@@ -925,7 +925,7 @@ class EpochJob(abc.ABC):
                 self.notice(note)
             if se.df is not None and self.out is not None:   # one pass: what a resume matches
                 self.input_digest = dataframe_digest(se.df.select(
-                    *(F_col(c) for c in se.picked)), se.picked)
+                    *(_col(c) for c in se.picked)), se.picked)
         elif is_dataframe(edges):    # collected once: the driver holds each epoch's new edges
             df = edges
             edges = self.edges = self.input_table(df)
@@ -1187,7 +1187,7 @@ class EpochJob(abc.ABC):
         return collect_arrow(last.orderBy(self.result_columns[0]))
 
 
-def F_col(name: str):
+def _col(name: str):
     """``pyspark.sql.functions.col`` (PySpark imported when called)."""
     from pyspark.sql import functions as F
     return F.col(f"`{name}`")

@@ -132,6 +132,14 @@ def source_note(edges, source: int, *, weighted: bool = False,
             f"so it reaches only itself; --undirected follows edges both ways")
 
 
+def is_spark_source(edges) -> bool:
+    """A URI (``hdfs://``, ``file://``: :func:`spark_plugin.sources.is_uri`), which ``tfront
+    sssp`` does not read yet (a local directory stays one epoch per file, as before)."""
+    from spark_plugin.sources import is_uri
+
+    return is_uri(edges)
+
+
 def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
     """Run ``tfront sssp``: check the input, then run the job as every job command does
     (:func:`~spark_plugin.jobs.command.run_job_command`: Spark settings and the line that says
@@ -147,6 +155,12 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
     if args.overwrite and args.out is None:
         parser.error("sssp --overwrite needs --out")
     columns = args.columns = check_columns(args, parser, weighted=args.weighted)
+    if is_spark_source(args.edges):   # said as it is, not as a missing file
+        from spark_plugin.errors import SparkSourceError
+        raise SparkSourceError(
+            f"{args.edges}: tfront sssp reads local edge files and directories of epoch "
+            f"files; a URI (a Spark source the executors read) is read by tfront wcc only so "
+            f"far: copy the data to a local file")
     if not os.path.exists(args.edges):   # a typo: before importing the Spark side
         raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
     if args.weighted:   # every file's first rows, as 'src dst weight'

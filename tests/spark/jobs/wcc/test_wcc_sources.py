@@ -353,3 +353,9 @@ def test_gh32_a_pandas_csv_header_0_1_is_a_header_and_said(spark, tmp_path):
     res = run_wcc(spark, str(p), progress=False)
     got = dict(zip(*(res.labels.column(c).to_pylist() for c in ("vertex", "component"))))
     assert got == {0: 0, 5: 0, 1: 1, 7: 1, 2: 2, 9: 2}
+
+
+def test_gh31_sssp_says_it_does_not_read_uris_yet(capsys):
+    assert tfront(["sssp", "hdfs:///data/edges", "--source", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "tfront sssp reads local edge files" in err and "does not exist" not in err

@@ -192,13 +192,47 @@ def test_gh31_hdfs_without_hdfs_is_refused_saying_so(spark, capsys):
         SparkEdges("file:///nonexistent/edges").open(spark)
 
 
+#: A driver process that records every opening of a file under DS -- Python's ``open`` (an
+#: audit hook) and pyarrow's Parquet readers, which open files in C++ (wrapped, calling
+#: through) -- then runs ``tfront`` with the arguments given, and prints what it opened.
+PROBE = textwrap.dedent("""
+    import json, os, sys
+    import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
+    DS, argv = sys.argv[1], sys.argv[2:]
+    opened = []
+    def note(p):
+        if isinstance(p, (str, os.PathLike)) and DS in os.fspath(p):
+            opened.append(os.fspath(p))
+    sys.addaudithook(lambda event, args: note(args[0]) if event == "open" else None)
+    def probe(fn):
+        def wrapped(*a, **k):
+            note(a[0] if a else k.get("source"))
+            return fn(*a, **k)
+        return wrapped
+    pq.read_table, pq.read_metadata, pads.dataset = map(probe, (pq.read_table,
+                                                                pq.read_metadata, pads.dataset))
+    init = pq.ParquetFile.__init__
+    def parquet_file(self, source, *a, **k):
+        note(source)
+        init(self, source, *a, **k)
+    pq.ParquetFile.__init__ = parquet_file
+    from engine.cli.main import main
+    rc = main(argv)
+    print(json.dumps({"rc": rc, "opened": sorted(set(opened))}))
+""")
+
+
 @pytest.mark.slow
 def test_gh31_on_a_cluster_the_driver_never_opens_the_edge_files(tmp_path):
     """``local-cluster[2,1,1024]``: executors in JVMs of their own; the edges on ``file://``
     are read by them only -- the driver's Python process opens none of the dataset's files
-    (an audit hook) --, a run killed (SIGKILL) after epoch 1's labels were written but before
-    its manifest named them is resumed by a rerun, and every epoch is then in ``--out`` once,
-    equal to scipy."""
+    (:data:`PROBE`; a control run on one of its files as a local path, which the driver
+    reads, shows the probe sees it) --, a run killed (SIGKILL) after epoch 1's labels were
+    written but before its manifest named them is resumed by a rerun, and every epoch is
+    then in ``--out`` once, equal to scipy."""
+    import json
+
     src, dst = _graph(n=6_000, m=12_000, seed=11)
     ds = tmp_path / "ds"
     ds.mkdir()
@@ -208,29 +242,24 @@ def test_gh31_on_a_cluster_the_driver_never_opens_the_edge_files(tmp_path):
                        ds / f"part-{k:05d}.parquet")
     (ds / "_SUCCESS").touch()
     out = tmp_path / "out"
-    script = textwrap.dedent(f"""
-        import json, resource, sys
-        opened = []
-        def hook(event, args):
-            if event == "open" and isinstance(args[0], str) and {str(ds)!r} in args[0]:
-                opened.append(args[0])
-        sys.addaudithook(hook)
-        from engine.cli.main import main
-        rc = main(["wcc", {ds.as_uri()!r}, "--epochs", "3", "--out", {str(out)!r},
-                   "--master", "local-cluster[2,1,1024]", "--partitions", "2", "-q"])
-        print(json.dumps({{"rc": rc, "opened": opened,
-                          "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
-    """)
-    env = dict(os.environ, TFRONT_WCC_DRIVER_ROWS="0", TFRONT_WCC_CRASH_AT="epoch:1:after-data")
-    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                       text=True, timeout=900)
-    assert r.returncode == -signal.SIGKILL, r.stderr[-3000:]
-    env.pop("TFRONT_WCC_CRASH_AT")
-    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                       text=True, timeout=900)
+
+    def probe(*argv, **env):
+        r = subprocess.run([sys.executable, "-c", PROBE, str(ds), *argv],
+                           env=dict(os.environ, **env), capture_output=True, text=True,
+                           timeout=900)
+        return r, (json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else None)
+
+    # control: a local file is the driver's to read (no Spark starts for it)
+    r, info = probe("wcc", str(ds / "part-00000.parquet"), "-q")
     assert r.returncode == 0, r.stderr[-3000:]
-    import json
-    info = json.loads(r.stdout.strip().splitlines()[-1])
+    assert info["rc"] == 0 and info["opened"] == [str(ds / "part-00000.parquet")]
+
+    cmd = ("wcc", ds.as_uri(), "--epochs", "3", "--out", str(out), "--master",
+           "local-cluster[2,1,1024]", "--partitions", "2", "-q")
+    r, _ = probe(*cmd, TFRONT_WCC_DRIVER_ROWS="0", TFRONT_WCC_CRASH_AT="epoch:1:after-data")
+    assert r.returncode == -signal.SIGKILL, r.stderr[-3000:]
+    r, info = probe(*cmd, TFRONT_WCC_DRIVER_ROWS="0")
+    assert r.returncode == 0, r.stderr[-3000:]
     assert info["rc"] == 0 and info["opened"] == []
     _check_epochs(str(out), src, dst, [0, 4_000, 8_000, 12_000])
     parts = [n for n in os.listdir(out) if n.startswith("part-epoch-")]

@@ -85,7 +85,8 @@ from spark_plugin.jobs.arrow import (arrow_bool, arrow_fixed, arrow_numpy, arrow
                                      arrow_types, from_ipc, list_matrix, to_ipc)
 from spark_plugin.jobs.backend import requested_backend, service_backend
 from spark_plugin.jobs.checkpoints import Checkpoints
-from spark_plugin.jobs.edges import EpochSource, edges_table, epoch_sources, table_columns
+from spark_plugin.jobs.edges import (EpochSource, FileStamp, edges_table, epoch_sources,
+                                     table_columns)
 from spark_plugin.jobs.progress_bar import Progress, fmt_frontier
 from spark_plugin.jobs.recovery import (OutputLog, crash_point, dataframe_digest, job_fingerprint,
                                         spark_fingerprint)
@@ -785,6 +786,11 @@ class EpochJob(abc.ABC):
             from spark_plugin.service.batch import collect_arrow
 
             eps = se.epochs(self.spark)
+            if se.as_file:   # a local file read by Spark: recorded as the driver reads it
+                check = FileStamp.of(self.edges).check
+                return len(eps), (EpochSource(ep.what, functools.partial(collect_arrow, ep.frame),
+                                              check=check, frame=ep.frame, rows=ep.rows)
+                                  for ep in eps)
             stamp = se.stamp()   # None for a DataFrame: each slice's digest, when recorded
 
             def digest(frame):
@@ -797,6 +803,12 @@ class EpochJob(abc.ABC):
                               for ep in eps)
         return epoch_sources(self.edges, self.epochs, follow=self.follow,
                              columns=self.file_columns)
+
+    def too_big_for_driver(self, edges) -> bool:
+        """Whether a local edge file, which the driver would read, is read by the executors
+        instead (as a Spark source, its epochs the same slices): a job's rule, by default
+        never."""
+        return False
 
     #: Whether the job reads Spark sources on the executors (:mod:`spark_plugin.sources`):
     #: a URI, a Spark-written directory, a table, a DataFrame. A job without it collects a
@@ -828,7 +840,7 @@ class EpochJob(abc.ABC):
         DataFrame's content digest over :attr:`input_columns`), its epochs and the columns
         picked (:func:`~spark_plugin.jobs.recovery.job_fingerprint`); a job adds the options
         that change its results."""
-        if self.spark_edges is not None:
+        if self.spark_edges is not None and not self.spark_edges.as_file:
             job = spark_fingerprint(self.spark_edges, self.input_digest, self.columns)
         else:
             job = job_fingerprint(self.edges, self.epochs, self.follow,
@@ -917,9 +929,11 @@ class EpochJob(abc.ABC):
         """Run the job: read the epochs, compute each, write each final epoch."""
         t_start = time.perf_counter()
         spark, edges = self._spark, self.edges
-        if self.spark_sources and is_spark_source(edges, follow=self.follow):
+        if self.spark_sources and (is_spark_source(edges, follow=self.follow)
+                                   or self.too_big_for_driver(edges)):
             se = self.spark_edges = (edges if isinstance(edges, SparkEdges) else SparkEdges(
-                edges, columns=self.columns, plan=EpochPlan.parse(self.epochs)))
+                edges, columns=self.columns, plan=EpochPlan.parse(self.epochs),
+                as_file=not is_spark_source(edges, follow=self.follow)))
             se.open(self.spark)   # the location and schema, before anything is written
             for note in se.notes:
                 self.notice(note)

@@ -136,7 +136,7 @@ class SparkEdges:
 
     def __init__(self, edges=None, *, table: str | None = None, fmt: str | None = None,
                  header: str = "auto", columns: EdgeColumns | None = None,
-                 plan: EpochPlan | None = None, ids: str = "int"):
+                 plan: EpochPlan | None = None, ids: str = "int", as_file: bool = False):
         if (edges is None) == (table is None):
             raise SparkSourceError("give either an edge input or a table (--table), not "
                                    + ("both" if edges is not None else "neither"))
@@ -163,6 +163,11 @@ class SparkEdges:
             text = str(edges)
             self.uri = text if is_uri(text) else Path(text).absolute().as_uri()
             self.what = text if is_uri(text) else str(Path(text).absolute())
+        #: A local edge file too large for the driver, read by Spark in its stead: its epochs
+        #: are named (``PATH rows A-B``) and recorded as the driver's reading would be.
+        self.as_file = bool(as_file)
+        if as_file:
+            self.what = str(edges)
         self.notes: list[str] = []
         self._frame = None
         self._listing: list | None = None

@@ -636,6 +636,27 @@ class WccJob(EpochJob):
     def result_ids(self):
         return set(self.labels_ids)
 
+    def too_big_for_driver(self, edges) -> bool:
+        # A local Parquet file whose largest epoch (rows from its footer) is past the
+        # driver's budget -- the sizing rule's: $TFRONT_WCC_DRIVER_ROWS says where the loop
+        # runs, and keeps the driver's reading -- is read by the executors, as the Spark
+        # source file://PATH with the same slices: the driver would otherwise read it and
+        # hold the epoch's rows.
+        if (self.follow is not None or not isinstance(edges, (str, os.PathLike))
+                or os.environ.get(DRIVER_ROWS_ENV, "").strip()):
+            return False
+        p = Path(edges)
+        if not p.is_file() or edge_format(p) != "parquet":
+            return False
+        from spark_plugin.jobs.edges import ParquetSlice
+
+        try:
+            rows = ParquetSlice._open(p).metadata.num_rows   # the footer: metadata only
+        except Exception:   # noqa: BLE001 -- a damaged file: the driver's reader names it
+            return False
+        limit = driver_finish_rows(self._spark)[0]
+        return -(-rows // max(1, int(self.epochs))) > limit
+
     def finish(self):
         for w in getattr(self, "warming", ()):   # a warm-up failure is not the job's
             if w.exception() is not None:

@@ -388,3 +388,34 @@ def test_gh31_sssp_says_it_does_not_read_uris_yet(capsys):
     assert tfront(["sssp", "hdfs:///data/edges", "--source", "1"]) == 2
     err = capsys.readouterr().err
     assert "tfront sssp reads local edge files" in err and "does not exist" not in err
+
+
+def test_gh31_a_local_parquet_file_past_the_drivers_budget_is_read_by_the_executors(
+        spark, tmp_path, monkeypatch):
+    """A local Parquet file whose epochs are larger than the driver's budget (the sizing
+    rule's, here made 50 rows) becomes the Spark source ``file://PATH`` with the same slices,
+    named and recorded as the driver's reading would be: a rerun that the driver reads
+    finds every epoch final."""
+    import spark_plugin.jobs.wcc.job as wcc_job
+
+    monkeypatch.delenv("TFRONT_WCC_DRIVER_ROWS", raising=False)
+    src, dst = _graph(n=200, m=300, seed=17)
+    path = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"src": src, "dst": dst}), path)
+    out = tmp_path / "out"
+    job = {}
+    real = wcc_job.WccJob.too_big_for_driver
+
+    def seen(self, edges):
+        job["switched"] = real(self, edges)
+        return job["switched"]
+    monkeypatch.setattr(wcc_job.WccJob, "too_big_for_driver", seen)
+    monkeypatch.setattr(wcc_job, "driver_finish_rows", lambda spark: (50, "test budget"))
+    res = run_wcc(spark, str(path), epochs=3, out=str(out), partitions=2, progress=False)
+    assert job["switched"] is True
+    assert [s.source for s in res.epochs] == [f"{path} rows 1-100", f"{path} rows 101-200",
+                                              f"{path} rows 201-300"]
+    _check_epochs(str(out), src, dst, [0, 100, 200, 300])
+    monkeypatch.undo()   # the real budget: the driver reads the file; same job, all final
+    again = run_wcc(spark, str(path), epochs=3, out=str(out), partitions=2, progress=False)
+    assert again.resumed_at == 3 and again.epochs == []

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perf.common import ROOT, commit_info, machine, utc_now
+from perf.common import ROOT, commit_info, machine, repo_path, utc_now, write_results
 from perf.graphs import rmat
 
 GRAPH_DIR = ROOT / "perf" / "results" / "graphs"
@@ -128,7 +128,8 @@ def run_size(millions: int, args) -> dict:
         time.sleep(0.25)
     stdout, stderr = proc.communicate()
     wall = time.perf_counter() - t0
-    rec = {"edges": millions * 1_000_000, "input": str(ds), "cmd": cmd[1:],
+    shown = [f"file://{repo_path(ds)}" if c == ds.as_uri() else c for c in cmd[1:]]
+    rec = {"edges": millions * 1_000_000, "input": str(ds), "cmd": shown,
            "returncode": proc.returncode, "wall_s": round(wall, 2),
            "s_per_medge": round(wall / millions, 3),
            "peak_rss_mib": {k: round(v / 1024, 1) for k, v in peak.items()},
@@ -197,8 +198,7 @@ def main(argv=None) -> int:
                    "s_per_medge_ratio_largest_to_smallest": round(spe[-1] / spe[0], 2)}
     res = {"benchmark": "wcc-sources", "when": utc_now(), "commit": commit_info(),
            "machine": machine(), "parameters": vars(args), "runs": runs, "summary": summary}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
+    write_results(res, args.out)   # paths relative to the repository
     print(json.dumps(summary))
     return 0 if all(r["returncode"] == 0 and r.get("equal_to_scipy") for r in runs) else 1
 

@@ -913,6 +913,21 @@ def _parquet_complete(f: Path, size: int) -> bool:
         return False
 
 
+def _text_complete(f: Path, size: int) -> bool:
+    """A followed text or CSV file is complete when it ends with a newline (or is empty):
+    a last line without one may be half written (issue 32 item 3). A ``.gz`` file is taken
+    once stable, as before (its reader refuses a truncated one: ``the gzip data ends
+    early``)."""
+    if size == 0 or f.name.lower().endswith(".gz"):
+        return True
+    try:
+        with open(f, "rb") as h:
+            h.seek(size - 1)
+            return h.read(1) == b"\n"
+    except OSError:
+        return False
+
+
 def _follow(path: Path, idle: float, poll: float, sleep, reader=None) -> Iterator[EpochSource]:
     import time
 
@@ -936,7 +951,14 @@ def _follow(path: Path, idle: float, poll: float, sleep, reader=None) -> Iterato
                 continue
             prev = sizes.get(f.name)
             stable = prev is not None and prev.same(st)
-            complete = _kind(f) != "parquet" or _parquet_complete(f, st.size)
+            complete = (_parquet_complete(f, st.size) if _kind(f) == "parquet"
+                        else _text_complete(f, st.size))
+            if quiet and stable and not (complete or done) and _kind(f) != "parquet":
+                raise EdgeInputError(
+                    f"{_fmt(f)}: the stream went idle ({idle:g} s) with this file's last line "
+                    f"unfinished (no newline at its end): it may be half written; end the "
+                    f"file with a newline, or write {DONE_MARKER} to say it is complete",
+                    str(f))
             if waiting or not stable or not (complete or done or quiet):
                 if not stable:          # a new or growing file: the stream is not idle
                     last = time.monotonic()

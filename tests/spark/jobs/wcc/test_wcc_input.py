@@ -505,3 +505,39 @@ def test_gh23_more_epochs_than_edges_is_refused(tmp_path):
         assert epoch_sources(tmp_path / name, 3)[0] == 3
     with pytest.raises(EdgeInputError, match=rf"edge table: {what}"):
         epoch_sources(pq.read_table(tmp_path / "g.parquet"), 4)
+
+
+def test_gh32_a_followed_text_file_with_a_half_written_last_line_is_not_taken(tmp_path):
+    """Issue 32 item 3: ``XXXXXX 21`` of the line ``XXXXXX 21xxxx`` written, then a pause of
+    several polls: the file is not complete until its last line ends (a newline), so the
+    edge is ``(XXXXXX, 21xxxx)``, never ``(XXXXXX, 21)``; a stream that goes idle with such
+    a file is refused, naming it."""
+    d = tmp_path / "s"
+    d.mkdir()
+    f = d / "e0.txt"
+    f.write_text("1 2\n2 3\n3 4\n100 21")     # the writer pauses mid-line
+    polls = []
+
+    def sleep(_):
+        polls.append(1)
+        if len(polls) == 6:
+            with open(f, "a") as h:
+                h.write("5\n")             # ... and finishes it: 100 215
+        if len(polls) == 9:
+            (d / DONE_MARKER).touch()
+    _, sources = epoch_sources(d, follow=30.0, poll=0.01, sleep=sleep)
+    assert pairs(next(sources).read()) == WANT + [(100, 215)]
+    assert len(polls) >= 6
+    g = tmp_path / "idle"
+    g.mkdir()
+    (g / "e0.txt").write_text("1 2\n100 21")
+    _, sources = epoch_sources(g, follow=0.05, poll=0.01, sleep=lambda t: time.sleep(t))
+    with pytest.raises(EdgeInputError, match=r"e0.txt: the stream went idle .* last line "
+                                             r"unfinished"):
+        next(sources)
+    h = tmp_path / "done"   # the writer's _DONE says a file without a final newline is whole
+    h.mkdir()
+    (h / "e0.txt").write_text("1 2\n2 3\n3 4")
+    (h / DONE_MARKER).touch()
+    _, sources = epoch_sources(h, follow=30.0, poll=0.01, sleep=lambda _: None)
+    assert pairs(next(sources).read()) == WANT

@@ -704,10 +704,38 @@ def natural_key(name: str):
 
 def edge_files(directory) -> list[Path]:
     """The epoch files of a directory in natural order of their names (``e2`` before
-    ``e10``); hidden and ``_``-prefixed files skipped."""
+    ``e10``); hidden and ``_``-prefixed names and sub-directories skipped.
+
+    Raises
+    ------
+    EdgeInputError
+        An entry that would be an epoch but is no regular file -- a symbolic link to a
+        missing file, a FIFO, a socket, a device (issue 32 item 4): never skipped silently,
+        which would drop its epoch."""
+    import stat
+
     d = Path(directory)
-    return sorted((p for p in d.iterdir() if p.is_file() and not p.name.startswith((".", "_"))),
-                  key=lambda p: natural_key(p.name))
+    files = []
+    for p in d.iterdir():
+        if p.name.startswith((".", "_")):
+            continue
+        try:
+            mode = p.stat().st_mode
+        except FileNotFoundError:
+            raise EdgeInputError(f"{_fmt(p)}: a symbolic link to a missing file "
+                                 f"({os.readlink(p)!r}) among the epoch files: remove it or "
+                                 f"give it a hidden or '_' name", str(p)) from None
+        if stat.S_ISDIR(mode):
+            continue
+        if not stat.S_ISREG(mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                    else "a device")
+            raise EdgeInputError(f"{_fmt(p)}: {kind}, not a regular file, among the epoch "
+                                 f"files: a stream is read once and would not be the same "
+                                 f"epoch again; write it to a file (or give it a hidden or "
+                                 f"'_' name)", str(p))
+        files.append(p)
+    return sorted(files, key=lambda p: natural_key(p.name))
 
 
 class EpochSource:

@@ -541,3 +541,23 @@ def test_gh32_a_followed_text_file_with_a_half_written_last_line_is_not_taken(tm
     (h / DONE_MARKER).touch()
     _, sources = epoch_sources(h, follow=30.0, poll=0.01, sleep=lambda _: None)
     assert pairs(next(sources).read()) == WANT
+
+
+@pytest.mark.parametrize("kind", ["dangling symlink", "fifo"])
+def test_gh32_a_directory_entry_that_is_no_regular_file_is_named_not_skipped(tmp_path, kind):
+    """Issue 32 item 4: a dangling symlink or a FIFO among the epoch files stopped nothing and
+    cost an epoch; now it is a named error, before anything runs."""
+    d = tmp_path / "epochs"
+    d.mkdir()
+    (d / "e0.txt").write_text("1 2\n")
+    (d / "e2.txt").write_text("3 4\n")
+    bad = d / "e1.txt"
+    if kind == "fifo":
+        os.mkfifo(bad)
+    else:
+        bad.symlink_to(tmp_path / "gone.txt")
+    want = "a FIFO, not a regular file" if kind == "fifo" else "a symbolic link to a missing"
+    with pytest.raises(EdgeInputError, match=f"e1.txt: {want}"):
+        check_input(d)
+    with pytest.raises(EdgeInputError, match=f"e1.txt: {want}"):
+        epoch_sources(d)

@@ -501,10 +501,35 @@ class SsspJob(EpochJob):
         # the edges of a final epoch join the driver's or the partitions' edges with the
         # first epoch computed
         s, d, w = self._edges_of(source.read())
+        self._bound_weights(w, source.what)
         self._grow(s, d)
         self._to_spark_if_needed(len(s))
         self._add(s, d, w)
         self.unsent += len(s)
+
+    #: The sum of every weight so far: a bound on any distance (issue 32 item 6).
+    weight_sum = 0.0
+
+    def _bound_weights(self, w, what: str) -> None:
+        """Refuse an epoch whose weights would let a distance pass the largest double: no
+        shortest path is longer than the sum of all the weights, so while that sum is finite
+        every distance is exact or unreached, never an overflow read as unreachable.
+
+        Raises
+        ------
+        EdgeInputError
+            The sum of the weights so far is past the largest double (nothing of the epoch
+            is applied)."""
+        if w is None or not len(w):
+            return
+        with np.errstate(over="ignore"):
+            total = self.weight_sum + float(np.sum(np.asarray(w, np.float64)))
+        if not np.isfinite(total):
+            raise EdgeInputError(
+                f"{what}: the weights so far sum past the largest double "
+                f"({np.finfo(np.float64).max:.3g}): a distance could overflow to infinity and "
+                f"read as unreachable; scale the weights down", what)
+        self.weight_sum = total
 
     def _to_spark_if_needed(self, more: int) -> None:
         """Past the driver's budget the edges it holds move to the Spark partitions (placed
@@ -528,6 +553,7 @@ class SsspJob(EpochJob):
         edges -- to ``step.in2``, and moves its seeds capability on (the framework moves
         the edges')."""
         s, d, w = self._edges_of(inp.table())
+        self._bound_weights(w, inp.source.what)   # before anything of the epoch changes
         self.new_edges = len(s)
         self._grow(s, d)
         self._to_spark_if_needed(len(s))

@@ -540,3 +540,19 @@ def test_gh23_run_sssp_reads_other_columns(spark, tmp_path):
     import json
     m = json.loads((out / "_tfront_manifest.json").read_text())
     assert m["job"]["columns"] == [2, 3, 1] and m["job"]["weighted"] is True
+
+
+def test_gh32_weights_that_could_pass_the_largest_double_are_refused(spark, tmp_path):
+    """Issue 32 item 6: 1 -> 2 -> 3 with weights 1e308 each made vertex 3's distance inf,
+    reported unreachable; the weights' sum is now a bound checked before the epoch runs."""
+    from spark_plugin.jobs.sssp.job import EdgeInputError, run_sssp
+
+    p = tmp_path / "w.txt"
+    p.write_text("1 2 1e308\n2 3 1e308\n")
+    with pytest.raises(EdgeInputError, match=r"w.txt rows 1-2: the weights so far sum past the "
+                                             r"largest double"):
+        run_sssp(spark, str(p), 1, weighted=True, progress=False)
+    p.write_text("1 2 1e307\n2 3 1e307\n")   # large, and fine: 2e307 is a double
+    res = run_sssp(spark, str(p), 1, weighted=True, progress=False)
+    got = dict(zip(*(res.distances.column(c).to_pylist() for c in ("vertex", "distance"))))
+    assert got == {1: 0.0, 2: 1e307, 3: 2e307}

@@ -173,7 +173,7 @@ def _verify(ds: Path, out: str) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m perf.bench_wcc_sources",
+    ap = argparse.ArgumentParser(prog="python -m perf.bench_wcc_sources", allow_abbrev=False,
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="2,10", help="millions of edges, comma-separated")
     ap.add_argument("--driver-memory", default="2g")

@@ -470,6 +470,7 @@ def _parse_lines(path: Path, lines: list[str], *, csv: bool,
                  columns: "EdgeColumns | None" = None) -> pa.Table:
     cols = (0, 1)
     ncols = None
+    names, taken = None, ""
     rows: list[list[str]] = []
     numbers: list[int] = []
     source = ((no, f, lines[no - 1]) for no, f in _csv_rows(path, lines)) if csv else \
@@ -486,6 +487,7 @@ def _parse_lines(path: Path, lines: list[str], *, csv: bool,
                                      f"vertex ids 'src dst'", str(path), no)
             header = _is_header(fields, csv)
             cols = _picks(path, no, fields, header, columns)
+            names = fields if header else None
             if header:
                 continue
         if len(fields) != ncols:
@@ -495,6 +497,10 @@ def _parse_lines(path: Path, lines: list[str], *, csv: bool,
             raise EdgeInputError(f"{_fmt(path)}:{no}: malformed line {raw!r}: "
                                  f"{len(fields)} fields, the first row has {ncols}",
                                  str(path), no)
+        if not rows:   # the columns read, named in the messages below (issue 32 item 15)
+            taken = (f"columns {cols[0] + 1}, {cols[1] + 1}"
+                     + (f" ({names[cols[0]]}, {names[cols[1]]} of the header)"
+                        if names is not None else "") + " read as src, dst")
         rows.append([fields[cols[0]], fields[cols[1]]])
         numbers.append(no)
     n = len(rows)
@@ -509,8 +515,8 @@ def _parse_lines(path: Path, lines: list[str], *, csv: bool,
                 try:
                     v = int(x)
                 except ValueError:
-                    raise EdgeInputError(f"{_fmt(path)}:{no}: vertex id {x!r} is not an integer",
-                                         str(path), no) from None
+                    raise EdgeInputError(f"{_fmt(path)}:{no}: vertex id {x!r} is not an integer "
+                                         f"({taken}; {COLUMNS_HINT})", str(path), no) from None
                 if not -(1 << 63) <= v < (1 << 63):
                     raise EdgeInputError(f"{_fmt(path)}:{no}: vertex id {x} does not fit int64",
                                          str(path), no)

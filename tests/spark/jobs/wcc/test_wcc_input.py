@@ -561,3 +561,14 @@ def test_gh32_a_directory_entry_that_is_no_regular_file_is_named_not_skipped(tmp
         check_input(d)
     with pytest.raises(EdgeInputError, match=f"e1.txt: {want}"):
         epoch_sources(d)
+
+
+def test_gh32_a_non_integer_id_names_the_columns_read_and_the_option(tmp_path):
+    """Issue 32 item 15: a CSV header ``weight,from,to`` reads the first two columns; the
+    error says which were read and how to pick others."""
+    p = tmp_path / "w.csv"
+    p.write_text("weight,from,to\n6.093,1,2\n")
+    with pytest.raises(EdgeInputError, match=r"w.csv:2: vertex id '6.093' is not an integer "
+                                             r"\(columns 1, 2 \(weight, from of the header\) "
+                                             r"read as src, dst; --columns SRC,DST"):
+        read_edges(p)

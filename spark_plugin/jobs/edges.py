@@ -51,7 +51,7 @@ from engine.errors import TimelyFrontierError
 __all__ = ["EdgeInputError", "ColumnsError", "read_edges", "epoch_sources", "edge_files", "EDGE_SCHEMA",
            "EpochSource", "ParquetSlice", "DONE_MARKER", "edge_format", "even_cuts",
            "check_input", "FileStamp", "natural_key", "CSV_RULE", "edges_table",
-           "EdgeColumns", "COLUMNS_HINT"]
+           "EdgeColumns", "COLUMNS_HINT", "check_regular"]
 
 #: How a CSV edge file is read (also printed by ``tfront wcc --help``).
 CSV_RULE = ("CSV (*.csv): fields separated by ',', ';' or a tab, optionally double-quoted; "
@@ -843,6 +843,7 @@ def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
         reader = _ColumnsReader(columns)
     path = Path(edges)
     _check_epochs(epochs, str(path))
+    check_regular(path)
     if follow is not None:
         if not path.is_dir():
             raise EdgeInputError(f"{_fmt(path)}: following needs a directory of epoch files",
@@ -1013,6 +1014,31 @@ def _follow(path: Path, idle: float, poll: float, sleep, reader=None) -> Iterato
         sleep(poll if waiting else min(poll, max(0.0, idle - (time.monotonic() - last))))
 
 
+def check_regular(path) -> None:
+    """An edge input must be a regular file or a directory: a pipe (``<(cat e.txt)``), a FIFO
+    or a device (``/dev/zero``) can be read only once -- or never ends -- while a job reads
+    its input more than once (the checks before Spark starts, the epochs, a resume), so rows
+    would be lost or the read would not end (issue 32 items 2 and 11).
+
+    Raises
+    ------
+    EdgeInputError
+        ``path`` is something else, named with what it is."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return   # missing: the callers say so
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    kind = ("a pipe or FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device")
+    raise EdgeInputError(f"{_fmt(path)}: {kind}, not a regular file: the job reads its input "
+                         f"more than once (checks, epochs, a resume), which a stream cannot "
+                         f"give; write it to a file first (e.g. cat ... > edges.txt)", str(path))
+
+
 def _peek_text(path: Path, limit: int) -> tuple[list[str], bool]:
     """The first complete lines of a text edge file (at most ``limit`` bytes, decompressed)
     and whether that is the whole file."""
@@ -1059,6 +1085,7 @@ def check_input(edges, epochs: int | None = None, *, follow: float | None = None
         return has
     if not path.exists():
         raise FileNotFoundError(f"edge input {str(path)!r} does not exist")
+    check_regular(path)
     if epochs is not None:
         _check_epochs(epochs, str(path))
     if path.is_dir():

@@ -572,3 +572,20 @@ def test_gh32_a_non_integer_id_names_the_columns_read_and_the_option(tmp_path):
                                              r"\(columns 1, 2 \(weight, from of the header\) "
                                              r"read as src, dst; --columns SRC,DST"):
         read_edges(p)
+
+
+def test_gh32_a_pipe_or_device_input_is_refused_up_front(tmp_path):
+    """Issue 32 items 2 and 11: ``tfront wcc <(cat e.txt)`` read the pipe several times (rows
+    lost, exit 0) and ``/dev/zero`` until MemoryError; a stream is now refused before
+    anything reads it, saying to write it to a file."""
+    fifo = tmp_path / "edges.fifo"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "a pipe or FIFO"), ("/dev/zero", "a device")):
+        with pytest.raises(EdgeInputError, match=f"{kind}, not a regular file: .* write it to "
+                                                 f"a file first"):
+            check_input(path)
+        with pytest.raises(EdgeInputError, match=kind):
+            epoch_sources(path)
+    r = subprocess.run([sys.executable, "-m", "engine.cli.main", "wcc", "/dev/zero"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "a device, not a regular file" in r.stderr

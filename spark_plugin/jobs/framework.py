@@ -730,6 +730,9 @@ class EpochJob(abc.ABC):
         if partitions is not None and (isinstance(partitions, bool)
                                        or int(partitions) != partitions or partitions < 1):
             raise ValueError(f"partitions must be a positive integer, got {partitions!r}")
+        if spark is None:   # as tfront runs it: Spark started only if an epoch needs it
+            from spark_plugin.session.lazy import default_session
+            spark = default_session(f"tfront-{self.name}")
         self._spark, self.edges, self.epochs, self.out = spark, edges, epochs, out
         self.P = int(partitions or parallelism_of(spark))
         self.backend, self.progress, self.on_epoch = backend, progress, on_epoch

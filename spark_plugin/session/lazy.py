@@ -28,7 +28,7 @@ import threading
 from typing import Callable, Mapping
 
 __all__ = ["LazySession", "session_of", "started", "master_of", "parallelism_of", "conf_of",
-           "heap_of"]
+           "heap_of", "default_session"]
 
 
 class LazySession:
@@ -172,3 +172,21 @@ def heap_of(spark) -> int:
     from spark_plugin.session.config import driver_heap_bytes
 
     return driver_heap_bytes(spark)
+
+
+def default_session(app_name: str = "timely-frontier"):
+    """The session a job given ``spark=None`` runs with: the active Spark session when this
+    process has one (a notebook, a test), else an embedded ``local[*]`` one (the ``local``
+    preset, as ``tfront`` starts it) that starts only when a step needs Spark -- a job whose
+    every epoch the driver finishes never starts a JVM (issue 32 item 21)."""
+    import sys
+
+    if "pyspark" in sys.modules:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            return active
+    from spark_plugin.session.config import build_session, session_conf
+
+    return LazySession(lambda: build_session("local", app_name=app_name), session_conf("local"))

@@ -589,3 +589,18 @@ def test_gh32_a_pipe_or_device_input_is_refused_up_front(tmp_path):
     r = subprocess.run([sys.executable, "-m", "engine.cli.main", "wcc", "/dev/zero"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "a device, not a regular file" in r.stderr
+
+
+def test_gh32_run_wcc_takes_spark_none_and_starts_no_jvm_for_what_fits_the_driver():
+    """Issue 32 item 21: ``run_wcc(None, table)`` raised AttributeError; it now runs as
+    ``tfront wcc`` does (a session started only when an epoch needs Spark)."""
+    script = ("import sys, pyarrow as pa\n"
+              "from spark_plugin.jobs.wcc.job import run_wcc\n"
+              "res = run_wcc(None, pa.table({'src': [1, 2, 5], 'dst': [2, 3, 6]}), progress=False)\n"
+              "print(res.labels.to_pylist(), 'pyspark' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == ("[{'vertex': 1, 'component': 1}, {'vertex': 2, 'component': 1}, "
+                                "{'vertex': 3, 'component': 1}, {'vertex': 5, 'component': 5}, "
+                                "{'vertex': 6, 'component': 5}] False")

@@ -87,6 +87,11 @@ def log4j2_properties(level: str) -> Path:
         # configured, it is not reset to WARN with a "Setting default log level" notice
         "logger.repl.name = org.apache.spark.api.python.PythonGatewayServer",
         f"logger.repl.level = {lv}",
+        # the jobs' own localCheckpoint makes Spark warn, every round, that the RDD "was
+        # locally checkpointed ... cannot be recomputed after unpersisting": nothing a user
+        # can act on, so said from INFO (-vv) only (issue 32 item 22)
+        *(["logger.ckpt.name = org.apache.spark.rdd.MapPartitionsRDD",
+           "logger.ckpt.level = error"] if lv == "warn" else []),
         "appender.console.type = Console",
         "appender.console.name = console",
         "appender.console.target = SYSTEM_ERR",

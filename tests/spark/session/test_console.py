@@ -42,3 +42,15 @@ def test_lines_from_two_threads_are_never_glued_gh23():
         t.join()
     lines = "".join(out.chunks).splitlines()
     assert sorted(lines) == sorted([f"{t} line {i}" for t in ("jvm", "round") for i in range(60)])
+
+
+def test_gh32_the_local_checkpoint_warning_is_said_from_info_only():
+    """Issue 32 item 22: under -v (log level warn) Spark's ``RDD N was locally checkpointed``
+    warning about the jobs' own localCheckpoint came every round; its logger is at error
+    then, and left to the root level at info (-vv)."""
+    from spark_plugin.session.console import log4j2_properties
+
+    warn = log4j2_properties("warn").read_text()
+    assert "logger.ckpt.name = org.apache.spark.rdd.MapPartitionsRDD" in warn
+    assert "logger.ckpt.level = error" in warn
+    assert "MapPartitionsRDD" not in log4j2_properties("info").read_text()

@@ -276,8 +276,15 @@ def _run_holding(args, *, name: str, what: str, run: Callable, fingerprint, bann
                         write_line(f"tfront {name}: starting Spark "
                                    f"({settings.get('spark.master', 'local[*]')}) ...",
                                    sys.stderr)
-                    return build_session("local", app_name=f"tfront-{name}", conf=settings,
-                                         log_level=SPARK_LOG_LEVELS[level])
+                    try:
+                        return build_session("local", app_name=f"tfront-{name}", conf=settings,
+                                             log_level=SPARK_LOG_LEVELS[level])
+                    except Exception as err:   # noqa: BLE001 -- PySparkRuntimeError
+                        if "JAVA_GATEWAY_EXITED" in str(err) or "Java gateway" in str(err):
+                            from spark_plugin.errors import SparkJobError
+                            raise SparkJobError(f"cannot start Spark: {_java_problem()}") \
+                                from None
+                        raise
 
                 def started(session) -> None:
                     # a new SparkContext installed PySpark's handler (signals: main thread)
@@ -393,6 +400,18 @@ def check_out_before_spark(out, edges, epochs: int, follow, *, job: dict | None 
         held.release()
         raise
     return held
+
+
+def _java_problem() -> str:
+    """Why the JVM did not start, in one line (issue 32 item 12): the Java that Spark uses
+    (``$JAVA_HOME/bin/java``, else ``java`` on ``PATH``) missing, or its version."""
+    from engine.cli.main import _java_version
+
+    java = _java_version()
+    if java.startswith(("not found", "unusable")):
+        return f"java {java}"
+    return (f"the Java gateway exited (java {java}); Spark needs Java 17+ -- run tfront info, "
+            f"or with -vv for Spark's own output")
 
 
 def _interrupt_noise(record: logging.LogRecord) -> bool:

@@ -277,3 +277,24 @@ def test_ctrl_c_in_the_middle_of_a_job_prints_one_line_and_exits_130_gh23(tmp_pa
                          f"{said} written to {tmp_path / 'out'}"), err
     # nothing else: at most the note that the kernels are being compiled
     assert all(x.startswith(f"{job}: compiling") for x in lines[2:-1]), err
+
+
+def test_gh32_a_broken_java_is_one_line_naming_it(tmp_path):
+    """Issue 32 item 12: ``JAVA_HOME=/nonexistent`` when an epoch needs Spark gave a 57-line
+    traceback ending in ``[JAVA_GATEWAY_EXITED]``, exit 1; now one line saying why, exit 2."""
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"src": [1], "dst": [2]}), tmp_path / "e.parquet")
+    env = dict(os.environ, JAVA_HOME="/nonexistent")
+    r = subprocess.run([sys.executable, "-m", "engine.cli.main", "wcc",
+                        (tmp_path / "e.parquet").as_uri()], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 2, r.stderr
+    errors = [line for line in r.stderr.splitlines() if "error" in line.lower()]
+    assert errors == ["tfront wcc: error: cannot start Spark: java not found (no bin/java under "
+                      "JAVA_HOME=/nonexistent; Spark needs Java 17+)"]
+    assert "Traceback" not in r.stderr

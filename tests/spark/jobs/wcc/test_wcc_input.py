@@ -31,7 +31,9 @@ def pairs(t):
 
 
 def labels(res):
-    return dict(zip(*(res.labels.column(c).to_pylist() for c in ("vertex", "component"))))
+    t = res.labels   # a Spark source's (a DataFrame's) labels stay a DataFrame: collected here
+    t = t if isinstance(t, pa.Table) else t.toArrow()
+    return dict(zip(*(t.column(c).to_pylist() for c in ("vertex", "component"))))
 
 
 @pytest.mark.parametrize("text", [

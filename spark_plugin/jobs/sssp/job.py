@@ -313,16 +313,10 @@ def _merge(pair):
 
 def _warm_kernels() -> None:
     """Run the shortest-paths and placement kernels once (hops and weights): loads them from
-    Numba's cache, or compiles them there the first time."""
-    x, y = np.array([0, 1], np.int64), np.array([1, 2], np.int64)
-    for w in (np.ones(2, np.int64), np.ones(2, np.float64)):
-        csr = local_csr(np.array([0, 1], np.int64), x, y, w)
-        res = local_fixpoint(csr, np.full(2, unreached(w.dtype)), np.array([0]),
-                             np.zeros(1, w.dtype))
-        improve(np.array([0, 1, 2], np.int64), np.full(3, unreached(w.dtype)), res.out_v,
-                res.out_d)
-    parts = range_parts(bfs_order(3, x, y), np.ones(3), 2)
-    ldg_parts(np.r_[parts, -1].astype(np.int32), np.r_[x, 2], np.r_[y, 3], np.ones(4), 2)
+    Numba's cache, or compiles them there the first time (:func:`engine.jit.warm_shortest_paths`,
+    which ``make venv`` runs too)."""
+    from engine.jit import warm_shortest_paths
+    warm_shortest_paths()
 
 
 def sssp_fingerprint(edges, epochs: int, follow, source: int, weighted: bool,

@@ -993,6 +993,7 @@ class EpochJob(abc.ABC):
                     out_log.record_input(e, source)
                     crash_point("after-input", e)
                 t_epoch = time.perf_counter()
+                bar.start(e)
                 d.epoch_kernels.clear()
                 d.steps.step("read", e, 0)
                 source.check()   # the input file is still the one recorded at the start

@@ -53,6 +53,12 @@ class Progress:
             write_line(f"{self.name}: epoch {epoch} round {rounds}: frontier {where} "
                        f"{fmt_frontier(frontier)}", sys.stderr)
 
+    def start(self, epoch: int) -> None:
+        """Epoch ``epoch`` starts: the bar names it at once (until its first round ends it
+        would still name the epoch before -- what a Ctrl-C then showed, issue 32 item 20)."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"epoch {epoch} started")
+
     def epoch(self, summary) -> None:
         if self.bar is not None:
             self.bar.update(1)

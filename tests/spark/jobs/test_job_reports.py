@@ -187,3 +187,22 @@ def test_move_initial_and_end_report_release_every_capability():
     rt.apply(job.end_report(3).capabilities(op, port, job.time(op, 3), -1))
     for name, inputs in zip(WCC.ports.names, WCC.ports.inputs):
         assert all(rt.frontier(name, i) == [] for i in range(int(inputs)))
+
+
+def test_gh32_the_bar_names_the_epoch_that_runs_from_its_start():
+    """Issue 32 item 20: after epoch 0's last round the bar said ``epoch 0 round 1`` until
+    epoch 1's first round ended, so a Ctrl-C then showed epoch 0; the framework now names
+    each epoch when it starts (:meth:`Progress.start`)."""
+    import io
+
+    from tqdm import tqdm
+
+    from spark_plugin.jobs.progress_bar import Progress
+
+    p = Progress(0, 2, "sssp")
+    p.bar = tqdm(total=2, file=io.StringIO())
+    p.round(0, 1, [(1,)], "step.in3")
+    assert p.bar.postfix.startswith("epoch 0 round 1")
+    p.start(1)
+    assert p.bar.postfix == "epoch 1 started"
+    p.close()

@@ -177,7 +177,9 @@ def timeline(run: ProgressRun) -> dict:
         an empty frontier; ``epochs``: ``[[e, label], ...]`` tick positions; ``iterations``:
         per iteration index ``{"iteration", "points": [[elapsed, messages], ...]}``;
         ``finals``: ``[[elapsed, epoch], ...]`` when each epoch became final; ``t_end``: the
-        last event's time; ``live``, ``title``, ``status``.
+        last event's time; ``t0``: where the time axis starts -- 0, or just before the first
+        frontier change when that comes after a tenth of the run; ``live``, ``title``,
+        ``status``.
     """
     fr = run.of("frontier")
     last: dict[int, int] = {}   # epoch -> largest iteration in any frontier
@@ -208,6 +210,11 @@ def timeline(run: ProgressRun) -> dict:
         for k in set(per) | set(iterations):
             iterations.setdefault(k, []).append([float(ev["elapsed"]), per.get(k, 0)])
     t_end = max([float(ev["elapsed"]) for ev in run.events] or [0.0])
+    # the axis starts near the first frontier change when what comes before it is most of the
+    # run (a job finished on the driver loads its kernels for seconds, then runs in a blink):
+    # else the lines were squeezed into the last tenth of the picture (issue 32 item 19)
+    first = min([float(ev["elapsed"]) for ev in fr] or [0.0])
+    t0 = max(0.0, first - 0.02 * (t_end - first)) if first > 0.1 * t_end else 0.0
     end = run.end
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(run.start.get("time", 0))))
     if end is None:
@@ -217,7 +224,7 @@ def timeline(run: ProgressRun) -> dict:
                   else f"failed after {t_end:.2f} s: {end.get('error')}")
     return {
         "title": f"{run.start.get('job', 'job')} progress, started {started}",
-        "status": status, "live": end is None, "t_end": t_end, "top": top,
+        "status": status, "live": end is None, "t_end": t_end, "t0": t0, "top": top,
         "inputs": inputs,
         "epochs": [[e, f"epoch {e}"] for e in range(top)],
         "iterations": [{"iteration": k, "points": iterations[k], "color": c}
@@ -331,11 +338,14 @@ def render_png(run: ProgressRun, path: str | os.PathLike, *, dpi: int = 110):
                 where="post", lw=1.2, label=f"iteration {it['iteration']}", color=it["color"])
     bx.set_yscale("symlog", linthresh=1)
     bx.set_ylabel("messages in flight")
-    bx.set_xlabel("seconds since the job started")
+    t0 = tl["t0"]
+    bx.set_xlabel("seconds since the job started" + (
+        f" (the axis starts at {t0:.2f} s: before it no frontier changed -- the job "
+        f"loaded its kernels)" if t0 > 0 else ""))
     if tl["iterations"]:
         bx.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7,
                   ncols=1 + len(tl["iterations"]) // 12)
-    bx.set_xlim(0, t_end * 1.01)
+    bx.set_xlim(t0, t_end + 0.04 * (t_end - t0))
     _replace(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"))
     return fig
 
@@ -465,8 +475,8 @@ Spark job.</p>
 const D = JSON.parse(document.getElementById("data").textContent);
 const NS = "http://www.w3.org/2000/svg";
 const L = 70, R = 840, T = 16;
-const tEnd = D.t_end > 0 ? D.t_end : 1;
-const X = t => L + (R - L) * t / (tEnd * 1.01);
+const tEnd = D.t_end > 0 ? D.t_end : 1, t0 = D.t0 || 0;   // t0: see timeline()
+const X = t => L + (R - L) * (t - t0) / ((tEnd - t0) * 1.04);
 function el(parent, name, attrs, text) {
   const e = document.createElementNS(NS, name);
   for (const k in attrs) e.setAttribute(k, attrs[k]);
@@ -485,7 +495,7 @@ function steps(pts, xf, yf) {   // a step line through pts, held until tEnd
 function xAxis(svg, B) {
   el(svg, "line", {x1: L, x2: R, y1: B, y2: B, class: "axis"});
   for (let k = 0; k <= 5; k++) {
-    const t = tEnd * k / 5;
+    const t = t0 + (tEnd - t0) * k / 5;
     el(svg, "text", {x: X(t), y: B + 14, "text-anchor": "middle"}, t.toFixed(1) + " s");
   }
   D.finals.forEach(f => el(svg, "line", {x1: X(f[0]), x2: X(f[0]), y1: T, y2: B,

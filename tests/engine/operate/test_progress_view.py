@@ -253,3 +253,29 @@ def test_gh23_png_and_html_paths_are_checked_before_drawing(log, tmp_path, capsy
     with pytest.raises(ProgressLogError, match=r"x\.jpg: the picture is PNG data"):
         render_png(read_progress(log), tmp_path / "x.jpg")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_gh32_the_time_axis_starts_at_the_first_frontier_change_after_a_long_lead_in(log):
+    """Issue 32 item 19: a job finished on the driver loads its kernels for seconds, then runs
+    in a blink; the axis started at 0 and the lines were squeezed into the picture's last
+    tenth. It now starts just before the first frontier change (said in the axis label)."""
+    pytest.importorskip("matplotlib")
+    shifted = []
+    for line in lines(log):
+        ev = json.loads(line)
+        if ev.get("event") != "start" and "elapsed" in ev:
+            ev["elapsed"] = float(ev["elapsed"]) + 50.0   # 50 s of kernel loading first
+        shifted.append(json.dumps(ev) + "\n")
+    run = parse_progress(shifted)
+    tl = timeline(run)
+    first = min(p[0] for i in tl["inputs"] for p in i["points"])
+    assert first >= 50 and first - 1 < tl["t0"] < first
+    fig = render_png(run, log.parent / "late.png")
+    left, right = fig.axes[1].get_xlim()
+    assert left == tl["t0"] and right > tl["t_end"]
+    assert "the axis starts at" in fig.axes[1].get_xlabel()
+    evs = [json.loads(line) for line in lines(log)]
+    lead = min(float(e["elapsed"]) for e in evs if e.get("event") == "frontier")
+    early = [json.dumps({**e, "elapsed": max(0.0, float(e["elapsed"]) - lead)}) + "\n"
+             if "elapsed" in e else json.dumps(e) + "\n" for e in evs]
+    assert timeline(parse_progress(early))["t0"] == 0.0   # no lead-in: from 0 as before

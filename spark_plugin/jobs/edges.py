@@ -307,12 +307,25 @@ def read_edges(path, columns: "EdgeColumns | None" = None) -> pa.Table:
     ------
     EdgeInputError
         A malformed line (not two fields), a non-integer or negative id; the message reads
-        ``FILE:LINE: ...``.
+        ``FILE:LINE: ...``; a pipe or device (:func:`check_regular`); a file the driver's
+        memory cannot hold (``MemoryError`` while reading, named with what to do).
     FileNotFoundError
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"edge file {_fmt(path)!r} does not exist")
+    check_regular(path)
+    try:
+        return _read_edges(path, columns)
+    except (MemoryError, pa.ArrowMemoryError):   # issue 32 item 11: named, not a traceback
+        size = path.stat().st_size
+        raise EdgeInputError(f"{_fmt(path)}: the driver ran out of memory reading this "
+                             f"{size / 2**30:.1f} GiB edge file; read it on the executors "
+                             f"instead: tfront wcc file://{path.absolute()} (a Spark source), "
+                             f"or as Parquet", str(path)) from None
+
+
+def _read_edges(path: Path, columns) -> pa.Table:
     kind = _kind(path)
     if kind == "parquet":
         return ParquetSlice.of(path, columns=columns).read()

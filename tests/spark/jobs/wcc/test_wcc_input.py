@@ -606,3 +606,27 @@ def test_gh32_run_wcc_takes_spark_none_and_starts_no_jvm_for_what_fits_the_drive
     assert r.stdout.strip() == ("[{'vertex': 1, 'component': 1}, {'vertex': 2, 'component': 1}, "
                                 "{'vertex': 3, 'component': 1}, {'vertex': 5, 'component': 5}, "
                                 "{'vertex': 6, 'component': 5}] False")
+
+
+def test_gh32_running_out_of_memory_reading_a_file_is_a_named_error(tmp_path):
+    """Issue 32 item 11: a read that runs out of the driver's memory is an ``EdgeInputError``
+    saying what to do, not a MemoryError traceback (here a 300 MB text file under an
+    address-space cap of 150 MB above what the process has mapped before reading)."""
+    big = tmp_path / "big.txt"
+    line = b"123456789 987654321\n"
+    with open(big, "wb") as f:
+        for _ in range(150):
+            f.write(line * 100_000)
+    script = ("import resource, sys\n"
+              "from spark_plugin.jobs.edges import read_edges, EdgeInputError\n"
+              "vm = int(next(l for l in open('/proc/self/status') if l.startswith('VmSize'))"
+              ".split()[1]) * 1024 + 150_000_000\n"
+              "resource.setrlimit(resource.RLIMIT_AS, (vm, vm))\n"
+              "try:\n"
+              "    read_edges(sys.argv[1])\n"
+              "except EdgeInputError as e:\n"
+              "    print('named:', e)\n")
+    r = subprocess.run([sys.executable, "-c", script, str(big)], capture_output=True,
+                       text=True, timeout=300)
+    assert "named:" in r.stdout and "ran out of memory reading" in r.stdout, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr

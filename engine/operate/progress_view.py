@@ -474,7 +474,7 @@ Spark job.</p>
 "use strict";
 const D = JSON.parse(document.getElementById("data").textContent);
 const NS = "http://www.w3.org/2000/svg";
-const L = 70, R = 840, T = 16;
+const L = 70, R = 840, T = 16, PAGE = 1200;   // PAGE: the widest the drawings get
 const tEnd = D.t_end > 0 ? D.t_end : 1, t0 = D.t0 || 0;   // t0: see timeline()
 const X = t => L + (R - L) * (t - t0) / ((tEnd - t0) * 1.04);
 function el(parent, name, attrs, text) {
@@ -494,24 +494,33 @@ function steps(pts, xf, yf) {   // a step line through pts, held until tEnd
 }
 function xAxis(svg, B) {
   el(svg, "line", {x1: L, x2: R, y1: B, y2: B, class: "axis"});
+  const span = Math.max(tEnd - t0, 1e-6);
+  const dec = Math.max(1, Math.min(4, Math.ceil(-Math.log10(span / 5)) + 1));
   for (let k = 0; k <= 5; k++) {
-    const t = t0 + (tEnd - t0) * k / 5;
-    el(svg, "text", {x: X(t), y: B + 14, "text-anchor": "middle"}, t.toFixed(1) + " s");
+    const t = t0 + span * k / 5;
+    el(svg, "text", {x: X(t), y: B + 14, "text-anchor": "middle"}, t.toFixed(dec) + " s");
   }
+  if (t0 > 0)
+    el(svg, "text", {x: R, y: B + 27, "text-anchor": "end", class: "axisnote"},
+       "the axis starts at " + t0.toFixed(2) + " s: before it no frontier changed " +
+       "(the job loaded its kernels)");
   D.finals.forEach(f => el(svg, "line", {x1: X(f[0]), x2: X(f[0]), y1: T, y2: B,
                                          class: "final"}));
 }
-function legend(svg, items, B) {   // every entry, in as many columns as the height needs
-  const rows = Math.max(1, Math.floor((B - T) / 16)), W = 150;
+function legend(svg, items, B) {   // every entry, within a 1200 px page: taller, not wider
+  const W = 150, H = 16, maxCols = Math.max(1, Math.floor((PAGE - R - 20) / W));
+  const rows = Math.max(1, Math.floor((B - T) / H), Math.ceil(items.length / maxCols));
   const cols = Math.ceil(items.length / rows);
   items.forEach((it, k) => {
-    const x = R + 20 + W * Math.floor(k / rows), y = T + 8 + 16 * (k % rows);
+    const x = R + 20 + W * Math.floor(k / rows), y = T + 8 + H * (k % rows);
     el(svg, "line", {x1: x, x2: x + 20, y1: y, y2: y, stroke: it.color, "stroke-width": 3});
     el(svg, "text", {x: x + 26, y: y + 4, class: "legend"}, it.name);
   });
-  const width = Math.max(1000, R + 20 + W * cols);   // wider, not cut
+  const width = Math.max(1000, R + 20 + W * cols);
+  const height = Math.max(+svg.getAttribute("height"), T + 8 + H * rows + 8);
   svg.setAttribute("width", width);
-  svg.setAttribute("viewBox", "0 0 " + width + " " + svg.getAttribute("height"));
+  svg.setAttribute("height", height);
+  svg.setAttribute("viewBox", "0 0 " + width + " " + height);
 }
 function drawFrontiers() {
   const svg = document.getElementById("frontiers"), B = 310;
@@ -521,9 +530,12 @@ function drawFrontiers() {
     el(svg, "text", {x: L - 6, y: Y(e[0]) + 4, "text-anchor": "end"}, e[1]);
   });
   xAxis(svg, B);
-  D.finals.forEach(f => el(svg, "text", {x: X(f[0]) - 3, y: T, "text-anchor": "end",
-                                         transform: "rotate(-90 " + (X(f[0]) - 3) + " " + T + ")"},
-                           "epoch " + f[1] + " final"));
+  // the epoch that became final, above the plot beside its dashed line (as in the PNG):
+  // written down the plot it ran over the lines at the right edge
+  D.finals.forEach(f => el(svg, "text", {x: X(f[0]) - 2, y: T - 4, "text-anchor": "end",
+                                         class: "finallabel"}, String(f[1]))
+                        .appendChild(document.createElementNS(NS, "title")).textContent =
+                        "epoch " + f[1] + " final");
   const n = D.inputs.length;
   D.inputs.forEach((inp, k) => {
     const off = (k - (n - 1) / 2) * 0.025, c = inp.color;

@@ -3,6 +3,7 @@ as a self-contained HTML page that follows a running job; the page is checked in
 headless browser (Debian's ``chromium``, installed by ``make browser``) when there is one."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -229,6 +230,9 @@ def test_gh23_every_iteration_has_its_own_colour_and_legend_entry(tmp_path):
     assert 'data-drawn="5"' in dom
     for k in range(25):
         assert f'class="legend">iteration {k}<' in dom, k
+    # issue 32 item 19: the legend makes the drawing taller, never wider than the page
+    widths = [int(w) for w in re.findall(r'<svg id="\w+" width="(\d+)"', dom)]
+    assert len(widths) == 2 and max(widths) <= 1200, widths
     strokes = {p.split(' stroke="')[1].split('"')[0]
                for p in dom.split('<path class="inflight"')[1:]}
     assert len(strokes) == 25

@@ -228,7 +228,9 @@ def _run_holding(args, *, name: str, what: str, run: Callable, fingerprint, bann
             f"-XX:OnOutOfMemoryError='touch {oom_marker}'"]))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     done: list = []
-    ctrl_c = CtrlC()
+    # below -v, the JVM is hushed the moment Ctrl-C comes: what it and its Python workers
+    # say then (cancelled tasks, broken pipes) is the interrupt's doing
+    ctrl_c = CtrlC(on_request=hush_jvm if level <= 1 else None)
     handler = _BarLogHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     # after Ctrl-C, a py4j call it broke or a Spark job it cancelled (logged with their

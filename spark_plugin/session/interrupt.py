@@ -57,7 +57,11 @@ class CtrlC:
     PySpark's handler); leaving the context restores the handler found on entering it.
     Only the main thread can install it: elsewhere it does nothing."""
 
-    def __init__(self):
+    def __init__(self, on_request=None):
+        #: Called once, in the signal handler, when the first Ctrl-C comes -- before the
+        #: Spark jobs are cancelled (a command hushes the JVM there: the cancelled tasks'
+        #: workers print broken-pipe tracebacks at once, issue 32 item 13).
+        self.on_request = on_request
         #: A Ctrl-C came: whatever the command's job raises now is the interrupt's doing.
         self.requested = False
         #: :exc:`KeyboardInterrupt` was raised in the main thread.
@@ -102,6 +106,8 @@ class CtrlC:
             return
         if not nudged:
             self._presses += 1
+        if not self.requested and self.on_request is not None:
+            self.on_request()
         self.requested = True
         if self._thread is None:
             self._thread = threading.Thread(target=self._cancel, name="ctrl-c", daemon=True)

@@ -50,3 +50,28 @@ def test_in_py4j_sees_the_whole_stack():
     PY4J.outer()
     seen.append(in_py4j(__import__("sys")._getframe()))
     assert seen == [True, False]
+
+
+def test_gh32_the_first_ctrl_c_calls_on_request_before_anything_else():
+    """Issue 32 item 13: the JVM was hushed only once the main thread had unwound to the
+    command's handler, so the daemon's broken-pipe tracebacks of the cancelled tasks could
+    get through before; ``CtrlC(on_request=...)`` runs the hush in the signal handler
+    itself, once, at the first Ctrl-C (``tfront wcc`` passes ``hush_jvm`` below ``-v``)."""
+    import os
+    import signal
+
+    import pytest
+
+    from spark_plugin.session import console
+    from spark_plugin.session.interrupt import CtrlC
+
+    calls = []
+    with CtrlC(on_request=lambda: calls.append(console._HUSHED.is_set()) or
+               console.hush_jvm()) as ctrl_c:
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):   # the handler runs between bytecodes
+                pass
+        assert ctrl_c.requested and calls == [False] and console._HUSHED.is_set()
+        ctrl_c.handled()
+    console.hush_jvm(False)

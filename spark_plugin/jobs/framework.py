@@ -327,12 +327,15 @@ class StageTask(abc.ABC):
 
 
 class ProgressSide:
-    """The ``AccumulatorParam`` of a stage's progress: a list of Arrow IPC blobs, one per task
-    attempt that completed. Spark sends a task's additions to the driver with the task's
-    completion, so the stage's progress arrives with the job that materialises its output --
-    one Spark job per stage, not a second one that reads the output back for its progress
-    rows (issue 31 item 5). A retried or speculative task may add its report twice: the
-    frontier service ignores the copy (the same ``(producer, seq)`` and content)."""
+    """The ``AccumulatorParam`` of a stage's progress: a list of Arrow IPC blobs, one per task.
+    Spark sends a task's additions to the driver with the task's completion, so the stage's
+    progress arrives with the job that materialises its output -- one Spark job per stage,
+    not a second one that reads the output back for its progress rows (issue 31 item 5).
+    The eager checkpoint runs the stage's tasks in its one result stage, and Spark applies
+    a result task's accumulator updates once, for its first successful attempt (a failed or
+    speculative attempt's are not); should a report come twice all the same (the stage
+    recomputed), :meth:`JobDriver.run_stage` keeps the first per producer: the rows of one
+    ``(producer, seq)`` are one delivery, and two copies would double its counts."""
 
     def zero(self, value):
         return []
@@ -640,8 +643,16 @@ class JobDriver:
         done, ids = self.checkpoints.checkpoint(df.repartition(self.P, key)
                                                 .mapInArrow(task, task.ddl()))
         t0 = time.perf_counter()   # the tasks' progress came with their completion
-        blobs = list(side.value)
-        progress = (pa.concat_tables([from_ipc(b) for b in blobs]) if blobs
+        blobs, seen, tables = list(side.value), set(), []
+        side.value = []   # the accumulator stays registered: drop its blobs
+        for b in blobs:   # one report per producer (ProgressSide)
+            t = from_ipc(b)
+            who = t.column("producer")[0].as_py() if t.num_rows else None
+            if who not in seen:
+                seen.add(who)
+                tables.append(t)
+        blobs = tables
+        progress = (pa.concat_tables(blobs) if blobs
                     else task.schema().empty_table()).select(
             [*REPORT_COLUMNS, "producer", "seq", "kernels", "kernels_reason"])
         self.collecting += time.perf_counter() - t0
@@ -788,6 +799,7 @@ class EpochJob(abc.ABC):
         if se is not None:
             from spark_plugin.service.batch import collect_arrow
 
+            se.materialize = self.driver.checkpoints.checkpoint   # numbered slices, once
             eps = se.epochs(self.spark)
             if se.as_file:   # a local file read by Spark: recorded as the driver reads it
                 check = FileStamp.of(self.edges).check
@@ -1053,7 +1065,8 @@ class EpochJob(abc.ABC):
             self.finish()
             returned = (self.result_ids() if result.table is not None
                         and not isinstance(result.table, pa.Table) else set())
-            result.checkpoints = d.checkpoints.close(self.holding(), kept, hand_over=returned)
+            held = self.holding() | (self.spark_edges.held if self.spark_edges else set())
+            result.checkpoints = d.checkpoints.close(held, kept, hand_over=returned)
         result.seconds = time.perf_counter() - t_start
         result.tracking_seconds = d.tracking
         result.tracking_background_seconds = d.background

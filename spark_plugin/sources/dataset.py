@@ -169,6 +169,10 @@ class SparkEdges:
         if as_file:
             self.what = str(edges)
         self.notes: list[str] = []
+        #: ``materialize(df) -> (df, ids)`` (the job's checkpoints): the numbered rows of
+        #: ``--epochs K`` slices are materialised once with it; ``held``: its ids.
+        self.materialize = None
+        self.held: set = set()
         self._frame = None
         self._listing: list | None = None
 
@@ -331,9 +335,9 @@ class SparkEdges:
         """The first non-blank, non-comment line of the dataset (one small Spark job)."""
         from pyspark.sql import functions as F
 
-        row = (spark.read.text(self.uri).where(
-            (F.length(F.trim("value")) > 0) & ~F.trim("value").startswith("#")).limit(1)
-            .collect())
+        v = _strip(F.col("value"))
+        row = spark.read.text(self.uri).where((F.length(v) > 0) & ~v.startswith("#")) \
+            .limit(1).collect()
         return row[0][0] if row else None
 
     def _text_frame(self, spark, fmt: str):
@@ -357,7 +361,7 @@ class SparkEdges:
             names = raw.columns if header else None
             return self._edges_of(raw, names, self.what, positional=list(raw.columns))
         lines = spark.read.text(self.uri)
-        v = F.trim("value")
+        v = _strip(F.col("value"))
         lines = lines.where((F.length(v) > 0) & ~v.startswith("#"))
         if header:
             lines = lines.where(v != F.lit(first.strip()))   # each file's header line
@@ -455,18 +459,23 @@ class SparkEdges:
             raise EpochPlanError(f"{where}: --epoch-column {self.plan.column}: its type "
                                  f"{dtype.simpleString()} is neither an integer nor a date "
                                  f"or timestamp")
+        # as a number, exactly: a date by its UTC day (no session time zone), a timestamp
+        # by its microseconds since 1970 UTC, an integer as it is
+        value = (F.unix_date(col).cast("bigint") * F.lit(86_400_000_000)
+                 if isinstance(dtype, DateType)
+                 else F.unix_micros(col.cast("timestamp")) if timeish else col.cast("bigint"))
         if self.plan.every is None:
-            return F.unix_micros(col.cast("timestamp")) if timeish else col.cast("bigint")
+            return value
         width, duration = parse_every(self.plan.every)
         if duration != timeish:
             raise EpochPlanError(
                 f"{where}: --epoch-every {self.plan.every}: column {self.plan.column} is "
                 + ("a date or timestamp: give a duration such as 1h or 1d" if timeish
                    else "an integer: give a whole number such as 1000"))
-        if timeish:
-            micros = int(round(width * 1_000_000))
-            return F.floor(F.unix_micros(col.cast("timestamp")) / F.lit(micros)).cast("bigint")
-        return F.floor(col.cast("bigint") / F.lit(int(width))).cast("bigint")
+        w = int(round(width * 1_000_000)) if timeish else int(width)
+        # integer division that floors, also below zero (no double: ids past 2**53 stay exact)
+        exact = (value - F.pmod(value, F.lit(w))).cast("decimal(38,0)")
+        return (exact / F.lit(w).cast("decimal(38,0)")).cast("bigint")
 
     # -- the epochs --------------------------------------------------------------------------
     def epochs(self, spark) -> list[SparkEpoch]:
@@ -588,9 +597,20 @@ class SparkEdges:
         key = F.concat_ws(":", F.col("_p").cast("string"), F.col("_s").cast("string"),
                           F.col("_f"))
         row = F.element_at(F.create_map(*base), key) + F.col("_m")
+        # a block this job does not know (Spark split the files otherwise than in the count
+        # above: its parallelism changed in between) stops the job; no row is in no epoch
+        row = F.when(row.isNotNull(), row).otherwise(F.raise_error(F.concat(
+            F.lit(f"{self.what}: the input was split differently from the count of its rows "
+                  f"(block "), key, F.lit("); rerun the job"))))
         epoch = F.expr(f"({k} * (__row + 1) - 1) div {n}")
         numbered = tagged.select("src", "dst", row.alias("__row")).select(
             "src", "dst", epoch.alias("_e"))
+        if self.materialize is not None:
+            # numbered once, right after the count, and kept: every epoch reads this copy,
+            # so a later rescan -- another split of the files, a DataFrame whose rows come
+            # in another order after a shuffle -- cannot move a row to another epoch
+            numbered, ids = self.materialize(numbered)
+            self.held |= set(ids)
         cuts = even_cuts(n, k)
         return [SparkEpoch(f"{self.what} rows {cuts[e] + 1}-{cuts[e + 1]}",
                            cuts[e + 1] - cuts[e],
@@ -624,6 +644,12 @@ class SparkEdges:
             why = f"vertex id {value!r} {explain(value)}"
         more = f" ({bad} such rows)" if bad > 1 else ""
         raise EdgeInputError(f"{where}: row {row.strip()!r}: {why}{more}", where)
+
+
+def _strip(col):
+    """``col`` without white space (tabs too: ``trim`` strips only spaces) at either end."""
+    from pyspark.sql import functions as F
+    return F.regexp_replace(col, r"^\s+|\s+$", "")
 
 
 def _first_line(err: BaseException) -> str:

@@ -47,10 +47,13 @@ def vertex_ids(col, dtype):
             F.floor(col) == col) & (d <= F.lit(INT64_MAX).cast("decimal(20,0)"))
         return F.when(whole, d.cast("bigint")), ~F.coalesce(whole, F.lit(False))
     if isinstance(dtype, StringType):
-        s = F.trim(col)
-        digits = s.rlike(r"^[0-9]+$")
-        v = F.when(digits, s.try_cast("bigint"))
-        return v, ~F.coalesce(digits, F.lit(False)) | v.isNull()
+        s = F.regexp_replace(col, r"^\s+|\s+$", "")
+        # at most 19 digits (decimal(20,0) holds them, no cast can fail under ANSI), then at
+        # most int64's largest; no try_cast (PySpark 4 only)
+        digits = s.rlike(r"^[0-9]{1,19}$")
+        d = F.when(digits, s).cast("decimal(20,0)")
+        ok = F.coalesce(digits & (d <= F.lit(INT64_MAX).cast("decimal(20,0)")), F.lit(False))
+        return F.when(ok, d.cast("bigint")), ~ok
     from spark_plugin.errors import SparkSourceError
     raise SparkSourceError(f"vertex ids cannot be of type {dtype.simpleString()}: use an "
                            f"integer column (or whole numbers, or digit strings)")

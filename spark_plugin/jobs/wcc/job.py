@@ -631,7 +631,9 @@ class WccJob(EpochJob):
         self.state = (comp[leaf], vert[leaf])
 
     def holding(self):
-        return set(self.state_ids) | set(self.labels_ids)
+        # new_ids: a Spark source's epoch in flight (released once its labels hold it; an
+        # epoch that fails leaves it to close())
+        return set(self.state_ids) | set(self.labels_ids) | set(self.new_ids)
 
     def result_ids(self):
         return set(self.labels_ids)

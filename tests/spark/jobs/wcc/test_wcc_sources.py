@@ -419,3 +419,27 @@ def test_gh31_a_local_parquet_file_past_the_drivers_budget_is_read_by_the_execut
     monkeypatch.undo()   # the real budget: the driver reads the file; same job, all final
     again = run_wcc(spark, str(path), epochs=3, out=str(out), partitions=2, progress=False)
     assert again.resumed_at == 3 and again.epochs == []
+
+
+def test_gh31_windows_are_exact_past_2_53_and_text_lines_may_start_with_a_tab(spark, tmp_path):
+    """Integer windows by integer arithmetic (a double would put 1.7e18 + 999 in the next
+    window of 1000); dates by their UTC day; a text line that starts with a tab, or holds
+    only one, is what the driver's reader makes of it."""
+    base = 1_700_000_000_000_000_000
+    df = spark.createDataFrame([(1, 2, base + 999), (3, 4, base + 1000), (5, 6, base - 1)],
+                               "src long, dst long, t long")
+    eps = SparkEdges(df, plan=EpochPlan(column="t", every="1000")).epochs(spark)
+    assert [(e.what, sorted(map(tuple, e.frame.collect()))) for e in eps] == [
+        (f"t in [{base - 1000}, {base})", [(5, 6)]),
+        (f"t in [{base}, {base + 1000})", [(1, 2)]),
+        (f"t in [{base + 1000}, {base + 2000})", [(3, 4)])]
+    days = spark.createDataFrame([(1, 2, dt.date(2026, 11, 1)), (3, 4, dt.date(2026, 11, 2)),
+                                  (5, 6, dt.date(2026, 11, 3))], "src long, dst long, d date")
+    eps = SparkEdges(days, plan=EpochPlan(column="d", every="2d")).epochs(spark)
+    day = (dt.date(2026, 11, 1) - dt.date(1970, 1, 1)).days   # windows count from 1970
+    assert [e.rows for e in eps] == ([2, 1] if day % 2 == 0 else [1, 2])
+    d = tmp_path / "t"
+    d.mkdir()
+    (d / "part-00000.txt").write_text("\t1 2\n\t\n3\t4\n")
+    eps = SparkEdges(str(d)).epochs(spark)
+    assert sorted(map(tuple, eps[0].frame.collect())) == [(1, 2), (3, 4)]

@@ -133,7 +133,8 @@ if str(ROOT) not in sys.path:
 
 from perf import graphs as G  # noqa: E402
 from perf.common import (add_output_args, child_env, child_main, commit_info,  # noqa: E402
-                         commit_label, job_started, machine, maxrss_kib, name_list, progress,
+                         commit_label, job_started, machine, maxrss_kib, name_list, proc_kib,
+                         process_children, progress,
                          run_child_process, write_results)
 from perf.spark_jobs import RETAINED_JOBS, JobCount  # noqa: E402
 from perf.systems import (OURS, SYSTEMS, Target, evaluate_targets, fmt_time,  # noqa: E402
@@ -207,29 +208,12 @@ def _maxrss_kib() -> int:
 
 
 def _vm_hwm_kib(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        return None
-    return None
+    return proc_kib(pid, "VmHWM")
 
 
 def _descendants(pid: int) -> list[int]:
     """Process ids below ``pid`` (Linux ``/proc``), any depth."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
+    children = process_children()
     out, todo = [], [pid]
     while todo:
         for c in children.get(todo.pop(), []):

@@ -41,7 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perf.common import ROOT, commit_info, machine, repo_path, utc_now, write_results
+from perf.common import (ROOT, commit_info, machine, proc_kib, process_children, repo_path,
+                         utc_now, write_results)
 from perf.graphs import rmat
 
 GRAPH_DIR = ROOT / "perf" / "results" / "graphs"
@@ -69,33 +70,6 @@ def dataset(millions: int) -> Path:
     return d
 
 
-def _rss_kib(pid: int, field: str = "VmRSS") -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def _children(pid: int) -> list[int]:
-    """``pid``'s child processes, whichever of its threads started them (``/proc`` scan)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
-                out.append(int(entry))
-        except (OSError, ValueError, IndexError):
-            continue
-    return out
-
-
 def _is_java(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -117,12 +91,16 @@ def run_size(millions: int, args) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
+    def rss(pid: int) -> int:
+        return proc_kib(pid) or 0
+
     while proc.poll() is None:
-        peak["python"] = max(peak["python"], _rss_kib(proc.pid))
-        jvms = [c for c in _children(proc.pid) if _is_java(c)]
-        peak["driver_jvm"] = max(peak["driver_jvm"], sum(_rss_kib(j) for j in jvms))
-        execs = [e for j in jvms for e in _children(j) if _is_java(e)]
-        peak["executors"] = max(peak["executors"], sum(_rss_kib(e) for e in execs))
+        children = process_children()   # one /proc scan per sample
+        peak["python"] = max(peak["python"], rss(proc.pid))
+        jvms = [c for c in children.get(proc.pid, []) if _is_java(c)]
+        peak["driver_jvm"] = max(peak["driver_jvm"], sum(rss(j) for j in jvms))
+        execs = [e for j in jvms for e in children.get(j, []) if _is_java(e)]
+        peak["executors"] = max(peak["executors"], sum(rss(e) for e in execs))
         if time.perf_counter() - t0 > args.timeout:
             proc.kill()
         time.sleep(0.25)

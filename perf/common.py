@@ -29,7 +29,8 @@ import numpy as np
 
 __all__ = ["ROOT", "git", "commit_info", "machine", "commit_label", "utc_now", "int_list", "name_list",
            "add_output_args", "progress", "require_backend", "repo_path", "repo_relative",
-           "write_results", "save_results", "figure", "timed", "maxrss_kib", "reset_peak_rss", "ChildRun",
+           "write_results", "save_results", "figure", "timed", "maxrss_kib", "reset_peak_rss", "proc_kib", "process_children",
+           "ChildRun",
            "child_env", "run_child_process", "child_main", "JOB_START_MARK", "job_started"]
 
 #: The repository root (the parent of ``perf/``).
@@ -254,6 +255,36 @@ def maxrss_kib() -> int:
     """This process's peak resident memory (``ru_maxrss``) in KiB."""
     scale = 1 if sys.platform.startswith("linux") else 1 / 1024  # macOS reports bytes
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
+
+
+def proc_kib(pid: int, field: str = "VmRSS") -> int | None:
+    """A memory figure of process ``pid`` from ``/proc/PID/status`` in KiB (``VmRSS``,
+    ``VmHWM``, ...), or ``None`` (no such process, not Linux)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def process_children() -> dict[int, list[int]]:
+    """Every process's children, by parent id, from one scan of ``/proc`` (whichever of a
+    parent's threads started them); empty where there is no ``/proc``."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    return children
 
 
 def reset_peak_rss() -> bool:

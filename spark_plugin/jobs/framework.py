@@ -59,7 +59,6 @@ from __future__ import annotations
 import abc
 import functools
 import logging
-import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -633,10 +632,6 @@ class JobDriver:
         and applied (:meth:`apply_progress`) before this returns. Returns the data rows (a
         DataFrame) and the ids of the checkpoint, for
         :meth:`~spark_plugin.jobs.checkpoints.Checkpoints.release`."""
-        from pyspark.sql import functions as F
-
-        from spark_plugin.service.batch import collect_arrow
-
         s = self.new_stage(step, epoch, iteration)
         task = make_task(s)
         side = task.side = self.checkpoints.sc.accumulator([], ProgressSide())

@@ -33,6 +33,7 @@ from pathlib import Path
 from spark_plugin.errors import SparkSourceError
 from spark_plugin.jobs.edges import COLUMNS_HINT, EdgeColumns, EdgeInputError, natural_key
 from spark_plugin.sources.epochs import EpochPlan, EpochPlanError, parse_every
+from spark_plugin.sources.ids import strip
 
 __all__ = ["SparkEdges", "SparkEpoch", "SparkSourceError", "is_spark_source", "is_uri",
            "is_dataframe",
@@ -335,7 +336,7 @@ class SparkEdges:
         """The first non-blank, non-comment line of the dataset (one small Spark job)."""
         from pyspark.sql import functions as F
 
-        v = _strip(F.col("value"))
+        v = strip(F.col("value"))
         row = spark.read.text(self.uri).where((F.length(v) > 0) & ~v.startswith("#")) \
             .limit(1).collect()
         return row[0][0] if row else None
@@ -361,7 +362,7 @@ class SparkEdges:
             names = raw.columns if header else None
             return self._edges_of(raw, names, self.what, positional=list(raw.columns))
         lines = spark.read.text(self.uri)
-        v = _strip(F.col("value"))
+        v = strip(F.col("value"))
         lines = lines.where((F.length(v) > 0) & ~v.startswith("#"))
         if header:
             lines = lines.where(v != F.lit(first.strip()))   # each file's header line
@@ -490,8 +491,6 @@ class SparkEdges:
         EpochPlanError
             A null in the epoch column.
         """
-        from pyspark.sql import functions as F
-
         self.open(spark)
         eps = self._epochs(spark)
         if self.ids != "string":
@@ -535,7 +534,6 @@ class SparkEdges:
                                      f"needs an epoch")
             if not stats:
                 self._no_edges()
-            col = self.plan.column
             edges = frame.select("src", "dst", "_ec")
             return [SparkEpoch(self._window_name(r["_ec"], r["v"]),
                                int(r["n"]), edges.where(F.col("_ec") == F.lit(r["_ec"]))
@@ -644,12 +642,6 @@ class SparkEdges:
             why = f"vertex id {value!r} {explain(value)}"
         more = f" ({bad} such rows)" if bad > 1 else ""
         raise EdgeInputError(f"{where}: row {row.strip()!r}: {why}{more}", where)
-
-
-def _strip(col):
-    """``col`` without white space (tabs too: ``trim`` strips only spaces) at either end."""
-    from pyspark.sql import functions as F
-    return F.regexp_replace(col, r"^\s+|\s+$", "")
 
 
 def _first_line(err: BaseException) -> str:

@@ -113,9 +113,3 @@ class EpochPlan:
         if self.column is None:
             return {"slices": self.epochs}
         return {"column": self.column, **({"every": self.every} if self.every else {})}
-
-    def __str__(self) -> str:
-        if self.column is None:
-            return f"{self.epochs} equal slice{'s' if self.epochs != 1 else ''}"
-        return (f"windows of {self.every} of column {self.column}" if self.every
-                else f"the values of column {self.column}")

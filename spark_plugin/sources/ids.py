@@ -17,7 +17,7 @@ naming the file and the value (:func:`explain`). Nothing is dropped.
 from __future__ import annotations
 
 __all__ = ["IDS_MODES", "vertex_ids", "vertex_names", "dictionary", "to_ids", "to_names",
-           "explain", "INT64_MAX"]
+           "from_names", "strip", "explain", "INT64_MAX"]
 
 #: ``--ids``: ``int`` (the default; a column of another type is converted as above) or
 #: ``string``: any non-empty text (names, URLs) through a dictionary (:func:`dictionary`).
@@ -47,7 +47,7 @@ def vertex_ids(col, dtype):
             F.floor(col) == col) & (d <= F.lit(INT64_MAX).cast("decimal(20,0)"))
         return F.when(whole, d.cast("bigint")), ~F.coalesce(whole, F.lit(False))
     if isinstance(dtype, StringType):
-        s = F.regexp_replace(col, r"^\s+|\s+$", "")
+        s = strip(col)
         # at most 19 digits (decimal(20,0) holds them, no cast can fail under ANSI), then at
         # most int64's largest; no try_cast (PySpark 4 only)
         digits = s.rlike(r"^[0-9]{1,19}$")
@@ -95,22 +95,29 @@ def to_ids(frame, words, src: str = "src", dst: str = "dst"):
 
 def to_names(labels, words, columns=("vertex", "component")):
     """``labels`` (a DataFrame of ids in ``columns``) with each id replaced by its name."""
-    from pyspark.sql import functions as F
-
-    out = labels
-    for c in columns:
-        out = out.join(words.select(F.col("id").alias(c), F.col("name").alias(f"_{c}")), c)
-    return out.select(*(F.col(f"_{c}").alias(c) for c in columns))
+    return _swap(labels, words, columns, "id", "name")
 
 
 def from_names(labels, words, columns=("vertex", "component")):
     """The inverse of :func:`to_names`: names in ``columns`` back to ids."""
+    return _swap(labels, words, columns, "name", "id")
+
+
+def _swap(labels, words, columns, have: str, want: str):
+    """Each of ``columns`` of ``labels`` (values of ``words``' column ``have``) replaced by
+    ``words``' column ``want`` (one join per column)."""
     from pyspark.sql import functions as F
 
     out = labels
     for c in columns:
-        out = out.join(words.select(F.col("name").alias(c), F.col("id").alias(f"_{c}")), c)
+        out = out.join(words.select(F.col(have).alias(c), F.col(want).alias(f"_{c}")), c)
     return out.select(*(F.col(f"_{c}").alias(c) for c in columns))
+
+
+def strip(col):
+    """``col`` without white space (tabs too: ``trim`` strips only spaces) at either end."""
+    from pyspark.sql import functions as F
+    return F.regexp_replace(col, r"^\s+|\s+$", "")
 
 
 def explain(value) -> str:

@@ -65,7 +65,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine import Report
-from engine.jit import CompileWatch
+from engine.jit import CompileWatch, warm_shortest_paths
 from gpu_kernels.locality import bfs_order, cut_edges, ldg_parts, range_parts
 from gpu_kernels.shortest_paths import (improve, local_csr, local_fixpoint, sorted_distinct,
                                         unreached)
@@ -311,14 +311,6 @@ def _merge(pair):
     return owned, local_csr(owned, src, dst, w), added
 
 
-def _warm_kernels() -> None:
-    """Run the shortest-paths and placement kernels once (hops and weights): loads them from
-    Numba's cache, or compiles them there the first time (:func:`engine.jit.warm_shortest_paths`,
-    which ``make venv`` runs too)."""
-    from engine.jit import warm_shortest_paths
-    warm_shortest_paths()
-
-
 def sssp_fingerprint(edges, epochs: int, follow, source: int, weighted: bool,
                      undirected: bool, dataframe: dict | None = None, *,
                      columns: tuple | None = None, picked=None) -> dict:
@@ -427,7 +419,7 @@ class SsspJob(EpochJob):
         def load():
             with CompileWatch(lambda: bar.note("compiling the Numba kernels (once: cached "
                                                "for later runs) ...")) as watch:
-                _warm_kernels()
+                warm_shortest_paths()   # engine.jit's: make venv compiled them
             return watch
         self.driver.load_kernels(load)
 

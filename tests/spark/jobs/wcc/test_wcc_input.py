@@ -509,7 +509,8 @@ def test_gh23_more_epochs_than_edges_is_refused(tmp_path):
         epoch_sources(pq.read_table(tmp_path / "g.parquet"), 4)
 
 
-def test_gh32_a_followed_text_file_with_a_half_written_last_line_is_not_taken(tmp_path):
+def test_gh32_a_followed_text_file_with_a_half_written_last_line_is_not_taken(tmp_path,
+                                                                            monkeypatch):
     """Issue 32 item 3: ``XXXXXX 21`` of the line ``XXXXXX 21xxxx`` written, then a pause of
     several polls: the file is not complete until its last line ends (a newline), so the
     edge is ``(XXXXXX, 21xxxx)``, never ``(XXXXXX, 21)``; a stream that goes idle with such
@@ -533,7 +534,10 @@ def test_gh32_a_followed_text_file_with_a_half_written_last_line_is_not_taken(tm
     g = tmp_path / "idle"
     g.mkdir()
     (g / "e0.txt").write_text("1 2\n100 21")
-    _, sources = epoch_sources(g, follow=0.05, poll=0.01, sleep=lambda t: time.sleep(t))
+    clock = [0.0]   # the stream's idle time on a clock the sleep hook moves: no real wait
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    _, sources = epoch_sources(g, follow=0.05, poll=0.01,
+                               sleep=lambda t: clock.__setitem__(0, clock[0] + t))
     with pytest.raises(EdgeInputError, match=r"e0.txt: the stream went idle .* last line "
                                              r"unfinished"):
         next(sources)

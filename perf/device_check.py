@@ -106,6 +106,11 @@ def step_launch(args):
     if not args.simulated:
         dev = [cuda.as_cuda_array(a) for a in arrs]
         res["launch_12_numba_arrays_s"] = per_call(lambda: _cuda.launch(touch12, 256, *dev))
+        # what "converted once" would save per batch: one conversion, and 12 converted anew
+        # before each launch (the arrays of a batch are new each batch)
+        res["as_cuda_array_s"] = per_call(lambda: cuda.as_cuda_array(arrs[3]))
+        res["launch_12_converted_each_time_s"] = per_call(
+            lambda: _cuda.launch(touch12, 256, *[cuda.as_cuda_array(a) for a in arrs]))
     res["primitive_s"] = per_call(lambda: xp.cumsum(arrs[1]))
     res["alloc_s"] = per_call(lambda: xp.empty(1024, xp.int64))
     res["sync_s"] = per_call(lambda: int(arrs[2][:1].sum()))
@@ -155,6 +160,33 @@ def step_propagate(args):
                       f"{rec[backend][strat]['median_ms']:.2f} ms", flush=True)
             res["cases"].append(rec)
             _write(args.out, res)
+    for b in args.big:
+        n = args.sizes[0]
+        spec = generate_graph(n, 1)
+        g = build_graph(spec)
+        t0 = time.perf_counter()
+        batches = [(x.kind, batch_columns(g, x)) for x in generate_batches(spec, b, 1)]
+        rec = {"n": n, "b": b, "workload_s": time.perf_counter() - t0}
+        times, counts, taken = [], None, None
+        for rep in range(2):
+            tr = BatchedTracker(g, kernels=_kernels(args.simulated), strategy="auto")
+            taken = getattr(tr.strategy, "value", str(tr.strategy))
+            for kind, arr in batches:
+                t = time.perf_counter()
+                tr.update_arrays(*arr)
+                dt = time.perf_counter() - t
+                if kind == "churn" and rep:
+                    times.append(dt)
+                    counts = {k: v for k, v in tr.last_timing.items()
+                              if isinstance(v, (int, float))}
+        med = statistics.median(times)
+        rec["cuda"] = {"auto": {"strategy": taken, "churn_ms": [x * 1e3 for x in times],
+                                "median_ms": med * 1e3, "last_batch": counts,
+                                "changes_per_s": b / med}}
+        print(f"N={n} B={b}: cuda auto ({taken}) {med * 1e3:.2f} ms, {b / med:.3g} changes/s",
+              flush=True)
+        res["cases"].append(rec)
+        _write(args.out, res)
     _write(args.out, res)
     return 0
 
@@ -162,17 +194,28 @@ def step_propagate(args):
 def step_psi(args):
     """``Psi`` built on the device (``perf.bench_closure``'s ``device_build``: the kernels
     alone) and on the host, median of ``--repeat``."""
+    from gpu_kernels import closure as gc_
     from perf.bench_closure import run_benchmark
     kernels = _kernels(args.simulated)
-    r = run_benchmark(args.sizes, repeat=args.repeat, backend="cuda", kernels=kernels,
-                      warmup_size=min(args.sizes), log=lambda *a, **k: None)
-    res = {"device": _device_name(args.simulated), "sizes": []}
-    for s in r["sizes"]:
-        res["sizes"].append({"n": s["n"], "device_build_ms": s["device_build"]["median"] * 1e3,
-                             "device_counts": s.get("device_counts")})
-        print(f"Psi N={s['n']}: device build {s['device_build']['median'] * 1e3:.2f} ms",
-              flush=True)
-    _write(args.out, res)
+    default = gc_.SOURCE_THREADS_PER_BLOCK
+    res = {"device": _device_name(args.simulated), "source_threads_per_block": default,
+           "sizes": [], "by_tpb": []}
+    # the count pass's threads per block (one thread per source): the default first, then
+    # each of --tpbs, the whole device build each time
+    for tpb in [default] + [t for t in args.tpbs if t != default]:
+        gc_.SOURCE_THREADS_PER_BLOCK = tpb
+        try:
+            r = run_benchmark(args.sizes, repeat=args.repeat, backend="cuda", kernels=kernels,
+                              warmup_size=min(args.sizes), log=lambda *a, **k: None)
+        finally:
+            gc_.SOURCE_THREADS_PER_BLOCK = default
+        for s in r["sizes"]:
+            rec = {"n": s["n"], "tpb": tpb, "device_build_ms": s["device_build"]["median"] * 1e3,
+                   "device_counts": s.get("device_counts")}
+            (res["sizes"] if tpb == default else res["by_tpb"]).append(rec)
+            print(f"Psi N={s['n']} (source threads per block {tpb}): device build "
+                  f"{rec['device_build_ms']:.2f} ms", flush=True)
+        _write(args.out, res)
     return 0
 
 
@@ -278,6 +321,9 @@ def target_rows(folder):
             if s["n"] not in (1000, 2000):
                 rows.append(_row(f"Psi device build N={s['n']} (measured only)",
                                  s["device_build_ms"], None, c, gm, calls=calls))
+        for s in psi.get("by_tpb", []):
+            rows.append(_row(f"Psi device build N={s['n']} tpb={s['tpb']} (measured only)",
+                             s["device_build_ms"], None, c, gm, calls=calls))
     uf = load("uf.json")
     key = "WCC uf_stars_xp n=2e6 m=8e6 (same code as 840c890)"
     meas = None
@@ -299,6 +345,17 @@ def target_rows(folder):
                          "ratio": x["median_ms"] / pred if pred else None, "target_ms": None,
                          "dominant": "RollbackCostModel (launches, syncs, mask bytes)",
                          "meets_target": None})
+    jobs = load("jobs.json")
+    for g in (jobs or {}).get("graphs", []):
+        for r in g.get("runs", []):
+            if r.get("rc") == 0:
+                what = "equal to scipy" if r.get("equal_to_scipy") else (
+                    "NOT equal to scipy" if r.get("equal_to_scipy") is False else "not checked")
+                rows.append({"case": f"tfront {r['job']} {g['graph']} --backend {r['backend']} "
+                                     f"(whole process)",
+                             "measured_ms": r["wall_s"] * 1e3, "predicted_ms": None,
+                             "ratio": None, "target_ms": None, "dominant": what,
+                             "meets_target": None})
     return rows, calls
 
 
@@ -380,10 +437,15 @@ def main(argv=None):
             q.add_argument("--repeat", type=int, default=1 if simulated else 3)
             q.add_argument("--strategies", type=lambda t: t.split(","),
                            default=["auto", "closure", "edgewise"])
+            q.add_argument("--big", type=_ints, default=[] if simulated else [10_000_000],
+                           help="then these batch sizes at N = the first size, cuda auto only, "
+                                "one replay after the warm-up")
             q.add_argument("--closure-max-n", type=int, default=2000,
                            help="force the closure strategy only up to this N (Psi's size)")
         if name == "psi":
             q.add_argument("--sizes", type=_ints, default=[3] if simulated else [1000, 2000])
+            q.add_argument("--tpbs", type=_ints, default=[] if simulated else [1, 4],
+                           help="also build with these threads per block in the count pass")
             q.add_argument("--repeat", type=int, default=1 if simulated else 3)
         if name == "uf":
             q.add_argument("--cases", type=_pairs, default=[(10, 5)] if simulated else
@@ -393,6 +455,8 @@ def main(argv=None):
             q.add_argument("--procs", type=_ints, default=[4] if simulated else [1000])
             q.add_argument("--times", type=_ints, default=[4] if simulated else [1000, 10_000])
             q.add_argument("--repeat", type=int, default=1 if simulated else 2)
+    from perf.device_profile import add_parsers
+    add_parsers(sub, simulated)
     q = sub.add_parser("table")
     q.set_defaults(fn=step_table)
     q.add_argument("--dir", required=True)

@@ -99,11 +99,16 @@ def plugin_commands(sub) -> list[str]:
     An entry point whose object cannot be imported becomes a command of its name that
     accepts any arguments and fails with :class:`~engine.errors.DependencyError` (exit
     status 2) naming the missing module and the extra of the distribution that requires it
-    (``pip install 'timely-frontier[spark]'``)."""
+    (``pip install 'timely-frontier[spark]'``).
+
+    Run from a source checkout that is not installed (``python -m engine.cli.main`` with the
+    checkout on ``PYTHONPATH``, as on a GPU host without a package index), there are no
+    entry points: the commands are then those the checkout's ``pyproject.toml`` declares."""
     from importlib.metadata import entry_points
 
     names = []
-    for ep in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
+    found = list(entry_points(group=COMMANDS_GROUP)) or _checkout_entry_points(COMMANDS_GROUP)
+    for ep in sorted(found, key=lambda e: e.name):
         if ep.name in sub.choices:   # a name already taken: the first one wins
             continue
         try:
@@ -114,6 +119,22 @@ def plugin_commands(sub) -> list[str]:
             add(sub)
         names.append(ep.name)
     return names
+
+
+def _checkout_entry_points(group: str) -> list:
+    """The entry points of ``group`` that the source checkout's ``pyproject.toml`` declares
+    (none when ``engine`` is not imported from a checkout that has one)."""
+    import tomllib
+    from importlib.metadata import EntryPoint
+    from pathlib import Path
+
+    toml = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    try:
+        with open(toml, "rb") as f:
+            declared = tomllib.load(f).get("project", {}).get("entry-points", {}).get(group, {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+    return [EntryPoint(name, value, group) for name, value in declared.items()]
 
 
 def _unavailable(sub, ep, err: ImportError) -> None:
@@ -392,7 +413,8 @@ def _replay_processes(args, workload) -> int:
     ``run(args, workload, out) -> int``."""
     from importlib.metadata import entry_points
 
-    found = [ep for ep in entry_points(group=RUNNERS_GROUP) if ep.name == "processes"]
+    found = [ep for ep in (list(entry_points(group=RUNNERS_GROUP))
+                           or _checkout_entry_points(RUNNERS_GROUP)) if ep.name == "processes"]
     hint = "pip install 'timely-frontier[spark]'"
     if not found:
         raise DependencyError(f"--processes: no process runner is installed ({hint})")

@@ -16,7 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "perf" / "device_checks.sh"
-STEPS = ["info", "launch", "gpu-tests", "propagate", "psi", "uf", "rollback", "table"]
+STEPS = ["info", "launch", "profile", "psi", "propagate", "uf", "rollback", "jobs", "gpu-tests",
+         "table"]
 
 
 def _run(out, **env):
@@ -39,7 +40,7 @@ def test_device_checks_run_every_step_and_write_the_target_table(tmp_path):
     assert r.returncode == 0, r.stderr
     rcs, order = _steps(tmp_path)
     assert order == STEPS and all(rc == 0 for rc in rcs.values()), rcs
-    for name in ("launch", "propagate", "psi", "uf", "rollback", "targets"):
+    for name in ("launch", "profile", "propagate", "psi", "uf", "rollback", "jobs", "targets"):
         assert (tmp_path / f"{name}.json").exists(), name
     table = json.loads((tmp_path / "targets.json").read_text())
     assert table["device"].startswith("simulator")
@@ -47,7 +48,7 @@ def test_device_checks_run_every_step_and_write_the_target_table(tmp_path):
     cases = {row["case"]: row for row in table["rows"]}
     # the targets' rows carry the calibrated prediction and the target whatever was measured
     for case, target in (("churn N=1000 B=1e+05 closure", 2.0),
-                         ("churn N=5000 B=1e+06 edgewise", 15.0),
+                         ("churn N=5000 B=1e+06 edgewise", 8.0),
                          ("Psi device build N=1000 (dense)", 10.0)):
         assert cases[case]["predicted_ms"] > 0 and cases[case]["target_ms"] == target
     # what the simulator measured is in the table too, with no prediction beside it
@@ -121,3 +122,15 @@ def test_calibration_explains_the_measured_run_within_2x():
     c = gm.fit(rows)
     outside = [r.key for r in rows if not 0.5 <= r.predict_ms(c) / r.measured_ms <= 2]
     assert set(outside) <= set(gm.NOT_PINNED), outside
+
+
+def test_only_the_steps_named_run_and_the_table_still_ends_it(tmp_path):
+    """``TFRONT_DEVICE_CHECK_STEPS`` (a loan with less time left than the whole script):
+    only the named steps run, in the script's order, then the table of what they measured."""
+    r = _run(tmp_path, TFRONT_DEVICE_CHECK_STEPS="launch info")
+    assert r.returncode == 0, r.stderr
+    rcs, order = _steps(tmp_path)
+    assert order == ["info", "launch", "table"] and all(rc == 0 for rc in rcs.values()), rcs
+    assert not (tmp_path / "propagate.json").exists()
+    table = json.loads((tmp_path / "targets.json").read_text())
+    assert table["launch"]["launch_s"] > 0

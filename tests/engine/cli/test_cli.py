@@ -334,3 +334,37 @@ def test_gh32_psi_of_a_graph_too_large_is_refused_before_computing_it(capsys, tm
     assert status == 2 and "has 36 pairs of locations joined by a path" in err
     status, out, _ = run_cli(capsys, "psi", path, "--backend", backend, "--max-summaries", 36)
     assert status == 0 and out.count("\nP ") == 20   # 4 inputs: 4+3+2+1 from t, 4+3+2+1 from s
+
+
+NOT_INSTALLED = r"""
+import importlib.metadata as md, json, sys
+real = md.entry_points
+md.entry_points = lambda **kw: [] if kw.get("group", "").startswith("tfront.") else real(**kw)
+class NoSpark:  # a GPU host's image: no PySpark, no py4j
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("pyspark", "py4j"):
+            raise ImportError(f"No module named {name!r}")
+sys.meta_path.insert(0, NoSpark())
+from engine.cli.main import main
+rc = main(["wcc", sys.argv[1], "--out", sys.argv[2], "--backend", "cpu", "-q"])
+print(json.dumps({"rc": rc, "spark": any(m.startswith("pyspark") for m in sys.modules)}))
+"""
+
+
+def test_gh34_a_checkout_that_is_not_installed_still_has_the_job_commands(tmp_path):
+    """Issue 34, item 4: ``python -m engine.cli.main wcc`` from a source checkout that pip
+    never installed (a GPU host's image: no entry points, no PySpark) finds ``wcc`` and
+    ``sssp`` in the checkout's ``pyproject.toml`` and finishes the epoch on the driver."""
+    import pyarrow.parquet as pq
+    edges = tmp_path / "e.txt"
+    edges.write_text("0 1\n1 2\n5 6\n")
+    out = tmp_path / "labels"
+    proc = subprocess.run([sys.executable, "-c", NOT_INSTALLED, str(edges), str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"rc": 0, "spark": False}, proc.stderr
+    got = pq.read_table(str(out)).to_pydict()
+    comp = dict(zip(got["vertex"], got["component"]))
+    assert comp[0] == comp[1] == comp[2] != comp[5] == comp[6]
+    from engine.cli.main import _checkout_entry_points
+    assert {ep.name for ep in _checkout_entry_points("tfront.commands")} >= {"wcc", "sssp"}

@@ -40,6 +40,7 @@ definition of it before the removal) when it is missing, before ``numba.cuda`` l
 from __future__ import annotations
 
 import functools
+import os
 import types
 
 import numpy as np
@@ -49,7 +50,15 @@ from numba.core.dispatcher import Dispatcher
 __all__ = ["cuda", "simulator", "device", "launch", "launch_blocks", "blocks",
            "namespace", "to_host", "stream", "upper_bound_n", "THREADS_PER_BLOCK",
            "SIM_THREADS_PER_BLOCK", "DeviceCounts", "COUNTS", "op", "read", "alloc",
-           "NUMPY_ALIASES", "restore_numpy_aliases"]
+           "NUMPY_ALIASES", "restore_numpy_aliases", "KERNEL_CACHE"]
+
+#: Numba's on-disk cache for the CUDA kernels (``@cuda.jit(cache=KERNEL_CACHE)``, in the
+#: ``__pycache__`` beside each module), on with ``TFRONT_CUDA_KERNEL_CACHE=1``. Without it
+#: every process compiles the kernels it launches: a first ``tfront wcc --backend cuda`` on
+#: an H200 spent 89 s loading kernels and each later run about 5 s (the CPU's: 0.8-1.2 s).
+#: Off by default until a device run shows the cached kernels load and run the same
+#: (``perf/device_checks.sh``'s jobs step is run both ways); the simulator ignores it.
+KERNEL_CACHE = os.environ.get("TFRONT_CUDA_KERNEL_CACHE", "0") == "1"
 
 #: Threads per block of one-thread-per-item kernels on a device: 8 warps, enough to hide
 #: latency with several resident blocks per SM and small enough for irregular work.

@@ -773,6 +773,14 @@ WORK_SPACE_OVERFLOW = 2
 #: blocks of 256 would keep 9 of an H100's 132 SMs busy).
 SOURCE_THREADS_PER_BLOCK = 32
 
+#: How the per-source work spaces lie in device memory: ``"interleaved"`` (thread index last:
+#: the threads of a warp read neighbouring words when they touch the same entry) or
+#: ``"by_thread"`` (each thread's work space contiguous: one thread's walk through its own
+#: rows reads whole cache lines). The kernels take either on a device, where the views are
+#: CuPy arrays with strides; the simulator copies NumPy arguments and wants them contiguous,
+#: so ``"by_thread"`` is a device-only experiment (``perf.device_check profile`` times it).
+SOURCE_WORK_SPACE = "interleaved"
+
 #: ``numba.cuda``, bound by :func:`_kernels` on first use. A module global, not a local of the
 #: factory, because the simulator swaps the kernels' *global* ``cuda`` for its fake module.
 cuda = None
@@ -792,7 +800,7 @@ def _kernels():
     fill = _cuda.device(pair_fill)
     fill_dense = _cuda.device(pair_fill_dense)
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def closure_settle(srcs, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
                        fast, anchor, delta, row_off, row_len, colmax, pending, block, pool, arcd,
                        tmp, max_antichain, settled, status, n_pairs, n_rows, vmax, largest,
@@ -828,7 +836,7 @@ def _kernels():
             err_dst[s] = ed
             err_size[s] = es
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def closure_fill_rows(srcs, settled, m, K, anchor, delta, row_off, row_len, pool, pair_ptr,
                           row_ptr, pair_inc, sum_inc, pair_dst, sum_ptr, sums):
         """Thread per (work-space slot ``i``, target ``l``), ``l`` fastest: the pair
@@ -847,7 +855,7 @@ def _kernels():
                      pool[:, :, i], pair_ptr[s] + pair_inc[i, l] - 1,
                      row_ptr[s] + sum_inc[i, l] - row_len[a, i], pair_dst, sum_ptr, sums)
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def closure_fill_dense_rows(srcs, settled, m, K, anchor, delta, row_off, row_len, pool,
                                 dense, count):
         """Thread per (work-space slot ``i``, target ``l``), ``l`` fastest: the pair
@@ -919,11 +927,30 @@ def _source_tpb(tpb):
     return SOURCE_THREADS_PER_BLOCK
 
 
-def _device_work_space(xp, n, L, W, rows):
+def _device_work_space(xp, n, L, W, rows, layout=None):
     """The work spaces of ``n`` threads, thread index last: three allocations (int64, int32,
     uint8 buffers) and one fill. Bytes per thread: ``8 W (2 L + rows + 2) + 4 (3 L + L / 64
-    + 1) + L``."""
+    + 1) + L``. ``layout`` (default :data:`SOURCE_WORK_SPACE`): ``"interleaved"`` stores the
+    thread index fastest, ``"by_thread"`` slowest (the same views, other strides)."""
     nb = (L >> 6) + 1
+    layout = SOURCE_WORK_SPACE if layout is None else layout
+    if layout == "by_thread":
+        per = (2 * L + rows + 2) * W
+        w64 = _cuda.alloc(xp, (n, per), xp.int64)
+        w32 = _cuda.alloc(xp, (n, 3 * L + nb), xp.int32, 0)
+        pending = _cuda.alloc(xp, (n, L), xp.uint8, 0).T
+        a = L * W
+        delta = w64[:, :a].reshape(n, L, W).transpose(1, 2, 0)
+        colmax = w64[:, a:2 * a].reshape(n, L, W).transpose(1, 2, 0)
+        pool = w64[:, 2 * a:2 * a + rows * W].reshape(n, rows, W).transpose(1, 2, 0)
+        arcd = w64[:, 2 * a + rows * W:2 * a + rows * W + W].T
+        tmp = w64[:, 2 * a + rows * W + W:].T
+        anchor, row_off, row_len = w32[:, :L].T, w32[:, L:2 * L].T, w32[:, 2 * L:3 * L].T
+        block = w32[:, 3 * L:].T
+        _cuda.op(anchor.fill(-1))
+        return anchor, delta, row_off, row_len, colmax, pending, block, pool, arcd, tmp
+    if layout != "interleaved":
+        raise ValueError(f"work-space layout must be 'interleaved' or 'by_thread', got {layout!r}")
     w64 = _cuda.alloc(xp, ((2 * L + rows + 2) * W, n), xp.int64)
     w32 = _cuda.alloc(xp, (3 * L + nb, n), xp.int32, 0)
     pending = _cuda.alloc(xp, (L, n), xp.uint8, 0)
@@ -939,7 +966,8 @@ def _device_work_space(xp, n, L, W, rows):
 
 
 def closure_settle_cuda(m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
-                        fast, max_antichain=0, *, rows=None, growth=8, attempts=4, tpb=None):
+                        fast, max_antichain=0, *, rows=None, growth=8, attempts=4, tpb=None,
+                        layout=None):
     """Count pass of ``Psi`` on the device: every source settled and its row counted, in a
     constant number of launches.
 
@@ -955,6 +983,10 @@ def closure_settle_cuda(m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, o
     growth, attempts : int
         A source whose rows do not fit is settled again in a pool ``growth`` times larger, in
         at most ``attempts`` launches in all.
+    tpb : int, optional
+        Threads per block (default :data:`SOURCE_THREADS_PER_BLOCK`).
+    layout : {"interleaved", "by_thread"}, optional
+        The work spaces' layout (default :data:`SOURCE_WORK_SPACE`).
 
     Returns
     -------
@@ -1003,7 +1035,7 @@ def closure_settle_cuda(m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, o
     spaces = []
     for attempt in range(int(attempts)):
         n = int(srcs.shape[0])
-        ws = _device_work_space(xp, n, L, W, C)
+        ws = _device_work_space(xp, n, L, W, C, layout)
         settled = _cuda.alloc(xp, n, xp.uint8)
         _cuda.launch(k.closure_settle, n, srcs, m, K, depth, in_ptr, in_src, in_sum, out_ptr,
                      out_dst, order, rank, fast, *ws, int(max_antichain), settled, status,

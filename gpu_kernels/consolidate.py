@@ -435,7 +435,7 @@ def _kernels():
     overflows = _cuda.device(add_overflows)
     sum_over = _cuda.device(sum_overflows)
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def pack_rows(loc, ts, widths, keys):
         """keys[i] <- pack_key(loc[i], ts[i]) (uint32 or uint64 keys); thread per row; reads
         4 + 8W bytes, writes 4 or 8."""
@@ -443,7 +443,7 @@ def _kernels():
         if i < keys.shape[0]:
             keys[i] = pack(loc[i], ts[i], widths, ts.shape[1])
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def key_heads(keys, head, vals, lim, ovf):
         """head[i] <- row i starts a run of equal sorted keys; ovf[0] <- the first row whose
         sorted diff ``vals[i]`` lies outside ``[-lim, lim]`` (atomic min); thread per row;
@@ -454,7 +454,7 @@ def _kernels():
             if vals[i] > lim or vals[i] < -lim:
                 cuda.atomic.min(ovf, 0, np.int64(i))
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def row_heads(loc, ts, perm, head, vals, lim, ovf):
         """head[i] <- sorted row perm[i] differs from perm[i - 1]; ovf[0] as ``key_heads``;
         thread per row (the unpackable path, rows gathered through perm)."""
@@ -469,7 +469,7 @@ def _kernels():
             if vals[i] > lim or vals[i] < -lim:
                 cuda.atomic.min(ovf, 0, np.int64(i))
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def run_sums(starts, csum, vals, ovf, total):
         """total[s] <- sum of diffs of run s = csum[end - 1] - csum[start - 1]; thread per run.
         When some diff is large (ovf[0] < n), a run of two or more rows is also summed
@@ -487,7 +487,7 @@ def _kernels():
                 if sum_over(vals, a, b):
                     cuda.atomic.min(ovf, 1, np.int64(s))
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def emit_keys(keys, starts, keep, total, widths, out_loc, out_ts, out_diff):
         """Output row k <- unpacked key of kept run keep[k]; thread per output row."""
         k = cuda.grid(1)
@@ -496,7 +496,7 @@ def _kernels():
             out_loc[k] = unpack(np.uint64(keys[starts[s]]), widths, out_ts[k], out_ts.shape[1])
             out_diff[k] = total[s]
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def emit_rows(loc, ts, perm, starts, keep, total, out_loc, out_ts, out_diff):
         """Output row k <- first row of kept run keep[k] (unpackable path)."""
         k = cuda.grid(1)
@@ -508,7 +508,7 @@ def _kernels():
                 out_ts[k, c] = ts[r, c]
             out_diff[k] = total[s]
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def merge_probe(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, nb, strict, flip, pos, newcnt,
                     ins, keep, upd, bad, ovf):
         """Per batch row j < nb[0] (the batch's rows: the arrays may hold spare rows): its
@@ -560,7 +560,7 @@ def _kernels():
             else:
                 ins[j] = 1 if new != 0 else 0
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def merge_scatter(t_loc, t_ts, t_cnt, keep, upd, b_loc, b_ts, ins, newcnt, scan, pos, nb,
                       carry, status, o_loc, o_ts, o_cnt):
         """The new table, thread per table row (i < r) and per batch row (j = i - r).

@@ -319,7 +319,7 @@ def _kernels():
     unpack = _cuda.device(unpack_key)
     sum_over = _cuda.device(sum_overflows)
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def check_pack(loc, ts, depth, m, L, widths, idx_bits, validate, pack, keys, stats):
         """Thread per row: ``row_error`` (first bad row per kind, atomic min), the maxima
         of valid rows (atomic max), and the packed key. Each block reduces into shared
@@ -359,7 +359,7 @@ def _kernels():
             elif v > 0:
                 cuda.atomic.max(stats, s, v)
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def run_values(keys, idx_bits, diff, vals, lim, stats):
         """vals[i] <- diff[row index of sorted key i]; thread per row; a random 8-byte read.
         A value outside ``[-lim, lim]`` (``lim = INT64_MAX // n``: some sum could leave
@@ -372,7 +372,7 @@ def _kernels():
             if d > lim or d < -lim:
                 cuda.atomic.min(stats, stats.shape[0] - 3, np.int64(i))
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def run_tails(keys, idx_bits, csum, vals, keep, total, stats):
         """At the last row of each run: total <- the run's sum (``csum`` differences,
         ``run_start`` galloping back), keep <- sum != 0; keep <- 0 elsewhere. When
@@ -397,7 +397,7 @@ def _kernels():
                     if sum_over(vals, a, i + 1):
                         cuda.atomic.min(stats, S - 2, np.int64(i))
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def emit_runs(keys, idx_bits, widths, keep, pos, total, out_loc, out_ts, out_diff, stats):
         """Kept run ending at i -> output row pos[i] - 1 (unpacked key, its sum); the last
         thread stores the number of output rows in ``stats[-1]``."""

@@ -327,7 +327,7 @@ def _kernels():
     mode_of = _cuda.device(segment_withdrawn)
     upper_bound_n = _cuda.device(_cuda.upper_bound_n)
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def frontier_block(t_loc, t_len, t_ts, t_cnt, flip, F_ptr, m, lst, nloc, keep, start, lens,
                        scratch):
         """Block per location ``l`` (every location: no list of flipped ones to compact).
@@ -420,7 +420,7 @@ def _kernels():
             lens[l] = o - a
             start[l] = a
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def frontier_fill(flip, start, scratch, F_ptr, F_ts, new_ptr, new_ts, m, mode, gone):
         """Thread per location: its new F segment (from ``scratch`` if flipped, else the old
         one), mode[l] <- segment_mode(old F(l), new F(l)) and gone[F_ptr[l]:F_ptr[l + 1]] <-

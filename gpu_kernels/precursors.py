@@ -148,7 +148,7 @@ def _kernels():
     cri = _cuda.device(_cri)
     precursors = _cuda.device(count_precursors)
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def cri_rows(row_of, pair_ptr, pair_dst, sum_ptr, sums, m, l1, t1, l2, t2, buf, out):
         """out[i] <- (l1[i], t1[i]) could-result-in (l2[i], t2[i]); thread per query."""
         i = cuda.grid(1)
@@ -157,7 +157,7 @@ def _kernels():
             out[i] = cri(row_of, pair_ptr, pair_dst, sum_ptr, sums, m, K, l1[i], t1[i], l2[i],
                          t2[i], buf[i])
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def precursor_rows(row_of, pair_ptr, pair_dst, sum_ptr, sums, m, act_locs, seg_ptr, t_ts,
                        t_cnt, q_loc, q_ts, buf, out):
         """out[i] <- precursor count of query i; thread per query."""

@@ -681,7 +681,7 @@ def _kernels():
     gather_one = _cuda.device(gather_target)
     n_changes = _cuda.device(count_changes)
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def gather_rows(targets, m, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, slots, C, cnt):
         """Thread per target: gather_target into slot rows [i (C + 2), i (C + 2) + C + 1),
         the last row being work space; cnt[i] = rows, or -1 on overflow."""
@@ -691,7 +691,7 @@ def _kernels():
             cnt[i] = gather_one(targets[i], m, slots.shape[1], tm_ptr, tm_src, tm_sum, F_ptr,
                                 F_ts, slots[a:a + C + 1], C, slots[a + C + 1])
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def recount(I_ptr, I_ts, start, over, touched, sizes):
         """Thread per location: a target finished by the overflow path (touched == 3, its
         rows in ``over`` from start[l]) gets its change count, sizes[1, l + 1], and becomes
@@ -703,7 +703,7 @@ def _kernels():
                                         I_ts.shape[1])
             touched[l] = 4
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def coop_fill(I_ptr, I_ts, new_ptr, new_ts, R, start, slots, over, touched, ch_off, changes):
         """Thread per location: its new I segment -- from its slot in ``slots`` (touched 1:
         rows l R ...), in ``over`` (touched 4: finished by the overflow path, from start[l])
@@ -756,7 +756,7 @@ def _coop_kernel(W: int, C: int, T: int, H: int = HIT_ROWS):
     C1 = C + 1
     H1 = max(H, 1)
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def coop_gather(m, tm_ptr, tm_src, tm_sum, F_ptr, F_ts, G_ptr, G_ts, gone, mode, I_ptr,
                     I_ts, slots, sizes, touched, stats, pending):
         """Block per target ``l2``: its new implied frontier into slots[l2 R : l2 R + R]
@@ -1073,7 +1073,7 @@ def _changes_kernels():
     cuda = _cuda.cuda()
     walk = _cuda.device(walk_changes)
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def changes_count(locs, old_ptr, old_ts, new_ptr, new_ts, cnt, no_loc, no_ts, no_diff):
         """cnt[i] <- number of frontier changes of locs[i]; thread per location."""
         i = cuda.grid(1)
@@ -1081,7 +1081,7 @@ def _changes_kernels():
             cnt[i] = walk(locs[i], old_ptr, old_ts, new_ptr, new_ts, old_ts.shape[1], no_loc,
                           no_ts, no_diff, 0, False)
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def changes_fill(locs, old_ptr, old_ts, new_ptr, new_ts, off, c_loc, c_ts, c_diff):
         """Rows off[i]: of the output <- the changes of locs[i]; thread per location."""
         i = cuda.grid(1)

@@ -72,7 +72,7 @@ def _kernels():
             return 1
         return x[base + e * ni + i]
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def close_rows(x, rows, ne, ni, down):
         """In place: cumulative OR along ``i`` of row ``(m, e)`` (``down``: from the top)."""
         k = cuda.grid(1)
@@ -84,7 +84,7 @@ def _kernels():
                 acc |= x[c]
                 x[c] = acc
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def close_cols(x, cols, ne, ni, down):
         """In place: cumulative OR along ``e`` of column ``(m, i)``."""
         k = cuda.grid(1)
@@ -98,7 +98,7 @@ def _kernels():
                 acc |= x[c]
                 x[c] = acc
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def bad_init(inflight, notified, fc, bad, cells, simple):
         """``bad = inflight | (simple & notified & ~fc)`` (C5, and S2 of the simple guard)."""
         c = cuda.grid(1)
@@ -108,7 +108,7 @@ def _kernels():
                 v = 1
             bad[c] = v
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def rows_violated(gen_ptr, gen_at, target, f, bad, nrows):
         """A row with a generator missing from ``f`` marks its target in ``bad``."""
         r = cuda.grid(1)
@@ -118,7 +118,7 @@ def _kernels():
                     bad[target[r]] = 1
                     break
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def fc_step(fc, f, out, in_ptr, in_edge, src, shift_e, shift_i, over_ptr, over_t, gen_ptr,
                 gen_t, cells, nt, ni, flag, rnd):
         """``out[q, t] = fc[q, t] & f[q, t] & AND_{e into q} phi(e)(fc[src e])[t]``."""
@@ -137,7 +137,7 @@ def _kernels():
             if v != fc[c]:
                 flag[0] = rnd
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def select(f, up, kind, chain_k, mem_ptr, masks, sizes, pick, n, ne, ni):
         """``pick[p]``: epochs kept (chain) or the member (list, -1: none) that is the largest
         available frontier within ``d = f & ~up`` of processor ``p``."""
@@ -173,7 +173,7 @@ def _kernels():
                             size = sizes[m]
                 pick[p] = best
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def write(f, up, kind, pick, masks, cells, ne, ni, flag, rnd):
         """``f`` := the selected frontier (``d`` itself where every frontier is available)."""
         c = cuda.grid(1)
@@ -193,7 +193,7 @@ def _kernels():
                 f[c] = v
                 flag[0] = rnd
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def seed_demands(dem, dst, blk_q, blk_t, cells, bsize, nt, ni):
         """``dem[e, b, t] = dst(e) == q_b and t <= t2_b``: the edges into the notifying
         processor, at the times below the notification."""
@@ -209,7 +209,7 @@ def _kernels():
                 v = 1
             dem[k] = v
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def image_scatter(x, out, cells, bsize, nt, ni, shift_e, shift_i, over_ptr, over_t, gen_ptr,
                       gen_t, has_steps, step_ptr, step_a, step_b, use_steps):
         """``out[e, b] |= need_e(t)``'s generators for every set ``x[e, b, t]`` (the listed
@@ -235,7 +235,7 @@ def _kernels():
             if e >= 0 and i >= 0:
                 out[base + e * ni + i] = 1
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def gather_src(pre, acc, out_ptr, out_edge, cells, bsize, nt):
         """``acc[p, b, t] |= OR_{e out of p} pre[e, b, t]``."""
         k = cuda.grid(1)
@@ -249,7 +249,7 @@ def _kernels():
                 v = pre[out_edge[s] * bsize * nt + r]
             acc[k] = v
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def pull_dst(dem, demp, dst, cells, bsize, nt, flag, rnd):
         """``dem[e, b, t] |= demp[dst e, b, t]`` (the flag says whether it grew)."""
         k = cuda.grid(1)
@@ -260,7 +260,7 @@ def _kernels():
                 dem[k] = 1
                 flag[0] = rnd
 
-    @cuda.jit
+    @cuda.jit(cache=_cuda.KERNEL_CACHE)
     def tops(x, out, cells, ne, ni):
         """``out``: the maximal elements of each downward-closed row of ``x``."""
         c = cuda.grid(1)

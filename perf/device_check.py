@@ -444,7 +444,7 @@ def main(argv=None):
                            help="force the closure strategy only up to this N (Psi's size)")
         if name == "psi":
             q.add_argument("--sizes", type=_ints, default=[3] if simulated else [1000, 2000])
-            q.add_argument("--tpbs", type=_ints, default=[] if simulated else [1, 4],
+            q.add_argument("--tpbs", type=_ints, default=[] if simulated else [1],
                            help="also build with these threads per block in the count pass")
             q.add_argument("--repeat", type=int, default=1 if simulated else 3)
         if name == "uf":

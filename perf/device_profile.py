@@ -157,21 +157,35 @@ def profile_psi(n, repeat, simulated, tpbs):
     args = [kernels.asarray(a) for a in (ga.depth, ga.in_ptr, ga.in_src, ga.in_sum,
                                          ga.out_ptr, ga.out_dst, ga.order, ga.rank, fast)]
     ev = _events(xp)
-    out = {"n": n, "L": int(ga.L), "W": int(1 + ga.m + ga.K), "settle_ms_by_tpb": {}}
+    out = {"n": n, "L": int(ga.L), "W": int(1 + ga.m + ga.K), "settle_ms_by_tpb": {},
+           "fill_dense_ms_by_layout": {}}
 
-    def settle(tpb=None):
-        return gc_.closure_settle_cuda(ga.m, ga.K, *args, tpb=tpb)
+    def settle(tpb=None, layout=None):
+        return gc_.closure_settle_cuda(ga.m, ga.K, *args, tpb=tpb, layout=layout)
 
     s = settle()
     _sync(xp)
-    for tpb in tpbs:
-        settle(tpb)
-        _sync(xp)
-        ts = [_elapsed(xp, ev, time.perf_counter(), lambda: settle(tpb)) for _ in range(repeat)]
-        out["settle_ms_by_tpb"][str(tpb)] = statistics.median(ts) * 1e3
-    ts = [_elapsed(xp, ev, time.perf_counter(), lambda: gc_.closure_fill_dense_cuda(
-        s, np.int64, np.int32)) for _ in range(repeat)]
-    out["fill_dense_ms"] = statistics.median(ts) * 1e3
+    # the work spaces by thread are a device-only layout (see gpu_kernels.closure)
+    layouts = ["interleaved"] + ([] if simulated else ["by_thread"])
+    for layout in layouts:
+        for tpb in tpbs:
+            settled = settle(tpb, layout)
+            _sync(xp)
+            ts = [_elapsed(xp, ev, time.perf_counter(), lambda: settle(tpb, layout))
+                  for _ in range(repeat)]
+            key = str(tpb) if layout == "interleaved" else f"{tpb} {layout}"
+            out["settle_ms_by_tpb"][key] = statistics.median(ts) * 1e3
+            print(f"Psi N={n} settle, {tpb} threads per block, work spaces {layout}: "
+                  f"{out['settle_ms_by_tpb'][key]:.2f} ms", flush=True)
+        ts = [_elapsed(xp, ev, time.perf_counter(), lambda: gc_.closure_fill_dense_cuda(
+            settled, np.int64, np.int32)) for _ in range(repeat)]
+        out["fill_dense_ms_by_layout"][layout] = statistics.median(ts) * 1e3
+        if layout != "interleaved":  # the same Psi, array for array
+            a = [_cuda.to_host(x) for x in gc_.closure_fill_dense_cuda(s, np.int64, np.int32)]
+            b = [_cuda.to_host(x) for x in gc_.closure_fill_dense_cuda(settled, np.int64,
+                                                                         np.int32)]
+            out[f"{layout}_equal"] = all(np.array_equal(x, y) for x, y in zip(a, b))
+    out["fill_dense_ms"] = out["fill_dense_ms_by_layout"]["interleaved"]
     # one thread alone: the heaviest source by summaries, and the first in rank order
     rows = np.diff(_cuda.to_host(s.row_ptr))
     pairs = np.diff(_cuda.to_host(s.pair_ptr))

@@ -426,7 +426,7 @@ def _settle_args(ga, dev):
                                            ga.out_ptr, ga.out_dst, ga.order, ga.rank, fast)))
 
 
-def check_closure_psi(graph, dev, host, *, rows=None, growth=2, tpb=None):
+def check_closure_psi(graph, dev, host, *, rows=None, growth=2, tpb=None, layout=None):
     """The device count pass (``closure_settle_cuda``) and both fill passes equal the CPU
     kernels' ``compute_psi``, array for array and dtype for dtype. A small ``rows`` makes
     sources overflow their work space and settle again in larger ones. Returns the settle."""
@@ -434,7 +434,7 @@ def check_closure_psi(graph, dev, host, *, rows=None, growth=2, tpb=None):
     ragged = compute_psi(graph, layout="ragged")
     dense = compute_psi(graph, layout="dense")
     settle = closure.closure_settle_cuda(*_settle_args(ga, dev), rows=rows, growth=growth,
-                                         attempts=16, tpb=tpb)
+                                         attempts=16, tpb=tpb, layout=layout)
     assert settle.status == closure.OK and settle.err_src == -1
     assert (settle.num_pairs, settle.num_summaries, settle.largest) == (
         ragged.num_pairs, ragged.num_summaries, ragged.max_antichain)

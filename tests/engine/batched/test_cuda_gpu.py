@@ -123,6 +123,13 @@ def test_closure_psi_retry(cp, graph):
     cc.check_closure_psi(graph, cp.asarray, cp.asnumpy, rows=1)
 
 
+@examples(20)
+@given(graph=graphs, rows=st.sampled_from([None, 1]), tpb=st.sampled_from([1, 4]))
+def test_gh34_closure_psi_work_spaces_by_thread(cp, graph, rows, tpb):
+    """Issue 34, item 3: work spaces by thread, small blocks: the same Psi."""
+    cc.check_closure_psi(graph, cp.asarray, cp.asnumpy, rows=rows, tpb=tpb, layout="by_thread")
+
+
 def test_closure_psi_fill_is_a_thread_per_pair(cp):
     cc.check_psi_fill_thread_per_pair(cc.chain_graph(4), cp.asarray, cp.asnumpy)
 

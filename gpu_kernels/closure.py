@@ -768,10 +768,14 @@ def _is_zero(row, W):
 #: Status of a source whose rows did not fit its device work space (``closure_settle_cuda``).
 WORK_SPACE_OVERFLOW = 2
 
-#: Threads per block of the per-source kernels on a device: one warp, so that the few thousand
-#: sources spread over every SM (each thread's work is long and serial; 2,095 sources in
-#: blocks of 256 would keep 9 of an H100's 132 SMs busy).
-SOURCE_THREADS_PER_BLOCK = 32
+#: Threads per block of the per-source kernels on a device: one. Each thread's work is long,
+#: serial and follows its own branches, so threads sharing a warp wait for one another, and
+#: 2,095 sources in blocks of 32 fill only 66 of an H200's 132 SMs. Measured on an H200
+#: (``perf/results/h200-4214b17/``, the count pass at N = 1000 by threads per block): 1: 8.7 ms,
+#: 2: 8.9, 4: 10.7, 8: 14.0, 16: 16.6, 32: 23.8, 64: 24.1; one thread alone settling the
+#: heaviest source takes 5.8 ms, the floor of this design. The whole device build of ``Psi``
+#: with 1 against 32: 10.8 against 26.1 ms at N = 1000, 30.4 against 106.7 ms at N = 2000.
+SOURCE_THREADS_PER_BLOCK = 1
 
 #: How the per-source work spaces lie in device memory: ``"interleaved"`` (thread index last:
 #: the threads of a warp read neighbouring words when they touch the same entry) or
@@ -1003,8 +1007,9 @@ def closure_settle_cuda(m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, o
     Kernel type: Numba ``@cuda.jit`` (``closure_settle`` runs :func:`settle_source` and
     :func:`source_counts`, the CPU kernels' scalar core); CuPy for the scans and reductions.
 
-    Launch shape: one thread per source (``closure_settle``), in blocks of one warp
-    (:data:`SOURCE_THREADS_PER_BLOCK`) so that they spread over every SM. Without overflows:
+    Launch shape: one thread per source (``closure_settle``), one thread per block
+    (:data:`SOURCE_THREADS_PER_BLOCK`): no thread waits on another's branches, and the
+    sources spread over every SM. Without overflows:
     **one launch**, then the two exclusive scans and the reductions (14 CuPy operations,
     counted), and **one sync**, a read of nine integers (overflowing sources, ``P``, ``S``,
     the largest entry and antichain, the first ``max_antichain`` overflow). Each further

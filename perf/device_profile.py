@@ -117,7 +117,8 @@ def profile_churn(n, b, repeat, simulated):
     s = io.StringIO()
     st = pstats.Stats(prof, stream=s)
     st.sort_stats("tottime").print_stats(25)
-    top = [line for line in s.getvalue().splitlines() if line.strip()][-26:]
+    top = [line.replace(os.getcwd() + os.sep, "") for line in s.getvalue().splitlines()
+           if line.strip()][-26:]
     top.insert(0, f"total {st.total_tt * 1e3:.2f} ms over {len(batches)} batches "
                   f"(churn batches only profiled)")
     return {"n": n, "b": b, "churn_batches": churns, "median_ms": statistics.median(plain) * 1e3,
@@ -228,8 +229,9 @@ def step_profile(args):
     return 0
 
 
-def _summary_lines(text):
-    return [line for line in text.splitlines()
+def _summary_lines(text, cache):
+    """The job's own summary lines, the graph folder written ``<graphs>``."""
+    return [line.replace(cache.rstrip("/") + "/", "<graphs>/") for line in text.splitlines()
             if line.startswith(("epoch ", "total:", "kernels:", "tfront "))][-6:]
 
 
@@ -256,7 +258,7 @@ def step_jobs(args):
                                timeout=args.job_timeout)
             wall = time.perf_counter() - t
             run = {"job": job, "backend": backend, "rc": p.returncode, "wall_s": wall,
-                   "lines": _summary_lines(p.stdout + p.stderr)}
+                   "lines": _summary_lines(p.stdout + p.stderr, cache)}
             if p.returncode == 0:
                 t = pq.read_table(out_dir)
                 run["vertices_out"] = t.num_rows

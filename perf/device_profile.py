@@ -169,7 +169,7 @@ def profile_psi(n, repeat, simulated, tpbs):
     # the work spaces by thread are a device-only layout (see gpu_kernels.closure)
     layouts = ["interleaved"] + ([] if simulated else ["by_thread"])
     for layout in layouts:
-        for tpb in tpbs:
+        for tpb in (tpbs if layout == "interleaved" else tpbs[:1]):
             settled = settle(tpb, layout)
             _sync(xp)
             ts = [_elapsed(xp, ev, time.perf_counter(), lambda: settle(tpb, layout))
@@ -292,7 +292,7 @@ def add_parsers(sub, simulated):
     q.add_argument("--b", type=int, default=10 if simulated else 100_000)
     q.add_argument("--psi-n", type=int, default=3 if simulated else 1000)
     q.add_argument("--tpbs", type=lambda t: [int(x) for x in t.split(",")],
-                   default=[1] if simulated else [1, 2, 4, 8, 16, 32, 64])
+                   default=[1] if simulated else [1, 4, 32])
     q.add_argument("--repeat", type=int, default=1 if simulated else 3)
     q = sub.add_parser("jobs")
     q.set_defaults(fn=step_jobs)

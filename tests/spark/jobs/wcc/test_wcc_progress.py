@@ -1,6 +1,7 @@
 """``run_wcc(progress_log=...)`` / ``tfront wcc --progress-log`` on real Spark (issue 11, item
 16): the log follows the job's frontiers round by round, and the Spark UI names every job."""
 
+import collections
 import os
 import subprocess
 import sys
@@ -113,3 +114,37 @@ def test_a_progress_log_in_a_missing_directory_is_refused_before_spark_starts(tm
     assert main(["wcc", str(edges), "--progress-log", str(tmp_path / "no" / "p.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "--progress-log" in err and "does not exist" in err and "no" in err
+
+
+def test_gh31_a_stage_is_one_spark_job_and_the_session_keeps_its_settings(spark, tmp_path,
+                                                                           monkeypatch):
+    """Issue 31, item 5: on the Spark path each stage of the loop is one Spark job (adaptive
+    execution would submit each shuffle's map side as a job of its own, and a broadcast join
+    one more), so an epoch costs its stages plus the labels, their count and the write; the
+    caller's session gets its own settings back when the job ends."""
+    from perf.graphs import grid
+    monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")   # every round on Spark
+    conf = spark.conf
+    conf.set("spark.sql.adaptive.enabled", "true")
+    conf.set("spark.sql.autoBroadcastJoinThreshold", "10485760")
+    src, dst = grid(12)
+    path = tmp_path / "grid.txt"
+    path.write_text("".join(f"{a} {b}\n" for a, b in zip(src.tolist(), dst.tolist())))
+    before = max(spark_job_descriptions(spark), default=-1)
+    jobs_before = spark.sparkContext._jsc.sc().statusStore().jobsList(None).size()
+    res = run_wcc(spark, str(path), out=str(tmp_path / "labels"), progress=False)
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+    ran = spark.sparkContext._jsc.sc().statusStore().jobsList(None).size() - jobs_before
+    named = spark_job_descriptions(spark, after=before)
+    steps = collections.Counter(named.values())
+    # every job named but one per run: the Python workers' warm-up when Spark starts
+    assert res.epochs[0].rounds == 2 and ran - len(named) <= 1, (ran, named)
+    # contract, root-links, large-star and the last round in one task: a job each (the last
+    # one's re-pointing join one more); the labels and their count; the write
+    assert steps.pop("wcc epoch 0 round 2: labels") == 2, named
+    assert steps.pop("wcc epoch 0 round 2: output") == 1, named
+    assert len(steps) >= 4 and sum(steps.values()) <= len(steps) + 1, named
+    assert len(named) <= 8, named   # 17 with adaptive execution and broadcast joins
+    assert conf.get("spark.sql.adaptive.enabled") == "true"
+    assert conf.get("spark.sql.autoBroadcastJoinThreshold") == "10485760"
+    assert conf.get("spark.sql.shuffle.partitions") == "2"

@@ -59,6 +59,7 @@ the progress bar; this module is the dataflow and the algorithm.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -417,19 +418,38 @@ class SsspJob(EpochJob):
     def input_columns(self):
         return self._picked(("src", "dst", "weight") if self.weighted else ("src", "dst"))
 
+    #: Said (from level 1) when the kernels are not in Numba's cache yet.
+    COMPILING = "compiling the Numba kernels (once: cached for later runs) ..."
+
     def start(self):
         self.driver_rows = driver_finish_rows(self._spark)[0]
+        # the driver's kernels load (or compile, once) on the tracking thread while the input
+        # is read (a text file is read whole before prepare(): Arrow's parser releases the
+        # GIL, Numba's start-up -- half a second -- then costs nothing); the note that they
+        # compile waits for the progress bar, made once the input is open
+        lock, said, ready = threading.Lock(), [], []
 
-    def prepare(self):
-        # the driver's kernels load (or compile, once) on the tracking thread meanwhile
-        bar = self.bar
+        def announce():
+            with lock:
+                said.append(True)
+                now = bool(ready)
+            if now:
+                self.bar.note(self.COMPILING)
 
         def load():
-            with CompileWatch(lambda: bar.note("compiling the Numba kernels (once: cached "
-                                               "for later runs) ...")) as watch:
+            with CompileWatch(announce) as watch:
                 warm_shortest_paths()   # engine.jit's: make venv compiled them
             return watch
+        self._announced = (lock, said, ready)
         self.driver.load_kernels(load)
+
+    def prepare(self):
+        lock, said, ready = self._announced
+        with lock:   # the bar exists now: announce() says it from here on, or we do once
+            ready.append(True)
+            late = bool(said)
+        if late:
+            self.bar.note(self.COMPILING)
 
     def _edges_of(self, table: pa.Table):
         """An epoch's rows as edge arrays ``(src, dst, weight)`` (both ways if undirected),

@@ -206,7 +206,7 @@ def local_csr(owned: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray
     return indptr, tloc, tglob, np.asarray(w)[order]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _grow_csr(indptr, targets, weights, at, si, di, w, out_indptr, out_t, out_w, unit):
     """Fill ``out_*`` (``out_indptr`` zeroed, of length ``n + 1``): old vertex ``v``'s edges
     become new vertex ``at[v]``'s, targets renumbered by ``at``, followed by the new edges
@@ -343,7 +343,7 @@ def _sift_down(hk, hv, n):
         i = c
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dijkstra(indptr, tloc, tglob, weights, dist, hop, active, active_d, out_v, out_d, out_h):
     """Dijkstra from ``active`` (local indices, distances) over the local edges; ``dist`` and
     ``hop`` (``-1``: not settled this call) updated in place; one candidate per edge to a

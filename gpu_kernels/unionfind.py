@@ -92,13 +92,13 @@ def _uf_span(a, b, lo, span):
     return root, leaf
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _mark(x, lo, mask):
     for i in range(x.shape[0]):
         mask[x[i] - lo] = True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _ranks(x, lo, rank):
     out = np.empty(x.shape[0], np.int64)
     for i in range(x.shape[0]):

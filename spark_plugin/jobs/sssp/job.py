@@ -340,7 +340,8 @@ class SsspJob(EpochJob):
     The driver holds ``vertices`` (sorted, every vertex seen so far), their distances
     (unreached: :func:`~gpu_kernels.shortest_paths.unreached`) and, once on Spark, their
     partitions (``part``, aligned with ``vertices``). While the edges so far fit its budget
-    (:func:`driver_finish_rows`) the driver holds them too (``held``); past it they move to
+    (:func:`driver_finish_rows`) the driver holds them too (``held``, and as a CSR by vertex
+    index, grown by each epoch's edges: ``drv_csr``); past it they move to
     the Spark partitions -- an RDD of ``(owned, csr, added)`` cached between rounds and
     rebuilt each epoch with its new edges merged in -- and stay there. Resuming a local
     ``out``, the distances come from the last final epoch's result and the edges from the

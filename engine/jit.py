@@ -92,10 +92,12 @@ def precompile(wcc: bool = True) -> CompileWatch:
         if wcc:
             import numpy as np
 
-            from gpu_kernels.unionfind import large_star, root_links, small_star, uf_stars
+            from gpu_kernels.unionfind import (compact_ids, large_star, root_links, small_star,
+                                               uf_stars)
 
             x, y = np.array([1, 0], np.int64), np.array([0, 2], np.int64)
             uf_stars(x, y)
+            compact_ids(x, y)
             large_star(x, y)
             small_star(x, y, np.ones(2, np.bool_))
             root_links(x, y)
@@ -108,15 +110,25 @@ def precompile(wcc: bool = True) -> CompileWatch:
 
 
 def warm_shortest_paths() -> None:
-    """Run the shortest-paths job's kernels once -- the per-partition Dijkstra, hops and
-    weights, and the vertex placement (BFS order, LDG) -- loading them from Numba's cache or
+    """Run the shortest-paths job's kernels once -- the driver's vertex numbering and CSR,
+    the per-partition
+    Dijkstra, hops and weights, and the vertex placement (BFS order, LDG) -- loading them from Numba's cache or
     compiling them there (``tfront sssp``'s first run compiled them, issue 32 item 17)."""
     import numpy as np
 
     from gpu_kernels.locality import bfs_order, ldg_parts, range_parts
-    from gpu_kernels.shortest_paths import improve, local_csr, local_fixpoint, unreached
+    from gpu_kernels.shortest_paths import (grow_csr, improve, local_csr, local_fixpoint,
+                                            unit_weights, unreached)
+    from gpu_kernels.unionfind import compact_ids
 
     x, y = np.array([0, 1], np.int64), np.array([1, 2], np.int64)
+    compact_ids(x, y)   # the driver's vertex numbering
+    for w in (None, np.ones(2, np.float64)):   # the driver's CSR: hops, weights
+        indptr, t, wt = grow_csr(grow_csr(None, 2, x[:1], x[1:], None if w is None else w[:1]),
+                                 3, x, y, w, at=np.array([0, 2], np.int64))
+        wt = unit_weights(len(t)) if wt is None else wt
+        local_fixpoint((indptr, t, t, wt), np.full(3, unreached(wt.dtype)), np.array([0]),
+                       np.zeros(1, wt.dtype))
     for w in (np.ones(2, np.int64), np.ones(2, np.float64)):
         csr = local_csr(np.array([0, 1], np.int64), x, y, w)
         res = local_fixpoint(csr, np.full(2, unreached(w.dtype)), np.array([0]),

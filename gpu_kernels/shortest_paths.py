@@ -23,6 +23,11 @@ Distances are ``int64`` hop counts (unweighted: every edge weighs 1, unreached v
   task however long the paths inside the partition are. Each settled vertex is given the
   number of local edges on its shortest path from an active vertex (its *local round*), so
   the task can report its work as rounds of a nested loop.
+* :func:`grow_csr` -- the driver's CSR over the whole graph (every vertex owned), kept from
+  epoch to epoch: the previous epoch's CSR with its vertices renumbered (new vertices
+  inserted in id order) and the epoch's edges added, in one linear pass (a counting sort,
+  no comparison sort): ``O(E + V)``. Equal, array for array, to :func:`local_csr` of every
+  edge so far in arrival order (the driver's Dijkstra then visits edges in the same order).
 
 All functions take and return NumPy arrays (the loop is a Numba ``@njit(cache=True)``
 function); nothing here imports ``engine`` or ``spark_plugin``.
@@ -36,7 +41,8 @@ import numpy as np
 from numba import njit
 
 __all__ = ["UNREACHED_INT", "unreached", "csr_by_source", "merge_csr", "relax", "min_per_vertex",
-           "improve", "local_csr", "local_fixpoint", "LocalResult", "sorted_distinct"]
+           "improve", "local_csr", "local_fixpoint", "LocalResult", "sorted_distinct",
+           "grow_csr", "unit_weights"]
 
 #: The distance of an unreached vertex when distances are hop counts (``int64``).
 UNREACHED_INT = np.iinfo(np.int64).max
@@ -200,6 +206,116 @@ def local_csr(owned: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray
     return indptr, tloc, tglob, np.asarray(w)[order]
 
 
+@njit(cache=True, nogil=True)
+def _grow_csr(indptr, targets, weights, at, si, di, w, out_indptr, out_t, out_w, unit):
+    """Fill ``out_*`` (``out_indptr`` zeroed, of length ``n + 1``): old vertex ``v``'s edges
+    become new vertex ``at[v]``'s, targets renumbered by ``at``, followed by the new edges
+    ``si -> di`` in their order. ``unit``: no weights (``weights``, ``w``, ``out_w`` are
+    not read or written)."""
+    n_old = indptr.shape[0] - 1
+    n = out_indptr.shape[0] - 1
+    for v in range(n_old):
+        out_indptr[at[v] + 1] += indptr[v + 1] - indptr[v]
+    for j in range(si.shape[0]):
+        out_indptr[si[j] + 1] += 1
+    for v in range(n):
+        out_indptr[v + 1] += out_indptr[v]
+    cur = out_indptr[:n].copy()
+    for v in range(n_old):
+        a = at[v]
+        p = cur[a]
+        for e in range(indptr[v], indptr[v + 1]):
+            out_t[p] = at[targets[e]]
+            if not unit:
+                out_w[p] = weights[e]
+            p += 1
+        cur[a] = p
+    for j in range(si.shape[0]):
+        p = cur[si[j]]
+        out_t[p] = di[j]
+        if not unit:
+            out_w[p] = w[j]
+        cur[si[j]] = p + 1
+
+
+def grow_csr(csr, n: int, si: np.ndarray, di: np.ndarray, w: np.ndarray | None,
+             at: np.ndarray | None = None):
+    """The driver's CSR of the whole graph (vertex ``i``: the ``i``-th smallest id) with the
+    edges ``si[j] -> di[j]`` of weight ``w[j]`` added.
+
+    Parameters
+    ----------
+    csr : tuple or None
+        ``(indptr, targets, weights)`` of the edges so far over the previous vertices (``None``:
+        no edges yet; ``weights`` ``None``: every edge weighs 1).
+    n : int
+        Vertices now (``si`` and ``di`` index them).
+    si, di, w : arrays of one length
+        The new edges by vertex index, in arrival order; ``w`` ``None``: every edge weighs 1
+        (hop counts: no weight array is written, :func:`unit_weights` stands for it).
+    at : int64[n_old], optional
+        The index now of each previous vertex (increasing: vertices are numbered in id
+        order, new ones inserted between); ``None``: the vertices did not change.
+
+    Returns
+    -------
+    (indptr, targets, weights)
+        ``indptr`` int64[n + 1], ``targets`` int64 (vertex indices), ``weights`` of the
+        previous weights' dtype (``w``'s when ``csr`` is ``None``; ``None`` with ``w``):
+        per vertex its previous
+        edges in their order, then its new ones in theirs -- the arrays :func:`local_csr`
+        gives for every edge so far in arrival order, with every vertex owned (its
+        ``tloc`` and ``tglob`` both ``targets``).
+
+    Raises
+    ------
+    ValueError
+        A vertex index outside ``[0, n)``, ``at`` not of the previous vertices' length, or
+        weights given for a CSR without them (or none for one with them).
+    """
+    si = np.ascontiguousarray(si, np.int64)
+    di = np.ascontiguousarray(di, np.int64)
+    unit = w is None
+    if csr is None:
+        indptr = np.zeros(1, np.int64)
+        targets = np.zeros(0, np.int64)
+        weights = None if unit else np.zeros(0, np.asarray(w).dtype)
+    else:
+        indptr, targets, weights = csr
+        if (weights is None) != unit:
+            raise ValueError("weights must be given for a weighted CSR, and only for one")
+    n_old = len(indptr) - 1
+    at = (np.arange(n_old, dtype=np.int64) if at is None
+          else np.ascontiguousarray(at, np.int64))
+    if len(at) != n_old:
+        raise ValueError(f"at has {len(at)} entries for {n_old} previous vertices")
+    if n_old and (at[0] < 0 or at[-1] >= n):
+        raise ValueError("a previous vertex's new index is outside [0, n)")
+    for x in (si, di):
+        if len(x) and (x.min() < 0 or x.max() >= n):
+            raise ValueError("an edge's vertex index is outside [0, n)")
+    if len(si) != len(di) or (not unit and len(w) != len(si)):
+        raise ValueError("si, di and w must have one length")
+    m = len(targets) + len(si)
+    if unit:   # placeholders, never read or written
+        weights = w = out_w = np.zeros(0, np.int64)
+    else:
+        weights = np.ascontiguousarray(weights)
+        w = np.ascontiguousarray(w, weights.dtype)
+        out_w = np.empty(m, weights.dtype)
+    out_indptr = np.zeros(n + 1, np.int64)
+    out_t = np.empty(m, np.int64)
+    _grow_csr(np.ascontiguousarray(indptr, np.int64), np.ascontiguousarray(targets, np.int64),
+              weights, at, si, di, w, out_indptr, out_t, out_w, unit)
+    return out_indptr, out_t, None if unit else out_w
+
+
+def unit_weights(m: int) -> np.ndarray:
+    """``m`` weights of 1 (``int64``) without ``m`` of them in memory: a read-only view of
+    one value (stride 0), what :func:`local_fixpoint` takes for a CSR of hop counts."""
+    return np.broadcast_to(np.ones(1, np.int64), (int(m),))
+
+
 @njit(cache=True)
 def _sift_up(hk, hv, i):
     while i > 0:
@@ -227,7 +343,7 @@ def _sift_down(hk, hv, n):
         i = c
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dijkstra(indptr, tloc, tglob, weights, dist, hop, active, active_d, out_v, out_d, out_h):
     """Dijkstra from ``active`` (local indices, distances) over the local edges; ``dist`` and
     ``hop`` (``-1``: not settled this call) updated in place; one candidate per edge to a

@@ -92,11 +92,25 @@ def _uf_span(a, b, lo, span):
     return root, leaf
 
 
+@njit(cache=True, nogil=True)
+def _mark(x, lo, mask):
+    for i in range(x.shape[0]):
+        mask[x[i] - lo] = True
+
+
+@njit(cache=True, nogil=True)
+def _ranks(x, lo, rank):
+    out = np.empty(x.shape[0], np.int64)
+    for i in range(x.shape[0]):
+        out[i] = rank[x[i] - lo]
+    return out
+
+
 def compact_ids(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     """The sorted distinct ids of ``arrays`` and each array's positions among them (int64),
     like ``np.unique(concatenate(arrays), return_inverse=True)``. When the ids span a range at
     most twice their number, a presence mask and its prefix sum replace the sort
-    (``O(n + span)`` instead of ``O(n log n)``)."""
+    (``O(n + span)`` instead of ``O(n log n)``; two Numba passes, no temporary arrays)."""
     arrays = [np.asarray(x, np.int64) for x in arrays]
     n = sum(x.shape[0] for x in arrays)
     if n == 0:
@@ -106,11 +120,12 @@ def compact_ids(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     span = hi - lo + 1
     if span <= 2 * n + (1 << 16):
         mask = np.zeros(span, np.bool_)
+        arrays = [np.ascontiguousarray(x) for x in arrays]
         for x in arrays:
-            mask[x - lo] = True
+            _mark(x, lo, mask)
         ids = np.flatnonzero(mask).astype(np.int64) + lo
         rank = np.cumsum(mask, dtype=np.int64) - 1
-        return ids, [rank[x - lo] for x in arrays]
+        return ids, [_ranks(x, lo, rank) for x in arrays]
     ids, inv = np.unique(np.concatenate(arrays), return_inverse=True)
     inv = inv.reshape(-1).astype(np.int64)
     out, s = [], 0

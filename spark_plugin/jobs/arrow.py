@@ -108,10 +108,11 @@ def arrow_strings(typ: pa.DataType, items) -> pa.Array:
                                  [None, pa.py_buffer(off), pa.py_buffer(b"".join(data))])
 
 
-def arrow_numpy(col) -> np.ndarray:
+def arrow_numpy(col, writable: bool = True) -> np.ndarray:
     """The values of an Arrow (chunked) array of a fixed-width or boolean type as a writable
     numpy array, read from its buffers (``to_numpy`` imports pandas too); arrays with nulls
-    go through ``to_numpy``."""
+    go through ``to_numpy``. ``writable=False``: a read-only view of the Arrow buffer where
+    there is one (one chunk of a fixed-width type without nulls), no copy."""
     chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
     typ = col.type
     parts = []
@@ -128,7 +129,9 @@ def arrow_numpy(col) -> np.ndarray:
             parts.append(np.frombuffer(c.buffers()[1], dt, count=n, offset=off * dt.itemsize))
     if not parts:
         return np.zeros(0, np.bool_ if pa.types.is_boolean(typ) else typ.to_pandas_dtype())
-    return np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+    if len(parts) > 1:
+        return np.concatenate(parts)
+    return parts[0].copy() if writable else parts[0]
 
 
 def to_ipc(batches, schema: pa.Schema) -> bytes:

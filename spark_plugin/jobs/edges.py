@@ -329,40 +329,48 @@ def _read_edges(path: Path, columns) -> pa.Table:
     kind = _kind(path)
     if kind == "parquet":
         return ParquetSlice.of(path, columns=columns).read()
-    text = _open_text(path)
     if kind == "text" and columns is None:
-        fast = _parse_simple_text(text)
+        data = _read_bytes(path)
+        fast = _parse_simple_text(data)
         if fast is not None:
             return fast
+        text = _decode(path, data)
+    else:
+        text = _open_text(path)
     return _parse_lines(path, text.splitlines(), csv=kind == "csv", columns=columns)
 
 
-def _parse_simple_text(text: str) -> pa.Table | None:
+def _parse_simple_text(data: bytes) -> pa.Table | None:
     """Fast path for the common SNAP text file: every non-blank line is exactly ``src<sep>dst``
     with one space or one tab, non-negative int64 ids, no comments (but a header of ``#``
     lines), no commas. Returns
     ``None`` when the text is anything else (the line-by-line parser then accepts it or names
-    the offending line), so both paths accept exactly the same files with the same rows."""
-    pos = 0   # skip leading comment and blank lines (a SNAP header)
-    while pos < len(text) and text[pos] in "#\n":
-        if text[pos] == "\n":
+    the offending line), so both paths accept exactly the same files with the same rows.
+    Works on the file's bytes, parsed in place by Arrow: the header must be UTF-8 (else
+    ``None``, and the line parser names the line), the rest parses as integers only if it
+    is ASCII."""
+    pos, end = 0, len(data)   # skip leading comment and blank lines (a SNAP header)
+    while pos < end and data[pos] in b"#\n":
+        if data[pos] == 10:   # "\n"
             pos += 1
             continue
-        nl = text.find("\n", pos)
-        pos = len(text) if nl < 0 else nl + 1
-    text = text[pos:]
-    if not text or "#" in text or "," in text or "\r" in text:
+        nl = data.find(b"\n", pos)
+        pos = end if nl < 0 else nl + 1
+    try:
+        data[:pos].decode("utf-8")
+    except UnicodeDecodeError:
         return None
-    head = text[:256]
-    first = head.split("\n", 1)[0]
-    sep = " " if " " in first else "\t" if "\t" in first else None
-    if sep is None or (sep == " " and "\t" in text):
+    if pos == end or any(data.find(c, pos) >= 0 for c in (b"#", b",", b"\r")):
+        return None
+    first = data[pos:pos + 256].split(b"\n", 1)[0]
+    sep = " " if b" " in first else "\t" if b"\t" in first else None
+    if sep is None or (sep == " " and data.find(b"\t", pos) >= 0):
         return None
     import pyarrow.csv as pcsv
 
     try:
         t = pcsv.read_csv(
-            pa.py_buffer(text.encode("utf-8")),
+            pa.py_buffer(memoryview(data)[pos:]),
             read_options=pcsv.ReadOptions(column_names=["src", "dst"], use_threads=True),
             parse_options=pcsv.ParseOptions(delimiter=sep, quote_char=False,
                                             double_quote=False, escape_char=False,
@@ -540,7 +548,15 @@ def _parse_lines(path: Path, lines: list[str], *, csv: bool,
         raise EdgeInputError(f"{_fmt(path)}:{numbers[r]}: vertex id {int(ids[neg[0]])} is "
                              f"negative; ids must be >= 0", str(path), numbers[r])
     ids = ids.reshape(n, 2)
-    return pa.Table.from_arrays([pa.array(ids[:, 0]), pa.array(ids[:, 1])], schema=EDGE_SCHEMA)
+    return pa.Table.from_arrays([_int64_array(ids[:, 0]), _int64_array(ids[:, 1])],
+                                schema=EDGE_SCHEMA)
+
+
+def _int64_array(x: np.ndarray) -> pa.Array:
+    """An int64 Arrow array of ``x`` built from its buffer (``pa.array`` of a NumPy array
+    imports pandas, half a second of a driver run: issue 33)."""
+    x = np.ascontiguousarray(x, np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(x), [None, pa.py_buffer(x)])
 
 
 def _check_parquet(t: pa.Table, path, first_row: int, names=("src", "dst")) -> pa.Table:

@@ -179,3 +179,151 @@ def test_one_partition_finishes_a_long_path_in_one_round_and_counts_its_local_ro
 def test_local_csr_refuses_a_source_the_partition_does_not_own():
     with pytest.raises(ValueError, match="source is not among the partition's vertices"):
         local_csr(np.array([0, 2]), np.array([1]), np.array([2]), np.ones(1))
+
+
+# -- the driver's path (issue 33 item 4): vertices numbered once per epoch, the CSR grown ----
+
+def scipy_dijkstra(src, dst, w, vertices, source):
+    """``scipy.sparse.csgraph.dijkstra`` from ``source`` to each of ``vertices`` (inf:
+    unreachable); of duplicate edges the lightest counts, a zero weight stays an edge."""
+    from scipy.sparse.csgraph import csgraph_from_dense, dijkstra
+
+    ids = np.unique(np.concatenate([vertices, [source], src, dst]))
+    mat = np.full((len(ids), len(ids)), np.inf)
+    np.minimum.at(mat, (np.searchsorted(ids, src), np.searchsorted(ids, dst)),
+                  np.asarray(w, np.float64))
+    out = dijkstra(csgraph_from_dense(mat, null_value=np.inf), directed=True,
+                   indices=int(np.searchsorted(ids, source)))
+    return out[np.searchsorted(ids, vertices)]
+
+
+def batches_of(data, n_edges: int):
+    """Cut points of ``n_edges`` edges into 1-4 consecutive batches."""
+    k = data.draw(st.integers(1, 4), label="batches")
+    cuts = sorted(data.draw(st.lists(st.integers(0, n_edges), min_size=k - 1,
+                                     max_size=k - 1), label="cuts"))
+    return [0, *cuts, n_edges]
+
+
+@examples(80)
+@given(weighted_edge_lists(), st.data())
+def test_compact_ids_equals_numpys_unique_with_inverse(g, data):
+    """Dense ids (a presence mask, two Numba passes) and sparse ones (a sort) alike."""
+    from gpu_kernels.unionfind import compact_ids
+
+    src, dst, _ = g
+    extra = np.array(data.draw(st.lists(st.integers(0, 2 ** 62), max_size=3)), np.int64)
+    ids, (a, b, c) = compact_ids(src, dst, extra)
+    want, inv = np.unique(np.concatenate([src, dst, extra]), return_inverse=True)
+    np.testing.assert_array_equal(ids, want)
+    np.testing.assert_array_equal(np.concatenate([a, b, c]), inv.reshape(-1))
+    assert a.dtype == b.dtype == np.int64
+
+
+@examples(80)
+@given(weighted_edge_lists(), st.booleans(), st.data())
+def test_grow_csr_over_batches_equals_local_csr_of_every_edge(g, unit, data):
+    """Batches of edges whose new vertices are numbered in between the old ones; the CSR is
+    grown after some batches only (the others wait, renumbered as vertices arrive, as a
+    resumed job's replayed epochs do): each grown CSR is array for array ``local_csr`` of all
+    the edges so far, in arrival order, with every vertex owned."""
+    from gpu_kernels.shortest_paths import grow_csr
+    from gpu_kernels.unionfind import compact_ids
+
+    src, dst, w = g
+    if unit:
+        w = np.ones(len(src), np.int64)
+    vertices, csr, at, pending = np.zeros(0, np.int64), None, None, []
+    cuts = batches_of(data, len(src))
+    for lo, hi in zip(cuts, cuts[1:]):
+        grown, (at_now, si, di) = compact_ids(vertices, src[lo:hi], dst[lo:hi])
+        if len(grown) != len(vertices):
+            if csr is not None:
+                at = at_now if at is None else at_now[at]
+            pending = [(at_now[a], at_now[b], x) for a, b, x in pending]
+        vertices = grown
+        pending.append((si, di, w[lo:hi]))
+        if hi < len(src) and data.draw(st.booleans(), label="wait"):
+            continue
+        si, di, x = (np.concatenate(c) for c in zip(*pending))
+        csr = grow_csr(csr, len(vertices), si, di, None if unit else x, at=at)
+        at, pending = None, []
+        indptr, targets, weights = csr
+        ref = local_csr(np.arange(len(vertices)), np.searchsorted(vertices, src[:hi]),
+                        np.searchsorted(vertices, dst[:hi]), w[:hi])
+        np.testing.assert_array_equal(indptr, ref[0])
+        np.testing.assert_array_equal(targets, ref[1])
+        np.testing.assert_array_equal(targets, ref[2])
+        if unit:
+            assert weights is None
+        else:
+            np.testing.assert_array_equal(weights, ref[3])
+            assert weights.dtype == w.dtype
+
+
+@examples(80)
+@given(weighted_edge_lists(), st.data())
+def test_driver_dijkstra_over_grown_csrs_equals_scipys_dijkstra(g, data):
+    """The driver's epochs as the job runs them: per batch the vertices numbered, the CSR
+    grown, then Dijkstra (``local_fixpoint``, every vertex owned, hop counts with
+    :func:`unit_weights`) from the reached sources of the batch's edges, starting at the
+    last distances: every vertex at scipy's Dijkstra distance after every batch."""
+    from gpu_kernels.shortest_paths import grow_csr, unit_weights
+    from gpu_kernels.unionfind import compact_ids
+
+    src, dst, w = g
+    unit = w.dtype.kind == "i"
+    source = int(data.draw(st.sampled_from(np.concatenate([src, dst, [0]]).tolist()),
+                           label="source"))
+    vertices = np.array([source], np.int64)
+    dist = np.zeros(1, w.dtype)
+    csr = None
+    cuts = batches_of(data, len(src))
+    for e, (lo, hi) in enumerate(zip(cuts, cuts[1:])):
+        grown, (at, si, di) = compact_ids(vertices, src[lo:hi], dst[lo:hi])
+        d = np.full(len(grown), unreached(w.dtype), w.dtype)
+        d[at] = dist
+        vertices, dist = grown, d
+        csr = grow_csr(csr, len(vertices), si, di, None if unit else w[lo:hi],
+                       at=None if csr is None else at)
+        indptr, targets, weights = csr
+        weights = unit_weights(len(targets)) if weights is None else weights
+        seeds = np.searchsorted(vertices, [source]) if e == 0 else np.unique(si)
+        seeds = seeds[dist[seeds] != unreached(w.dtype)]
+        res = local_fixpoint((indptr, targets, targets, weights), dist, seeds, dist[seeds])
+        assert len(res.out_v) == 0   # every target is owned
+        dist[res.updated] = res.distances
+        expect = scipy_dijkstra(src[:hi], dst[:hi], w[:hi], vertices, source)
+        np.testing.assert_allclose(as_float(dist), expect)
+
+
+def test_unit_weights_give_the_same_local_fixpoint_as_ones():
+    """Hop counts without a weight array: the same result, round for round."""
+    from gpu_kernels.shortest_paths import unit_weights
+
+    rng = np.random.default_rng(3)
+    s, d = rng.integers(0, 200, 2000), rng.integers(0, 200, 2000)
+    csr = local_csr(np.arange(200), s, d, np.ones(2000, np.int64))
+    dist = np.full(200, unreached(np.int64), np.int64)
+    dist[s[0]] = 0
+    a = local_fixpoint(csr, dist, np.array([s[0]]), np.zeros(1, np.int64))
+    b = local_fixpoint(csr[:3] + (unit_weights(len(csr[1])),), dist, np.array([s[0]]),
+                       np.zeros(1, np.int64))
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    assert not unit_weights(5).flags.writeable and unit_weights(5).tolist() == [1] * 5
+
+
+def test_grow_csr_refuses_bad_indices_and_mixed_weights():
+    from gpu_kernels.shortest_paths import grow_csr
+
+    one = np.array([0]), np.array([1])
+    with pytest.raises(ValueError, match="outside"):
+        grow_csr(None, 1, *one, None)
+    csr = grow_csr(None, 2, *one, np.ones(1))
+    with pytest.raises(ValueError, match="weights must be given"):
+        grow_csr(csr, 2, *one, None)
+    with pytest.raises(ValueError, match="entries for 2 previous"):
+        grow_csr(csr, 3, *one, np.ones(1), at=np.array([0]))
+    with pytest.raises(ValueError, match="one length"):
+        grow_csr(csr, 2, np.array([0, 1]), np.array([1]), np.ones(2))

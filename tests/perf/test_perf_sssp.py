@@ -101,3 +101,54 @@ def test_graphx_shortest_paths_equals_scipy_on_a_tiny_graph(tmp_path):
     ref_both = bs.scipy_bfs(str(parquet), 1, undirected=True)     # 5 reached through 5 -> 1
     assert ref_both["reached"] == 5 and ref_both["dist_max"] == 2
     assert {k: both[k] for k in keys} == {k: ref_both[k] for k in keys}
+
+
+# -- --vs-scipy: tfront sssp on the driver against the scipy script (issue 33 item 4) --------
+
+def test_driver_mode_parses_both_outputs_and_judges_the_ratio_of_medians(tmp_path):
+    ours = bs.parse_driver_output("ours", (
+        "epoch 0: vertices 5, reached 4, edges 9, rounds 1, max distance 6, on the driver, "
+        "0.81 s; input x rows 1-9\ntotal: 1 epochs, 1 rounds, 1.84 s (kernels compiled 0.90 s "
+        "(once: cached for later runs), progress tracking 0.01 s), distances not saved"))
+    assert ours == {"epoch_s": 0.81, "where": "on the driver", "reached": 4, "dist_max": 6,
+                    "total_s": 1.84, "kernels_s": 0.9, "compiled": True}
+    ref = bs.parse_driver_output("scipy", 'noise\nSSSP_SCIPY {"read_s": 1.0, "reached": 4}\n')
+    assert ref == {"read_s": 1.0, "reached": 4}
+    wcc = bs.parse_driver_output("wcc", "epoch 0: vertices 5, edges 9, components 2, rounds 1, "
+                                        "1.99 s, kernels cpu 3; input x")
+    assert wcc == {"epoch_s": 1.99}
+    runs = [{"system": "ours", "status": "ok", "whole_s": w, "epoch_s": 1.0, "rep": i,
+             "load_1min": 0.5, "where": "on the driver"} for i, w in enumerate((4.0, 2.0, 3.0))]
+    runs += [{"system": "scipy", "status": "ok", "whole_s": w, "read_s": 1.0, "csr_s": 0.5,
+              "dijkstra_s": 0.2, "rep": i, "load_1min": 0.5} for i, w in enumerate((1.0, 2.5, 1.5))]
+    runs.append({"system": "scipy", "status": "timeout", "rep": 3, "load_1min": 9.0})
+    s = bs.driver_summary(runs, ["ours", "scipy"])
+    assert s["medians"]["ours"]["whole_s"] == 3.0 and s["medians"]["scipy"]["runs"] == 3
+    assert s["ratio"] == {"ours": 2.0} and s["target"]["verdict"] == "FAIL"
+    assert bs.driver_summary(runs[:3], ["ours", "scipy"])["target"]["verdict"] == "n/a"
+    results = {**s, "runs": runs, "commit": "abc", "dirty": False, "machine": {"cpu_count": 2},
+               "verify": {"equal": True, "where": "on the driver"},
+               "parameters": {"graph": "g", "edges": 9, "source": 1, "repeat": 3,
+                              "systems": ["ours", "scipy"]}}
+    table = bs.format_driver(results)
+    assert "ours / scipy: 2.00x" in table and "[FAIL]" in table and "timeout" in table
+    pytest.importorskip("matplotlib")
+    bs.plot_driver(results, tmp_path / "d.png")
+    assert (tmp_path / "d.png").stat().st_size > 0
+
+
+def test_driver_mode_end_to_end_on_a_small_graph_checks_the_distances(tmp_path):
+    """One timed round of tfront sssp (this tree, whole process, on the driver) and the
+    script on grid100's text file: the distances equal, the ratio of the medians written (no
+    time is checked)."""
+    out = tmp_path / "d.json"
+    assert bs.main(["--vs-scipy", "--graph", "grid100", "--repeat", "1", "--cache",
+                    str(tmp_path / "graphs"), "--out", str(out), "--quiet"]) == 0
+    import json
+
+    res = json.loads(out.read_text())
+    assert res["verify"]["equal"] is True and res["verify"]["where"] == "on the driver"
+    assert [r["system"] for r in res["runs"]] == ["ours", "scipy"]
+    assert all(r["status"] == "ok" for r in res["runs"])
+    assert res["runs"][0]["reached"] == res["runs"][1]["reached"] == 10_000
+    assert res["ratio"]["ours"] > 0 and res["target"]["limit"] == bs.DRIVER_TARGET

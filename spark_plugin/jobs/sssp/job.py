@@ -59,6 +59,7 @@ the progress bar; this module is the dataflow and the algorithm.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,8 +68,11 @@ import pyarrow as pa
 from engine import Report
 from engine.jit import CompileWatch, warm_shortest_paths
 from gpu_kernels.locality import bfs_order, cut_edges, ldg_parts, range_parts
-from gpu_kernels.shortest_paths import (improve, local_csr, local_fixpoint, sorted_distinct,
-                                        unreached)
+from gpu_kernels.shortest_paths import (grow_csr, improve, local_csr, local_fixpoint,
+                                        unit_weights, unreached)
+from gpu_kernels.unionfind import compact_ids
+
+from spark_plugin.jobs.arrow import arrow_numpy
 
 from spark_plugin.jobs.budget import driver_finish_rows as budget_rows
 from spark_plugin.jobs.framework import EpochJob, EpochOutcome, JobProtocolError, JobResult
@@ -336,7 +340,8 @@ class SsspJob(EpochJob):
     The driver holds ``vertices`` (sorted, every vertex seen so far), their distances
     (unreached: :func:`~gpu_kernels.shortest_paths.unreached`) and, once on Spark, their
     partitions (``part``, aligned with ``vertices``). While the edges so far fit its budget
-    (:func:`driver_finish_rows`) the driver holds them too (``held``); past it they move to
+    (:func:`driver_finish_rows`) the driver holds them too (``held``, and as a CSR by vertex
+    index, grown by each epoch's edges: ``drv_csr``); past it they move to
     the Spark partitions -- an RDD of ``(owned, csr, added)`` cached between rounds and
     rebuilt each epoch with its new edges merged in -- and stay there. Resuming a local
     ``out``, the distances come from the last final epoch's result and the edges from the
@@ -369,6 +374,11 @@ class SsspJob(EpochJob):
         self.part = None             # partition per vertex, once on Spark
         self.n_edges = self.n_cut = 0
         self.held: list = []         # the edges, while the driver holds them
+        # ... and as a CSR by vertex index (grow_csr), with the edges not yet in it (vertex
+        # indices) and, when vertices were added since it was built, its vertices' new indices
+        self.drv_csr = None
+        self.drv_new: list = []
+        self.drv_at = None
         self.backlog: list = []      # edges not yet in the partitions: (src, dst, w, fresh)
         self.unsent = 0              # edges replayed by a resume, not yet reported sent
         self.csr = None              # the partitions' edges: an RDD of (owned, csr, added)
@@ -409,37 +419,61 @@ class SsspJob(EpochJob):
     def input_columns(self):
         return self._picked(("src", "dst", "weight") if self.weighted else ("src", "dst"))
 
+    #: Said (from level 1) when the kernels are not in Numba's cache yet.
+    COMPILING = "compiling the Numba kernels (once: cached for later runs) ..."
+
     def start(self):
         self.driver_rows = driver_finish_rows(self._spark)[0]
+        # the driver's kernels load (or compile, once) on the tracking thread while the input
+        # is read (a text file is read whole before prepare(): Arrow's parser releases the
+        # GIL, Numba's start-up -- half a second -- then costs nothing); the note that they
+        # compile waits for the progress bar, made once the input is open
+        lock, said, ready = threading.Lock(), [], []
 
-    def prepare(self):
-        # the driver's kernels load (or compile, once) on the tracking thread meanwhile
-        bar = self.bar
+        def announce():
+            with lock:
+                said.append(True)
+                now = bool(ready)
+            if now:
+                self.bar.note(self.COMPILING)
 
         def load():
-            with CompileWatch(lambda: bar.note("compiling the Numba kernels (once: cached "
-                                               "for later runs) ...")) as watch:
+            with CompileWatch(announce) as watch:
                 warm_shortest_paths()   # engine.jit's: make venv compiled them
             return watch
+        self._announced = (lock, said, ready)
         self.driver.load_kernels(load)
 
-    def _edges_of(self, table: pa.Table):
-        """An epoch's rows as edge arrays ``(src, dst, weight)`` (both ways if undirected)."""
-        s = table.column("src").to_numpy().astype(np.int64)
-        d = table.column("dst").to_numpy().astype(np.int64)
-        w = (table.column("weight").to_numpy().astype(np.float64) if self.weighted
-             else np.ones(len(s), np.int64))
-        if self.undirected:
-            s, d, w = np.concatenate([s, d]), np.concatenate([d, s]), np.concatenate([w, w])
-        return s, d, w
+    def prepare(self):
+        lock, said, ready = self._announced
+        with lock:   # the bar exists now: announce() says it from here on, or we do once
+            ready.append(True)
+            late = bool(said)
+        if late:
+            self.bar.note(self.COMPILING)
 
-    def _grow(self, s, d) -> None:
+    def _edges_of(self, table: pa.Table):
+        """An epoch's rows as edge arrays ``(src, dst, weight)`` (both ways if undirected),
+        read from the Arrow buffers (``to_numpy`` of a chunked column imports pandas)."""
+        s = arrow_numpy(table.column("src"), writable=False).astype(np.int64, copy=False)
+        d = arrow_numpy(table.column("dst"), writable=False).astype(np.int64, copy=False)
+        w = (arrow_numpy(table.column("weight"), writable=False).astype(np.float64, copy=False)
+             if self.weighted else None)
+        if self.undirected:
+            s, d = np.concatenate([s, d]), np.concatenate([d, s])
+            w = None if w is None else np.concatenate([w, w])
+        # hops: every weight 1, a view of one value (materialised only where moved to Spark)
+        return s, d, unit_weights(len(s)) if w is None else w
+
+    def _grow(self, s, d):
         """Every vertex of the edges ``s -> d`` is seen: new ones are unreached (and, on
-        Spark, unplaced until :meth:`_place`)."""
-        grown = sorted_distinct(self.vertices, s, d)
+        Spark, unplaced until :meth:`_place`). Returns the edges by vertex index (positions
+        in :attr:`vertices`), found with the vertices in one pass
+        (:func:`~gpu_kernels.unionfind.compact_ids`: a presence mask when the ids are dense,
+        else one sort)."""
+        grown, (at, si, di) = compact_ids(self.vertices, s, d)
         if len(grown) == len(self.vertices):
-            return
-        at = np.searchsorted(grown, self.vertices)
+            return si, di
         dist = np.full(len(grown), unreached(self.dtype), self.dtype)
         dist[at] = self.dist
         if self.part is not None:
@@ -447,15 +481,22 @@ class SsspJob(EpochJob):
             part[at] = self.part
             self.part = part
         self.vertices, self.dist = grown, dist
+        # the driver's CSR and its pending edges are renumbered when the epoch is finished
+        if self.drv_csr is not None:
+            self.drv_at = at if self.drv_at is None else at[self.drv_at]
+        self.drv_new = [(at[a], at[b], w) for a, b, w in self.drv_new]
+        return si, di
 
-    def _add(self, s, d, w) -> None:
-        """The edges join the driver's (while it holds them) or the partitions' backlog."""
+    def _add(self, s, d, w, si, di) -> None:
+        """The edges join the driver's (while it holds them: ``si -> di`` by vertex index
+        join its CSR when the epoch is finished) or the partitions' backlog."""
         self.n_edges += len(s)
         if self.on_spark:
             self._place(s, d)
             self.backlog.append((s, d, w, True))
         else:
             self.held.append((s, d, w))
+            self.drv_new.append((si, di, w if self.weighted else None))
 
     def _place(self, s, d) -> None:
         """Give every unplaced vertex a partition: ``hash`` ``v % P``; ``locality`` the first
@@ -488,9 +529,9 @@ class SsspJob(EpochJob):
         # first epoch computed
         s, d, w = self._edges_of(source.read())
         self._bound_weights(w, source.what)
-        self._grow(s, d)
+        si, di = self._grow(s, d)
         self._to_spark_if_needed(len(s))
-        self._add(s, d, w)
+        self._add(s, d, w, si, di)
         self.unsent += len(s)
 
     #: The sum of every weight so far: a bound on any distance (issue 32 item 6).
@@ -506,7 +547,7 @@ class SsspJob(EpochJob):
         EdgeInputError
             The sum of the weights so far is past the largest double (nothing of the epoch
             is applied)."""
-        if w is None or not len(w):
+        if w is None or not len(w) or not self.weighted:   # hops: every weight is 1
             return
         with np.errstate(over="ignore"):
             total = self.weight_sum + float(np.sum(np.asarray(w, np.float64)))
@@ -523,6 +564,7 @@ class SsspJob(EpochJob):
         if self.on_spark or self.n_edges + more <= self.driver_rows:
             return
         self.on_spark = True
+        self.drv_csr, self.drv_new, self.drv_at = None, [], None
         if self.held:
             s, d, w = (np.concatenate(x) for x in zip(*self.held))
             self.held = []
@@ -541,12 +583,17 @@ class SsspJob(EpochJob):
         s, d, w = self._edges_of(inp.table())
         self._bound_weights(w, inp.source.what)   # before anything of the epoch changes
         self.new_edges = len(s)
-        self._grow(s, d)
+        si, di = self._grow(s, d)
         self._to_spark_if_needed(len(s))
-        self._add(s, d, w)
+        self._add(s, d, w, si, di)
         self.sent, self.unsent = self.unsent + len(s), 0
-        seeds = np.array([self.source], np.int64) if e == 0 else sorted_distinct(s)
-        seed_d = self.dist[np.searchsorted(self.vertices, seeds)]
+        if e == 0:
+            at = np.searchsorted(self.vertices, np.array([self.source], np.int64))
+        else:   # the distinct sources of the new edges, in id order
+            seen = np.zeros(len(self.vertices), np.bool_)
+            seen[si] = True
+            at = np.flatnonzero(seen)
+        seeds, seed_d = self.vertices[at], self.dist[at]
         keep = seed_d != unreached(self.dtype)
         self.active = (seeds[keep], seed_d[keep])
         report = Report().produced(INPUT, 0, (e,), self.sent)
@@ -591,17 +638,31 @@ class SsspJob(EpochJob):
         """One Dijkstra over every edge the driver holds, from the seeds: the epoch's fixed
         point in global round 0 (no Spark job). Reported as the driver's own batch: ``step``
         consumed the seeds and the new edges and went through its local rounds, ``min``
-        consumed what it produced and sent nothing around the loop."""
+        consumed what it produced and sent nothing around the loop. The driver's CSR is
+        the last epoch's with the new edges added (:func:`~gpu_kernels.shortest_paths.grow_csr`:
+        linear, no sort, the edges in the order :func:`~gpu_kernels.shortest_paths.local_csr`
+        of all of them would give)."""
         d = self.driver
-        s, dst, w = (np.concatenate(x) for x in zip(*self.held))
-        self.held = [(s, dst, w)]
         n = len(self.vertices)
         d.steps.step("driver dijkstra", e, 0)
-        idx = np.arange(n, dtype=np.int64)
-        csr = local_csr(idx, np.searchsorted(self.vertices, s),
-                        np.searchsorted(self.vertices, dst), w)
+        if self.drv_new or self.drv_csr is None or self.drv_at is not None:
+            if len(self.drv_new) == 1:
+                si, di, w = self.drv_new[0]
+            elif self.drv_new:
+                si, di = (np.concatenate(x) for x in list(zip(*self.drv_new))[:2])
+                w = (np.concatenate([x[2] for x in self.drv_new]) if self.weighted
+                     else None)
+            else:
+                si = di = np.zeros(0, np.int64)
+                w = np.zeros(0, self.dtype) if self.weighted else None
+            self.drv_csr = grow_csr(self.drv_csr, n, si, di, w, at=self.drv_at)
+            self.drv_new, self.drv_at = [], None
+        indptr, targets, weights = self.drv_csr
+        if weights is None:   # hop counts
+            weights = unit_weights(len(targets))
         av, ad = self.active
-        res = local_fixpoint(csr, self.dist, np.searchsorted(self.vertices, av), ad)
+        res = local_fixpoint((indptr, targets, targets, weights), self.dist,
+                             np.searchsorted(self.vertices, av), ad)
         self.dist[res.updated] = res.distances
         self.local_rounds = len(res.settled_rounds)
         d.count_kernels(None, f"driver dijkstra, epoch {e}", [("cpu", CPU_ONLY)])

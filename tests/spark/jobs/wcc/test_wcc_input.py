@@ -16,6 +16,7 @@ import zlib
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from spark_plugin.jobs.wcc.job import EdgeInputError, run_wcc
 from spark_plugin.jobs.edges import (CSV_RULE, DONE_MARKER, check_input, edge_files,
@@ -634,3 +635,105 @@ def test_gh32_running_out_of_memory_reading_a_file_is_a_named_error(tmp_path):
                        text=True, timeout=300)
     assert "named:" in r.stdout and "ran out of memory reading" in r.stdout, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
+
+
+_PIECES = ["1", "22", "303", "0", " ", " ", "\t", "\n", "\n", "# c\n", "#", ",", "\r", "-",
+           "+", "x", "\n\n", "é", "9223372036854775808"]
+
+
+_IDS = st.sampled_from(["0", "1", "22", "303", "9223372036854775807"])
+
+
+@st.composite
+def _edge_text(draw):
+    """Mostly ``src<sep>dst`` lines with one separator (what the fast path takes), now and
+    then a piece of something else."""
+    sep = draw(st.sampled_from(["\t", " "]))
+    line = st.builds(lambda a, b: f"{a}{sep}{b}\n", _IDS, _IDS)
+    junk = st.sampled_from(_PIECES)
+    return "".join(draw(st.lists(st.one_of(*[line] * 12, junk), max_size=12)))
+
+
+def _before_gh33(text: str):
+    """The text fast path as it was before issue 33 (on the decoded text, re-encoded for
+    Arrow): the reference the byte-level one must equal."""
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    pos = 0
+    while pos < len(text) and text[pos] in "#\n":
+        if text[pos] == "\n":
+            pos += 1
+            continue
+        nl = text.find("\n", pos)
+        pos = len(text) if nl < 0 else nl + 1
+    text = text[pos:]
+    if not text or "#" in text or "," in text or "\r" in text:
+        return None
+    first = text[:256].split("\n", 1)[0]
+    sep = " " if " " in first else "\t" if "\t" in first else None
+    if sep is None or (sep == " " and "\t" in text):
+        return None
+    try:
+        t = pcsv.read_csv(
+            pa.py_buffer(text.encode("utf-8")),
+            read_options=pcsv.ReadOptions(column_names=["src", "dst"], use_threads=True),
+            parse_options=pcsv.ParseOptions(delimiter=sep, quote_char=False,
+                                            double_quote=False, escape_char=False,
+                                            newlines_in_values=False, ignore_empty_lines=True),
+            convert_options=pcsv.ConvertOptions(
+                column_types={"src": pa.int64(), "dst": pa.int64()}, null_values=[],
+                strings_can_be_null=False, quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+        return None
+    if t.num_columns != 2 or t.column("src").null_count or t.column("dst").null_count:
+        return None
+    src, dst = (t.column(c).combine_chunks() if t.num_rows else pa.array([], pa.int64())
+                for c in ("src", "dst"))
+    if t.num_rows and (pc.min(src).as_py() < 0 or pc.min(dst).as_py() < 0):
+        return None
+    return pa.table({"src": src, "dst": dst})
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(_edge_text(), _edge_text(), _edge_text(),
+                st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)),
+       st.sampled_from([b"", b"", b"\xff", b"\xef\xbb\xbf"]), st.booleans())
+def test_gh33_the_text_fast_path_reads_what_it_read_before(tmp_path_factory, text, prefix,
+                                                           header):
+    """Issue 33: the SNAP fast path parses the file's bytes in place (no decode and
+    re-encode of the whole file); whatever the file, read_edges gives the rows it gave
+    before -- the old fast path on the decoded text, else the line-by-line parser -- or the
+    same error (a non-UTF-8 byte in the header or the body, a BOM, comments, commas, signs,
+    ids past int64 included)."""
+    from spark_plugin.jobs.edges import _decode, _parse_lines
+
+    data = prefix + (b"# FromNodeId\tToNodeId\n" if header else b"") + text.encode("utf-8")
+    path = tmp_path_factory.mktemp("fast") / "e.txt"
+    path.write_bytes(data)
+
+    def outcome(fn):
+        try:
+            t = fn()
+        except EdgeInputError as e:
+            return ("error", str(e))
+        return ("rows", pairs(t))
+
+    def before():
+        decoded = _decode(path, data)
+        fast = _before_gh33(decoded)
+        return fast if fast is not None else _parse_lines(path, decoded.splitlines(), csv=False)
+    assert outcome(lambda: read_edges(path)) == outcome(before)
+
+
+def test_gh33_the_fast_path_takes_a_snap_file_and_names_a_bad_header_byte(tmp_path):
+    from spark_plugin.jobs import edges as E
+
+    good = b"# a header\n1\t2\n3\t4\n"
+    t = E._parse_simple_text(good)
+    assert pairs(t) == [(1, 2), (3, 4)]
+    assert E._parse_simple_text(b"# \xff\n1\t2\n") is None   # the line parser names it
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"# \xff\n1\t2\n")
+    with pytest.raises(EdgeInputError, match=r"bad.txt:1: not a UTF-8 text edge file"):
+        read_edges(path)

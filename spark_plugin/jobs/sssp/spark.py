@@ -376,7 +376,8 @@ class SparkDistances:
         df = job.spark.createDataFrame(self.state.flatMap(_reached),
                                        f"vertex bigint, distance {kind}")
         df, ids = ck.checkpoint(df)
-        ck.release(self.result_ids)
+        # the previous epoch's stay until this one is written (--changes compares them):
+        # the framework releases them then (the job's holding() no longer names them)
         self.result, self.result_ids = df, ids
         c = self.state.map(_summary).collect()
         return df, sum(x[0] for x in c), sum(x[1] for x in c), max(

@@ -50,6 +50,12 @@ operators' words, local rounds included; the driver decides only from frontiers:
 * epoch ``e`` is final when the frontier at ``output.in0`` has passed ``e``; only then are its
   distances written.
 
+A Spark source (a URI, a Spark-written directory, a table, a DataFrame: read by the executors,
+:mod:`spark_plugin.sources`) is collected for an epoch that fits the driver's budget; past it
+the distances and edges stay in Spark and the driver keeps ``O(P)`` numbers
+(:mod:`spark_plugin.jobs.sssp.spark`: the same operators and reports, ``min`` run in the
+owners' tasks, its counts reported by the driver).
+
 The job is an :class:`~spark_plugin.jobs.framework.EpochJob` (:class:`SsspJob`): the framework
 reads the epochs, guards and applies every report exactly once, checks the output frontier,
 writes each final epoch to ``out`` -- a local one with its manifest, resumable -- and draws
@@ -245,7 +251,8 @@ class SsspEpoch:
 class SsspResult(JobResult):
     """What :func:`run_sssp` did (:class:`~spark_plugin.jobs.framework.JobResult`, which documents the
     common fields). ``distances`` (``vertex, distance``, reached vertices only, sorted by
-    vertex) is the last final epoch's when no ``out`` was given; ``decisions`` the frontiers
+    vertex) is the last final epoch's when no ``out`` was given -- for a Spark source a
+    Spark DataFrame (unsorted, never collected by the job); ``decisions`` the frontiers
     each decision of this run was taken from, in order: ``(epoch, round, what, frontier)``
     with ``what`` one of ``round`` (the frontiers at step.in3 and min.in0 passed
     ``(e, round)``; ``frontier`` is the pair of them, step.in3's first), ``converged``

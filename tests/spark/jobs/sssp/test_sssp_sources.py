@@ -5,7 +5,6 @@ run resumed; past the driver's budget the distances stay in Spark
 (:mod:`spark_plugin.jobs.sssp.spark`). Every epoch's distances are compared with scipy's."""
 
 import json
-import os
 
 import numpy as np
 import pyarrow as pa
@@ -19,6 +18,7 @@ from spark_plugin.jobs.sssp.job import run_sssp
 from spark_plugin.sources import SparkSourceError
 
 from graph_cases import scipy_distances
+from test_sssp import Killed, crash_at, written
 
 pytestmark = pytest.mark.spark
 
@@ -39,19 +39,9 @@ def _want(src, dst, w, source, undirected=False) -> dict:
     return {int(v): float(d) for v, d in zip(verts, got) if np.isfinite(d)}
 
 
-def _written(out) -> dict:
-    """``{epoch: {vertex: distance}}`` of the dataset ``out``, each vertex once per epoch."""
-    t = pq.read_table(out)
-    res: dict = {}
-    for e, v, d in zip(*(t.column(c).to_pylist() for c in ("epoch", "vertex", "distance"))):
-        assert v not in res.setdefault(e, {}), f"vertex {v} written twice in epoch {e}"
-        res[e][v] = d
-    return res
-
-
 def _check(out, src, dst, w, source, cuts, undirected=False):
     """Each epoch ``e`` of ``out`` equals scipy on the rows ``[0, cuts[e + 1])``."""
-    got = _written(out)
+    got = written(out)
     assert sorted(got) == list(range(len(cuts) - 1))
     for e in range(len(cuts) - 1):
         k = cuts[e + 1]
@@ -158,8 +148,6 @@ def test_gh31_sssp_string_ids_source_by_name_and_a_killed_run_resumed(
     recorded resumes at epoch 2 -- on Spark from the distances read by Spark and the final
     epochs' rows, or on the driver, collecting them when they fit --, each epoch once and
     equal to scipy. A source that is no vertex is named."""
-    from test_sssp import Killed, crash_at
-
     rng = np.random.default_rng(11)
     names = [f"user{k:02d}" if k % 3 else f"https://x.org/{k}" for k in range(30)]
     ia, ib = rng.integers(0, 30, 90), rng.integers(0, 30, 90)
@@ -196,7 +184,7 @@ def test_gh31_sssp_string_ids_source_by_name_and_a_killed_run_resumed(
         assert res.resumed_at == 2 and [s.epoch for s in res.epochs] == [2]
         assert res.epochs[0].where == ("spark" if budget == "0" else "driver")
         assert res.epochs[0].edges == 90
-        got = _written(str(out))
+        got = written(str(out))
         for e, k in enumerate((30, 60, 90)):
             want = want_names(k)
             assert set(got[e]) == set(want), f"epoch {e}"
@@ -225,7 +213,7 @@ def test_gh31_sssp_changes_writes_only_what_changed(spark, tmp_path, monkeypatch
     res = run_sssp(spark, edges, source, epochs=3, out=str(out), weighted=True, changes=True,
                    partitions=2, progress=False)
     assert {s.where for s in res.epochs} == {"spark" if source_kind == "spark" else "driver"}
-    got, now = _written(str(out)), {}
+    got, now = written(str(out)), {}
     for e, k in enumerate((20, 40, 60)):
         want = _want(src[:k], dst[:k], w[:k], source)
         rows = got.get(e, {})

@@ -5,6 +5,7 @@ run resumed; past the driver's budget the distances stay in Spark
 (:mod:`spark_plugin.jobs.sssp.spark`). Every epoch's distances are compared with scipy's."""
 
 import json
+import os
 
 import numpy as np
 import pyarrow as pa
@@ -240,3 +241,61 @@ def test_gh31_sssp_reads_uris_and_names_bad_weights(spark, tmp_path, monkeypatch
         run_sssp(spark, str(d), 1, weighted=True, progress=False)
     with pytest.raises(SparkSourceError, match="give either an edge input or a table"):
         run_sssp(spark, str(d), 1, table="t", progress=False)
+
+
+@pytest.mark.slow
+def test_gh31_sssp_on_a_cluster_the_driver_never_opens_the_edge_files(tmp_path):
+    """``local-cluster[2,1,1024]`` (executors in JVMs of their own), a weighted ``file://``
+    dataset, every epoch kept in Spark: the driver's Python process opens none of the
+    dataset's files (the WCC test's probe: an audit hook and pyarrow's readers); a run
+    killed (SIGKILL) after epoch 1's distances were written but before its manifest named
+    them is resumed by a rerun, and every epoch is then in ``--out`` once, equal to
+    scipy."""
+    import signal
+    import subprocess
+    import sys
+
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(   # the WCC test's probe, as it is
+        "gh31_wcc_probe", Path(__file__).parents[1] / "wcc" / "test_wcc_sources.py")
+    wcc_test = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(wcc_test)
+    PROBE = wcc_test.PROBE
+
+    rng = np.random.default_rng(11)   # short hops along the ids: few partition crossings
+    src = rng.integers(0, 300, 600)
+    dst, w = src + rng.integers(1, 6, 600), rng.choice([0.5, 1.0, 2.0], 600)
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    for k in range(3):
+        pq.write_table(pa.table({"src": src[k * 200:(k + 1) * 200],
+                                 "dst": dst[k * 200:(k + 1) * 200],
+                                 "weight": w[k * 200:(k + 1) * 200]}), ds / f"part-{k:05d}.parquet")
+    (ds / "_SUCCESS").touch()
+    out = tmp_path / "out"
+    cmd = ("sssp", ds.as_uri(), "--source", str(src[0]), "--weighted", "--epochs", "3",
+           "--out", str(out), "--master", "local-cluster[2,1,1024]", "--partitions", "2", "-q")
+
+    # the executors' Python workers import this checkout, not another install of it
+    root = str(Path(__file__).parents[4])
+    path = os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+
+    def probe(**env):
+        r = subprocess.run([sys.executable, "-c", PROBE, str(ds), *cmd],
+                           env=dict(os.environ, TFRONT_SSSP_DRIVER_ROWS="0",
+                                    PYTHONPATH=path, **env),
+                           capture_output=True, text=True, timeout=900)
+        return r, (json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else None)
+
+    r, _ = probe(TFRONT_WCC_CRASH_AT="epoch:1:after-data")
+    assert r.returncode == -signal.SIGKILL, r.stderr[-3000:]
+    r, info = probe()
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert info["rc"] == 0 and info["opened"] == []
+    _check(str(out), src, dst, w, int(src[0]), [0, 200, 400, 600])
+    parts = [n for n in os.listdir(out) if n.startswith("part-epoch-")]
+    assert sorted({n[:17] for n in parts}) == [f"part-epoch-{e:06d}" for e in range(3)]
+    assert len(parts) == len({p for r in json.loads((out / MANIFEST).read_text())["output"]
+                              for p in r["files"]})

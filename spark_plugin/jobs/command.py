@@ -35,7 +35,7 @@ from spark_plugin.session.console import write_line
 
 __all__ = ["run_job_command", "check_out_before_spark", "verbosity", "SPARK_LOG_LEVELS",
            "master_url", "memory_size", "conf_pair", "MASTER_FORMS", "columns_option",
-           "check_columns", "path_option"]
+           "check_columns", "path_option", "add_source_options", "check_source_options"]
 
 log = logging.getLogger(__name__)
 
@@ -491,3 +491,53 @@ def check_columns(args, parser=None, *, weighted: bool = False):
     from spark_plugin.jobs.edges import EdgeColumns
 
     return EdgeColumns.parse(getattr(args, "columns", None), weighted=weighted)
+
+
+def add_source_options(p: argparse.ArgumentParser, job: str, result: str) -> None:
+    """The options of a Spark source that ``tfront wcc`` and ``tfront sssp`` share: ``--table``,
+    ``--format``, ``--header``, ``--ids``, ``--epoch-column``, ``--epoch-every``
+    (:mod:`spark_plugin.sources`); ``result`` names what is written back (``labels``)."""
+    p.add_argument("--table", default=None, metavar="NAME",
+                   help="read the edges from this table (spark.table, e.g. db.edges) instead "
+                        "of EDGES")
+    p.add_argument("--format", dest="fmt", choices=["parquet", "orc", "csv", "text"],
+                   default=None, help="a Spark source's format (default: from its file names)")
+    p.add_argument("--header", choices=["auto", "yes", "no"], default="auto",
+                   help="whether a CSV or text Spark source's first line is a header (auto: when "
+                        "its first two fields are not integers, or are the positions 0,1)")
+    p.add_argument("--ids", choices=["int", "string"], default="int",
+                   help="a Spark source's vertex ids: int (non-negative integers; default) or "
+                        "string (names, URLs: numbered by a dictionary built on the executors, "
+                        f"{result} written back as names)")
+    p.add_argument("--epoch-column", default=None, metavar="COL",
+                   help="one epoch per distinct value of COL (integer, date or timestamp; a "
+                        "partition column too), in order; reads EDGES as a Spark source")
+    p.add_argument("--epoch-every", default=None, metavar="W",
+                   help="with --epoch-column: one epoch per window of width W that holds rows "
+                        "(an integer column: e.g. 1000; a date or timestamp: 30m, 1h, 1d)")
+
+
+def check_source_options(args, parser, job: str) -> None:
+    """What ``tfront JOB``'s parser refuses about the input before anything runs: ``--changes``
+    without ``--out``, neither or both of EDGES and ``--table``, ``--epoch-every`` without
+    ``--epoch-column``; and a local EDGES that does not exist (a typo: before PySpark is
+    imported).
+
+    Raises
+    ------
+    FileNotFoundError
+        A local EDGES that does not exist.
+    """
+    from spark_plugin.sources.dataset import is_uri
+
+    if getattr(args, "changes", False) and args.out is None:
+        parser.error(f"{job} --changes needs --out (it says what to write there)")
+    table = getattr(args, "table", None)
+    if (args.edges is None) == (table is None):
+        parser.error(f"{job} needs EDGES or --table NAME" if table is None
+                     else f"{job} takes EDGES or --table NAME, not both")
+    if getattr(args, "epoch_every", None) is not None and getattr(args, "epoch_column",
+                                                                  None) is None:
+        parser.error(f"{job} --epoch-every needs --epoch-column")
+    if table is None and not is_uri(args.edges) and not os.path.exists(args.edges):
+        raise FileNotFoundError(f"edge input {args.edges!r} does not exist")

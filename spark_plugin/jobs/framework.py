@@ -881,6 +881,16 @@ class EpochJob(abc.ABC):
     spark_sources = False
     #: The job's Spark source (:class:`~spark_plugin.sources.SparkEdges`), or ``None``.
     spark_edges = None
+    #: Options of the :class:`~spark_plugin.sources.SparkEdges` the framework opens for a
+    #: Spark source given as a path or DataFrame (``{"weighted": True}``: a third column).
+    spark_options: dict = {}
+    #: The result columns that hold vertex ids (``--ids string`` writes names there); by
+    #: default every result column.
+    id_columns: tuple | None = None
+
+    def result_ddl(self) -> str:
+        """The Spark DDL of a result as a DataFrame: by default every column ``bigint``."""
+        return ", ".join(f"{c} bigint" for c in self.result_columns)
 
     def input_table(self, df) -> pa.Table:
         """An input DataFrame collected to the driver (once, at the start), as the table
@@ -998,7 +1008,8 @@ class EpochJob(abc.ABC):
                                    or self.too_big_for_driver(edges)):
             se = self.spark_edges = (edges if isinstance(edges, SparkEdges) else SparkEdges(
                 edges, columns=self.columns, plan=EpochPlan.parse(self.epochs),
-                as_file=not is_spark_source(edges, follow=self.follow)))
+                as_file=not is_spark_source(edges, follow=self.follow),
+                **self.spark_options))
             se.open(self.spark)   # the location and schema, before anything is written
             for note in se.notes:
                 self.notice(note)
@@ -1178,7 +1189,8 @@ class EpochJob(abc.ABC):
         self.loop_resume = resume.loop
         if resume.labels is not None:   # the loop's state: the last final epoch's result
             if self.spark_edges is not None:   # names back to the dictionary's ids
-                resume.labels = self.spark_edges.from_names(resume.labels)
+                resume.labels = self.spark_edges.from_names(
+                    resume.labels, self.id_columns or self.result_columns)
             self.rows_so_far = resume.edges
             self.last_result = resume.labels
             self.resume(resume.labels)
@@ -1241,8 +1253,7 @@ class EpochJob(abc.ABC):
     def _frame_of(self, result):
         """A result as a DataFrame (a driver-finished epoch's table is small: it fit)."""
         if isinstance(result, pa.Table):
-            return self.spark.createDataFrame(
-                result, schema=", ".join(f"{c} bigint" for c in self.result_columns))
+            return self.spark.createDataFrame(result, schema=self.result_ddl())
         return result
 
     def _named(self, result):
@@ -1251,7 +1262,7 @@ class EpochJob(abc.ABC):
         se = self.spark_edges
         if se is None or se.words is None:
             return result
-        return se.to_names(self._frame_of(result))
+        return se.to_names(self._frame_of(result), self.id_columns or self.result_columns)
 
     def _final_table(self, last) -> pa.Table | None:
         """The newest final epoch's result, sorted by its first column, when there is no

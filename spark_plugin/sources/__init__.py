@@ -11,9 +11,9 @@ epoch files (``--follow`` streams) are :mod:`spark_plugin.jobs.edges`'s, read by
 """
 
 from spark_plugin.sources.dataset import (FORMATS, SparkEdges, SparkSourceError, is_spark_source,
-                                          is_uri, spark_dataset_dir)
+                                          is_uri, spark_dataset_dir, spark_source)
 from spark_plugin.sources.epochs import EpochPlan, parse_every
 from spark_plugin.sources.ids import IDS_MODES
 
 __all__ = ["SparkEdges", "SparkSourceError", "is_spark_source", "is_uri", "spark_dataset_dir",
-           "FORMATS", "EpochPlan", "parse_every", "IDS_MODES"]
+           "spark_source", "FORMATS", "EpochPlan", "parse_every", "IDS_MODES"]

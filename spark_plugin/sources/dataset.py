@@ -33,10 +33,10 @@ from pathlib import Path
 from spark_plugin.errors import SparkSourceError
 from spark_plugin.jobs.edges import COLUMNS_HINT, EdgeColumns, EdgeInputError, natural_key
 from spark_plugin.sources.epochs import EpochPlan, EpochPlanError, parse_every
-from spark_plugin.sources.ids import strip
+from spark_plugin.sources.ids import edge_weights, strip
 
 __all__ = ["SparkEdges", "SparkEpoch", "SparkSourceError", "is_spark_source", "is_uri",
-           "is_dataframe",
+           "is_dataframe", "spark_source",
            "spark_dataset_dir", "FORMATS", "HEADER_MODES"]
 
 #: The formats ``--format`` names.
@@ -137,7 +137,8 @@ class SparkEdges:
 
     def __init__(self, edges=None, *, table: str | None = None, fmt: str | None = None,
                  header: str = "auto", columns: EdgeColumns | None = None,
-                 plan: EpochPlan | None = None, ids: str = "int", as_file: bool = False):
+                 plan: EpochPlan | None = None, ids: str = "int", as_file: bool = False,
+                 weighted: bool = False):
         if (edges is None) == (table is None):
             raise SparkSourceError("give either an edge input or a table (--table), not "
                                    + ("both" if edges is not None else "neither"))
@@ -148,6 +149,11 @@ class SparkEdges:
         if ids not in IDS_MODES:
             raise SparkSourceError(f"--ids {ids!r}: expected one of {', '.join(IDS_MODES)}")
         self.ids = ids
+        #: ``weighted`` (``tfront sssp --weighted``): a third column, ``weight``, a finite
+        #: number ``>= 0`` (a double) -- checked on the executors like the ids.
+        self.weighted = bool(weighted)
+        #: The columns of every epoch's rows.
+        self.edge_columns = ("src", "dst", "weight") if self.weighted else ("src", "dst")
         #: ``--ids string``: the vertex dictionary ``name, id`` (:meth:`epochs` builds it).
         self.words = None
         if header not in HEADER_MODES:
@@ -191,6 +197,8 @@ class SparkEdges:
             job["header"] = self.header
         if self.ids != "int":
             job["ids"] = self.ids
+        if self.weighted:
+            job["weighted"] = True
         return job
 
     def stamp(self) -> str | None:
@@ -367,13 +375,14 @@ class SparkEdges:
         if header:
             lines = lines.where(v != F.lit(first.strip()))   # each file's header line
         width = len(fields)
+        least = 3 if self.weighted else 2   # fields every row has
         parts = F.split(v, r"[\s,]+")
-        cols = [F.get(parts, k).alias(f"_c{k}") for k in range(max(width, 2))]
+        cols = [F.get(parts, k).alias(f"_c{k}") for k in range(max(width, least))]
         raw = lines.select(*cols, F.size(parts).alias("_n"), F.col("value").alias("_line"))
         names = fields if header else None
         return self._edges_of(raw, names, self.what, positional=[f"_c{k}" for k in
-                                                                 range(max(width, 2))],
-                              short=F.col("_n") < 2, line=F.col("_line"))
+                                                                 range(max(width, least))],
+                              short=F.col("_n") < least, line=F.col("_line"))
 
     def _is_header(self, fields: list[str]) -> bool:
         if self.header != "auto":
@@ -395,12 +404,13 @@ class SparkEdges:
         from spark_plugin.sources.ids import vertex_ids
 
         by_name = names if names is not None else None
-        picks = self.columns.picks if self.columns is not None else ("src", "dst")
+        picks = self.columns.picks if self.columns is not None else self.edge_columns
+        first = (1, 2, 3) if self.weighted else (1, 2)
         if self.columns is None and by_name is not None and not all(
                 p in by_name for p in picks) and positional is not None:
-            picks = (1, 2)   # a header without src, dst: the first two, as for files
+            picks = first   # a header without src, dst: the first fields, as for files
         if self.columns is None and by_name is None:
-            picks = (1, 2) if positional is not None else picks
+            picks = first if positional is not None else picks
         chosen = []
         for p in picks:
             if isinstance(p, int):
@@ -427,10 +437,16 @@ class SparkEdges:
         if self.ids == "string":
             from spark_plugin.sources.ids import vertex_names
 
-            (s, sbad), (d, dbad) = (vertex_names(F.col(f"`{c}`")) for c in chosen)
+            (s, sbad), (d, dbad) = (vertex_names(F.col(f"`{c}`")) for c in chosen[:2])
         else:
-            (s, sbad), (d, dbad) = (vertex_ids(F.col(f"`{c}`"), types[c]) for c in chosen)
+            (s, sbad), (d, dbad) = (vertex_ids(F.col(f"`{c}`"), types[c]) for c in chosen[:2])
         bad = sbad | dbad
+        if self.weighted:
+            if len(chosen) < 3:
+                raise EdgeInputError(f"{where}: a weighted input needs a third column, the "
+                                     f"weight (--columns SRC,DST,WEIGHT)", where)
+            weight, wbad = edge_weights(F.col(f"`{chosen[2]}`"), types[chosen[2]], where)
+            bad = bad | wbad
         if short is not None:
             bad = short | bad
         if self.ids == "string":   # names now, ids once the dictionary exists (epochs())
@@ -440,6 +456,9 @@ class SparkEdges:
                 F.col(f"`{chosen[0]}`").cast("string").alias("_src"),
                 F.col(f"`{chosen[1]}`").cast("string").alias("_dst"),
                 (line if line is not None else F.lit(None).cast("string")).alias("_line")]
+        if self.weighted:
+            cols[2:2] = [weight.alias("weight")]
+            cols.append(F.col(f"`{chosen[2]}`").cast("string").alias("_w"))
         if self.plan.column is not None:
             ec = next((c for c in raw.columns if c == self.plan.column), None) or next(
                 (c for c in raw.columns if c.lower() == self.plan.column.lower()), None)
@@ -498,22 +517,33 @@ class SparkEdges:
         from spark_plugin.sources.ids import dictionary, to_ids
 
         self.words = dictionary(self._frame).localCheckpoint(eager=True)
-        return [SparkEpoch(ep.what, ep.rows, to_ids(ep.frame, self.words)) for ep in eps]
+        extra = self.edge_columns[2:]
+        return [SparkEpoch(ep.what, ep.rows, to_ids(ep.frame, self.words, extra=extra))
+                for ep in eps]
 
-    def to_names(self, labels):
-        """``--ids string``: ``labels`` (a DataFrame of ids ``vertex, component``) as names;
+    def to_names(self, labels, columns=("vertex", "component")):
+        """``--ids string``: ``labels`` (a DataFrame whose ``columns`` hold ids) as names;
         else ``labels``."""
         if self.words is None:
             return labels
         from spark_plugin.sources.ids import to_names
-        return to_names(labels, self.words)
+        return to_names(labels, self.words, columns)
 
-    def from_names(self, labels):
+    def from_names(self, labels, columns=("vertex", "component")):
         """The inverse of :meth:`to_names` (a resumed ``--out``'s labels)."""
         if self.words is None:
             return labels
         from spark_plugin.sources.ids import from_names
-        return from_names(labels, self.words)
+        return from_names(labels, self.words, columns)
+
+    def vertex_id(self, name) -> int | None:
+        """``--ids string``: the id of the vertex ``name`` (one small Spark job over the
+        dictionary), ``None`` when no edge has it; else ``name`` as an int."""
+        if self.words is None:
+            return int(name)
+        from pyspark.sql import functions as F
+        row = self.words.where(F.col("name") == F.lit(str(name).strip())).select("id").first()
+        return None if row is None else int(row["id"])
 
     def _epochs(self, spark) -> list[SparkEpoch]:
         from pyspark.sql import functions as F
@@ -534,10 +564,10 @@ class SparkEdges:
                                      f"needs an epoch")
             if not stats:
                 self._no_edges()
-            edges = frame.select("src", "dst", "_ec")
+            edges = frame.select(*self.edge_columns, "_ec")
             return [SparkEpoch(self._window_name(r["_ec"], r["v"]),
                                int(r["n"]), edges.where(F.col("_ec") == F.lit(r["_ec"]))
-                               .select("src", "dst"))
+                               .select(*self.edge_columns))
                     for r in stats]
         k = self.plan.epochs
         if k == 1:
@@ -546,7 +576,7 @@ class SparkEdges:
             self._raise_bad(int(r["bad"] or 0))
             if not r["n"]:
                 self._no_edges()
-            return [SparkEpoch(self.what, int(r["n"]), frame.select("src", "dst"))]
+            return [SparkEpoch(self.what, int(r["n"]), frame.select(*self.edge_columns))]
         return self._slices(frame, k)
 
     def _window_name(self, key: int, value: str) -> str:
@@ -567,7 +597,8 @@ class SparkEdges:
 
         from spark_plugin.jobs.edges import even_cuts
 
-        tagged = frame.select("src", "dst", "_bad", F.input_file_name().alias("_f"),
+        cols = self.edge_columns
+        tagged = frame.select(*cols, "_bad", F.input_file_name().alias("_f"),
                               F.input_file_block_start().alias("_s"),
                               F.spark_partition_id().alias("_p"),
                               F.monotonically_increasing_id().alias("_m"))
@@ -601,8 +632,8 @@ class SparkEdges:
             F.lit(f"{self.what}: the input was split differently from the count of its rows "
                   f"(block "), key, F.lit("); rerun the job"))))
         epoch = F.expr(f"({k} * (__row + 1) - 1) div {n}")
-        numbered = tagged.select("src", "dst", row.alias("__row")).select(
-            "src", "dst", epoch.alias("_e"))
+        numbered = tagged.select(*cols, row.alias("__row")).select(
+            *cols, epoch.alias("_e"))
         if self.materialize is not None:
             # numbered once, right after the count, and kept: every epoch reads this copy,
             # so a later rescan -- another split of the files, a DataFrame whose rows come
@@ -612,7 +643,7 @@ class SparkEdges:
         cuts = even_cuts(n, k)
         return [SparkEpoch(f"{self.what} rows {cuts[e] + 1}-{cuts[e + 1]}",
                            cuts[e + 1] - cuts[e],
-                           numbered.where(F.col("_e") == F.lit(e)).select("src", "dst"))
+                           numbered.where(F.col("_e") == F.lit(e)).select(*cols))
                 for e in range(k)]
 
     def _no_edges(self):
@@ -627,16 +658,23 @@ class SparkEdges:
         from spark_plugin.sources.ids import explain
 
         ids = ("_sn", "_dn") if self.ids == "string" else ("src", "dst")
+        wcols = [F.col("_w"), F.col("weight").alias("_wv")] if self.weighted else []
         r = self._frame.where(F.col("_bad")).select(
             F.input_file_name().alias("f"), "_src", "_dst", F.col(ids[0]).alias("src"),
-            F.col(ids[1]).alias("dst"), "_line").first()
+            F.col(ids[1]).alias("dst"), "_line", *wcols).first()
         where = r["f"] or self.what
-        row = r["_line"] if r["_line"] is not None else f"{r['_src']}, {r['_dst']}"
-        if self.ids == "string" and r["_line"] is None:
+        row = r["_line"] if r["_line"] is not None else ", ".join(
+            str(r[c]) for c in (("_src", "_dst", "_w") if self.weighted else ("_src", "_dst")))
+        ids_ok = r["src"] is not None and r["dst"] is not None and (
+            self.ids != "string" or (len(r["src"]) > 0 and len(r["dst"]) > 0))
+        if r["_line"] is not None and (r["_src"] is None or r["_dst"] is None or (
+                self.weighted and r["_w"] is None)):
+            why = ("has fewer than three fields (src dst weight: --weighted)" if self.weighted
+                   else "has fewer than two fields (src dst)")
+        elif self.weighted and ids_ok:
+            why = f"weight {r['_w']!r} is not a finite number >= 0"
+        elif self.ids == "string":
             why = "has no vertex name (null or empty)"
-        elif r["_line"] is not None and (r["_src"] is None or r["_dst"] is None):
-            why = "has fewer than two fields (src dst)"
-            value = r["_line"]
         else:
             value = r["_src"] if r["src"] is None else r["_dst"]
             why = f"vertex id {value!r} {explain(value)}"
@@ -647,3 +685,30 @@ class SparkEdges:
 def _first_line(err: BaseException) -> str:
     text = str(getattr(err, "desc", None) or err).strip()
     return text.splitlines()[0] if text else type(err).__name__
+
+
+def spark_source(edges, *, epochs: int = 1, columns=None, table=None, fmt=None,
+                 header: str = "auto", epoch_column=None, epoch_every=None, follow=None,
+                 ids: str = "int", weighted: bool = False):
+    """``edges`` as a job takes it (``tfront wcc``, ``tfront sssp``): a :class:`SparkEdges`
+    when the input is a Spark source (a URI, a Spark-written directory, a DataFrame,
+    ``table``) or an option only a Spark source has is given (``epoch_column``, ``fmt``, a
+    ``header``, string ``ids``); otherwise ``edges`` unchanged (a local file or directory of
+    epoch files, an Arrow table: the driver reads them). ``weighted``: the rows have a third
+    column, the weight (``tfront sssp --weighted``).
+
+    Raises
+    ------
+    SparkSourceError, EpochPlanError
+        Options that do not fit together (``table`` and ``edges``, ``epoch_every`` without
+        a column ...)."""
+    import pyarrow as pa
+
+    wants = table is not None or epoch_column is not None or fmt is not None or (
+        header != "auto") or epoch_every is not None or ids != "int"
+    if isinstance(edges, SparkEdges) or not (wants or (
+            not isinstance(edges, pa.Table) and is_spark_source(edges, follow=follow))):
+        return edges
+    return SparkEdges(edges, table=table, fmt=fmt, header=header, columns=columns,
+                      plan=EpochPlan.parse(epochs, epoch_column, epoch_every), ids=ids,
+                      weighted=weighted)

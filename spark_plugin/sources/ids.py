@@ -17,7 +17,7 @@ naming the file and the value (:func:`explain`). Nothing is dropped.
 from __future__ import annotations
 
 __all__ = ["IDS_MODES", "vertex_ids", "vertex_names", "dictionary", "to_ids", "to_names",
-           "from_names", "strip", "explain", "INT64_MAX"]
+           "from_names", "strip", "explain", "edge_weights", "INT64_MAX"]
 
 #: ``--ids``: ``int`` (the default; a column of another type is converted as above) or
 #: ``string``: any non-empty text (names, URLs) through a dictionary (:func:`dictionary`).
@@ -83,14 +83,15 @@ def dictionary(frame, src: str = "_sn", dst: str = "_dn"):
     return spark.createDataFrame(numbered, "name string, id bigint")
 
 
-def to_ids(frame, words, src: str = "src", dst: str = "dst"):
-    """``frame``'s names in ``src``, ``dst`` as ids ``src, dst`` (two joins with ``words``)."""
+def to_ids(frame, words, src: str = "src", dst: str = "dst", extra=()):
+    """``frame``'s names in ``src``, ``dst`` as ids ``src, dst`` (two joins with ``words``),
+    followed by its columns ``extra`` as they are (a weight)."""
     from pyspark.sql import functions as F
 
-    f = frame.select(F.col(src).alias("_sn"), F.col(dst).alias("_dn"))
+    f = frame.select(F.col(src).alias("_sn"), F.col(dst).alias("_dn"), *extra)
     s = words.select(F.col("name").alias("_sn"), F.col("id").alias("src"))
     d = words.select(F.col("name").alias("_dn"), F.col("id").alias("dst"))
-    return f.join(s, "_sn").join(d, "_dn").select("src", "dst")
+    return f.join(s, "_sn").join(d, "_dn").select("src", "dst", *extra)
 
 
 def to_names(labels, words, columns=("vertex", "component")):
@@ -111,7 +112,36 @@ def _swap(labels, words, columns, have: str, want: str):
     out = labels
     for c in columns:
         out = out.join(words.select(F.col(have).alias(c), F.col(want).alias(f"_{c}")), c)
-    return out.select(*(F.col(f"_{c}").alias(c) for c in columns))
+    # the swapped columns, and any other (a distance) as it was, in the labels' order
+    return out.select(*(F.col(f"_{c}").alias(c) if c in columns else F.col(c)
+                        for c in labels.columns))
+
+
+def edge_weights(col, dtype, where: str):
+    """``(weight, bad)`` for a weighted source (``tfront sssp --weighted``): the column as a
+    double, and whether the row's value is no weight -- null, NaN, infinite, negative, or
+    text that is not a number (no cast that fails under ANSI: a string is matched first).
+
+    Raises
+    ------
+    SparkSourceError (ValueError)
+        A type that holds no numbers (boolean, binary, a struct ...), naming it.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import NumericType, StringType
+
+    if isinstance(dtype, StringType):
+        s = strip(col)
+        number = s.rlike(r"^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]{1,3})?$")
+        w = F.when(number, s).cast("double")
+    elif isinstance(dtype, NumericType):
+        w = col.cast("double")
+    else:
+        from spark_plugin.errors import SparkSourceError
+        raise SparkSourceError(f"{where}: weights cannot be of type {dtype.simpleString()}: "
+                               f"use a numeric column")
+    ok = w.isNotNull() & ~F.isnan(w) & (w >= 0) & (w < F.lit(float("inf")))
+    return w, ~F.coalesce(ok, F.lit(False))
 
 
 def strip(col):

@@ -8,23 +8,23 @@ nor the job's kernels; the command imports them when it runs, after its input wa
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from engine.cli.main import positive_int, positive_seconds
 
-from spark_plugin.jobs.command import (MASTER_FORMS, check_columns, columns_option, conf_pair,
-                                       path_option,
-                                       master_url, memory_size, run_job_command)
+from spark_plugin.jobs.command import (MASTER_FORMS, add_source_options, check_columns,
+                                       check_source_options, columns_option, conf_pair,
+                                       path_option, master_url, memory_size, run_job_command)
 
 __all__ = ["add_sssp", "run_sssp_command", "source_note", "SSSP_INPUT"]
 
 SSSP_INPUT = """\
-input formats (EDGES): as tfront wcc (text, CSV, Parquet, a directory of epoch files); an
-  edge leads from src to dst (--undirected: both ways). With --weighted every edge has a
-  third field, a finite weight >= 0 ('src dst weight'; Parquet: a numeric column weight).
-  --columns SRC,DST[,WEIGHT] picks other columns (names or 1-based numbers; WEIGHT with
-  --weighted).
+input formats (EDGES): as tfront wcc (text, CSV, Parquet, a directory of epoch files, or a
+  Spark source the executors read: a URI such as hdfs://, s3a://, file://, a Spark-written
+  directory, --table); an edge leads from src to dst (--undirected: both ways). With
+  --weighted every edge has a third field, a finite weight >= 0 ('src dst weight';
+  Parquet: a numeric column weight). --columns SRC,DST[,WEIGHT] picks other columns (names
+  or 1-based numbers; WEIGHT with --weighted). With --ids string, --source names a vertex.
 
 output (--out): a Parquet dataset with one part per final epoch, columns epoch, vertex,
   distance (int64 hops, or double with --weighted); only vertices the source reaches.
@@ -46,20 +46,41 @@ def _vertex(text: str) -> int:
     return v
 
 
+def _source(args, parser) -> "int | str":
+    """``--source`` as the job takes it: a name with ``--ids string``, else a vertex id
+    (a parser error naming it otherwise)."""
+    if getattr(args, "ids", "int") == "string":
+        if not args.source.strip():
+            parser.error("argument --source: an empty vertex name")
+        return args.source.strip()
+    try:
+        return _vertex(args.source)
+    except argparse.ArgumentTypeError as e:
+        parser.error(f"argument --source: {e} (names: --ids string)")
+
+
 def add_sssp(sub) -> argparse.ArgumentParser:
     """Add ``tfront sssp`` to ``sub`` (the ``tfront`` parser's subparsers)."""
     s = sub.add_parser("sssp", help="incremental single-source shortest paths on Spark "
                                     "(needs pyspark)",
                        epilog=SSSP_INPUT, formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("edges", type=path_option, help="edge file (text, CSV, Parquet) or directory of epoch files")
-    s.add_argument("--source", type=_vertex, required=True, metavar="V",
-                   help="the vertex distances are measured from")
+    s.add_argument("edges", nargs="?", default=None, type=path_option,
+                   help="edge file (text, CSV, Parquet), directory of epoch files, or a Spark "
+                        "source: a URI (hdfs://, s3a://, file://) or a Spark-written directory")
+    s.add_argument("--source", required=True, metavar="V",
+                   help="the vertex distances are measured from (its name with --ids string)")
+    add_source_options(s, "sssp", "distances")
     s.add_argument("--epochs", type=positive_int, default=None, metavar="K",
-                   help="split a single edge file into K epochs (default 1; not for a directory)")
+                   help="split a single edge file (or a Spark source, in read order) into K "
+                        "epochs of equal size (default 1; not for a directory of epoch files)")
     s.add_argument("--out", type=path_option, default=None,
                    help="Parquet dataset to append epoch,vertex,distance to (without it the "
                         "distances are not saved). A run on an existing OUT of the same job "
                         "resumes it: epochs already final there are skipped")
+    s.add_argument("--changes", action="store_true",
+                   help="with --out: write for each epoch only the vertices whose distance is "
+                        "new or changed in it (epoch 0: all reached); a vertex's distance after "
+                        "epoch E is its row of the latest epoch <= E")
     s.add_argument("--overwrite", action="store_true",
                    help="remove the content of an existing --out and start from epoch 0")
     s.add_argument("--weighted", action="store_true",
@@ -132,14 +153,6 @@ def source_note(edges, source: int, *, weighted: bool = False,
             f"so it reaches only itself; --undirected follows edges both ways")
 
 
-def is_spark_source(edges) -> bool:
-    """A URI (``hdfs://``, ``file://``: :func:`spark_plugin.sources.is_uri`), which ``tfront
-    sssp`` does not read yet (a local directory stays one epoch per file, as before)."""
-    from spark_plugin.sources import is_uri
-
-    return is_uri(edges)
-
-
 def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
     """Run ``tfront sssp``: check the input, then run the job as every job command does
     (:func:`~spark_plugin.jobs.command.run_job_command`: Spark settings and the line that says
@@ -155,23 +168,35 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
     if args.overwrite and args.out is None:
         parser.error("sssp --overwrite needs --out")
     columns = args.columns = check_columns(args, parser, weighted=args.weighted)
-    if is_spark_source(args.edges):   # said as it is, not as a missing file
-        from spark_plugin.errors import SparkSourceError
-        raise SparkSourceError(
-            f"{args.edges}: tfront sssp reads local edge files and directories of epoch "
-            f"files; a URI (a Spark source the executors read) is read by tfront wcc only so "
-            f"far: copy the data to a local file")
-    if not os.path.exists(args.edges):   # a typo: before importing the Spark side
-        raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
-    if args.weighted:   # every file's first rows, as 'src dst weight'
-        from spark_plugin.jobs.sssp.io import check_weighted_input as check
-    else:
-        from spark_plugin.jobs.edges import check_input as check
-    for note in check(args.edges, args.epochs, follow=args.follow, columns=columns):
-        print(f"tfront sssp: warning: {note}", file=sys.stderr, flush=True)
-    from spark_plugin.jobs.sssp.job import driver_finish_rows, run_sssp, sssp_fingerprint
+    check_source_options(args, parser, "sssp")   # a typo: before importing the Spark side
+    source = _source(args, parser)
+    from spark_plugin.jobs.recovery import spark_fingerprint
+    from spark_plugin.sources import SparkEdges, spark_source
 
     epochs = args.epochs or 1
+    edges = spark_source(args.edges, epochs=epochs, columns=columns, table=args.table,
+                         fmt=args.fmt, header=args.header, epoch_column=args.epoch_column,
+                         epoch_every=args.epoch_every, follow=args.follow, ids=args.ids,
+                         weighted=args.weighted)
+    spark_input = isinstance(edges, SparkEdges)   # read by the executors: checked there
+    if not spark_input:
+        if args.weighted:   # every file's first rows, as 'src dst weight'
+            from spark_plugin.jobs.sssp.io import check_weighted_input as check
+        else:
+            from spark_plugin.jobs.edges import check_input as check
+        for note in check(args.edges, args.epochs, follow=args.follow, columns=columns):
+            print(f"tfront sssp: warning: {note}", file=sys.stderr, flush=True)
+    from spark_plugin.jobs.sssp.job import driver_finish_rows, run_sssp, sssp_fingerprint
+
+    if spark_input:
+        fingerprint = {**spark_fingerprint(edges, None, columns), "job": "sssp",
+                       "source": source, "weighted": bool(args.weighted),
+                       "undirected": bool(args.undirected)}
+    else:
+        fingerprint = sssp_fingerprint(args.edges, epochs, args.follow, source, args.weighted,
+                                       args.undirected, picked=columns)
+    if args.changes:
+        fingerprint["changes"] = True
 
     def banner(spark) -> str:
         rows, why = driver_finish_rows(spark)
@@ -179,22 +204,22 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
                 f"that one Spark job per round, vertices placed by {args.partitioner}")
 
     def after(res, level, warn) -> None:
-        if res.epochs and res.epochs[-1].reached <= 1:   # the source reaches only itself
-            note = source_note(args.edges, args.source, weighted=args.weighted,
+        if res.epochs and res.epochs[-1].reached <= 1 and not spark_input:
+            # the source reaches only itself: why, from the local files
+            note = source_note(args.edges, source, weighted=args.weighted,
                                undirected=args.undirected, columns=columns)
             if note:
                 warn(note)
 
     def run(spark, level, on_epoch):
-        return run_sssp(spark, args.edges, args.source, epochs=epochs, out=args.out,
+        return run_sssp(spark, edges, source, epochs=epochs, out=args.out,
                         weighted=args.weighted, undirected=args.undirected,
                         partitions=args.partitions, progress=level, on_epoch=on_epoch,
                         follow=args.follow, checkpoint_dir=args.checkpoint_dir,
                         progress_log=args.progress_log, overwrite=args.overwrite,
-                        partitioner=args.partitioner, columns=columns)
+                        partitioner=args.partitioner, columns=columns, changes=args.changes)
 
     return run_job_command(
         args, name="sssp", what="distances", run=run, banner=banner, after=after,
         memory_hint="lower TFRONT_SSSP_DRIVER_ROWS so that the driver holds fewer edges",
-        fingerprint=sssp_fingerprint(args.edges, epochs, args.follow, args.source,
-                                     args.weighted, args.undirected, picked=columns))
+        fingerprint=fingerprint)

@@ -50,6 +50,12 @@ operators' words, local rounds included; the driver decides only from frontiers:
 * epoch ``e`` is final when the frontier at ``output.in0`` has passed ``e``; only then are its
   distances written.
 
+A Spark source (a URI, a Spark-written directory, a table, a DataFrame: read by the executors,
+:mod:`spark_plugin.sources`) is collected for an epoch that fits the driver's budget; past it
+the distances and edges stay in Spark and the driver keeps ``O(P)`` numbers
+(:mod:`spark_plugin.jobs.sssp.spark`: the same operators and reports, ``min`` run in the
+owners' tasks, its counts reported by the driver).
+
 The job is an :class:`~spark_plugin.jobs.framework.EpochJob` (:class:`SsspJob`): the framework
 reads the epochs, guards and applies every report exactly once, checks the output frontier,
 writes each final epoch to ``out`` -- a local one with its manifest, resumable -- and draws
@@ -77,6 +83,8 @@ from spark_plugin.jobs.arrow import arrow_numpy
 from spark_plugin.jobs.budget import driver_finish_rows as budget_rows
 from spark_plugin.jobs.framework import EpochJob, EpochOutcome, JobProtocolError, JobResult
 from spark_plugin.jobs.sssp.io import weighted_epoch_sources, weighted_table
+from spark_plugin.jobs.sssp.spark import EdgeFrame, SparkDistances
+from spark_plugin.sources.dataset import SparkEdges, spark_source
 from spark_plugin.jobs.edges import COLUMNS_HINT, EdgeColumns, EdgeInputError
 
 __all__ = ["run_sssp", "SsspJob", "SsspResult", "SsspEpoch", "SsspProtocolError",
@@ -247,7 +255,8 @@ class SsspEpoch:
 class SsspResult(JobResult):
     """What :func:`run_sssp` did (:class:`~spark_plugin.jobs.framework.JobResult`, which documents the
     common fields). ``distances`` (``vertex, distance``, reached vertices only, sorted by
-    vertex) is the last final epoch's when no ``out`` was given; ``decisions`` the frontiers
+    vertex) is the last final epoch's when no ``out`` was given -- for a Spark source a
+    Spark DataFrame (unsorted, never collected by the job); ``decisions`` the frontiers
     each decision of this run was taken from, in order: ``(epoch, round, what, frontier)``
     with ``what`` one of ``round`` (the frontiers at step.in3 and min.in0 passed
     ``(e, round)``; ``frontier`` is the pair of them, step.in3's first), ``converged``
@@ -354,9 +363,31 @@ class SsspJob(EpochJob):
     result_columns = ("vertex", "distance")
     protocol_error = SsspProtocolError
     result_type = SsspResult
+    #: A Spark source (a URI, a Spark-written directory, a table, a DataFrame) is read by
+    #: the executors (:mod:`spark_plugin.sources`); its epochs past the driver's budget keep
+    #: the distances in Spark (:mod:`spark_plugin.jobs.sssp.spark`).
+    spark_sources = True
+    id_columns = ("vertex",)
+    relax: SparkDistances | None = None   # the distances in Spark, once an epoch needs it
+    resumed_df = None       # a Spark source's resumed distances (a DataFrame), not yet used
+    replayed: list = []     # a Spark source's final epochs' rows (DataFrames), not yet used
+    pending_rows = 0        # their edges (both ways when undirected)
+
+    @property
+    def spark_options(self):
+        return {"weighted": self.weighted}
+
+    def result_ddl(self) -> str:
+        return f"vertex bigint, distance {'double' if self.weighted else 'bigint'}"
 
     def __init__(self, spark, edges, source: int, *, weighted: bool = False,
                  undirected: bool = False, partitioner: str = "locality", **options):
+        #: ``--ids string``: the source as named (its id comes from the dictionary).
+        self.source_name = None
+        if isinstance(edges, SparkEdges) and edges.ids == "string":
+            if not str(source).strip():
+                raise ValueError("source must name a vertex (--ids string), got an empty name")
+            self.source_name, source = str(source).strip(), 0
         if isinstance(source, bool) or not isinstance(source, (int, np.integer)) or not (
                 0 <= int(source) < (1 << 63)):
             raise ValueError(f"source must be a vertex id, a non-negative int64, got "
@@ -387,12 +418,25 @@ class SsspJob(EpochJob):
         self.driver_rows = 0
         self.active = (np.zeros(0, np.int64), np.zeros(0, self.dtype))
         self.decisions: list = []
+        self.replayed = []
 
     # -- the dataflow, the input, the output -----------------------------------------------
     def dataflow(self):
         return sssp_dataflow()
 
     def sources(self):
+        if self.spark_edges is not None:   # read by the executors
+            total, eps = super().sources()
+            if self.source_name is not None:   # --ids string: the source's id
+                sid = self.spark_edges.vertex_id(self.source_name)
+                if sid is None:
+                    raise EdgeInputError(f"{self.spark_edges.what}: --source "
+                                         f"{self.source_name!r} is no vertex of any edge (with "
+                                         f"--ids string the source is a vertex's name)",
+                                         self.spark_edges.what)
+                self.source = sid
+                self.vertices = np.array([sid], np.int64)
+            return total, eps
         if not self.weighted:
             return super().sources()
         return weighted_epoch_sources(self.edges, self.epochs, follow=self.follow,
@@ -411,9 +455,17 @@ class SsspJob(EpochJob):
         return weighted_table(self._collect(df, ("src", "dst", "weight")), "edge DataFrame")
 
     def fingerprint(self):
-        return sssp_fingerprint(self.edges, self.epochs, self.follow, self.source,
-                                self.weighted, self.undirected, dataframe=self.input_digest,
-                                columns=self.input_columns, picked=self.columns)
+        if self.spark_edges is not None:   # the Spark source's location, plan, columns
+            return {**super().fingerprint(), "job": "sssp",
+                    "source": self.source_name if self.source_name is not None
+                    else int(self.source), "weighted": bool(self.weighted),
+                    "undirected": bool(self.undirected)}
+        job = sssp_fingerprint(self.edges, self.epochs, self.follow, self.source,
+                               self.weighted, self.undirected, dataframe=self.input_digest,
+                               columns=self.input_columns, picked=self.columns)
+        if self.changes:   # each epoch's files hold its changes, not every distance
+            job["changes"] = True
+        return job
 
     @property
     def input_columns(self):
@@ -520,15 +572,25 @@ class SsspJob(EpochJob):
 
     # -- resuming ----------------------------------------------------------------------------
     def resume(self, table):
+        if not isinstance(table, pa.Table):   # a Spark source's, read by Spark: kept there
+            self.resumed_df = table
+            return
         # the distances of the last final epoch; replay adds the vertices it did not reach
         self.vertices = table.column("vertex").to_numpy().astype(np.int64)
         self.dist = table.column("distance").to_numpy().astype(self.dtype)
 
     def replay(self, e, source):
+        if self.spark_edges is not None:   # not read here: by the executors, or collected
+            self.replayed.append((source.frame, source.what))   # when the next epoch fits
+            self.pending_rows += (2 if self.undirected else 1) * int(source.rows)
+            return
+        self._replay_table(source.read(), source.what)
+
+    def _replay_table(self, table, what):
         # the edges of a final epoch join the driver's or the partitions' edges with the
         # first epoch computed
-        s, d, w = self._edges_of(source.read())
-        self._bound_weights(w, source.what)
+        s, d, w = self._edges_of(table)
+        self._bound_weights(w, what)
         si, di = self._grow(s, d)
         self._to_spark_if_needed(len(s))
         self._add(s, d, w, si, di)
@@ -550,7 +612,12 @@ class SsspJob(EpochJob):
         if w is None or not len(w) or not self.weighted:   # hops: every weight is 1
             return
         with np.errstate(over="ignore"):
-            total = self.weight_sum + float(np.sum(np.asarray(w, np.float64)))
+            self._bound_sum(float(np.sum(np.asarray(w, np.float64))), what)
+
+    def _bound_sum(self, more: float, what: str) -> None:
+        """:meth:`_bound_weights` of weights summing to ``more``."""
+        with np.errstate(over="ignore"):
+            total = self.weight_sum + more
         if not np.isfinite(total):
             raise EdgeInputError(
                 f"{what}: the weights so far sum past the largest double "
@@ -574,12 +641,83 @@ class SsspJob(EpochJob):
         elif self.part is None:
             self.part = np.full(len(self.vertices), -1, np.int32)
 
+    # -- a Spark source --------------------------------------------------------------------
+    def _fits(self, rows: int) -> bool:
+        """Whether the edges so far with an epoch of ``rows`` rows fit the driver's budget."""
+        k = 2 if self.undirected else 1
+        return self.n_edges + self.pending_rows + k * int(rows) <= self.driver_rows
+
+    def _pull_resumed(self) -> None:
+        """A resumed Spark source whose next epoch fits the driver: the last final epoch's
+        distances and the final epochs' edges are collected (they fit: the budget counts
+        them) and join the driver's, as a resume of a local input reads them."""
+        from spark_plugin.service.batch import collect_arrow
+
+        if self.resumed_df is not None:
+            t = collect_arrow(self.resumed_df.orderBy("vertex"))
+            self.resumed_df = None
+            self.resume(t)
+        replayed, self.replayed, self.pending_rows = self.replayed, [], 0
+        for frame, what in replayed:
+            self._replay_table(collect_arrow(frame), what)
+
+    def _spark_input(self, e, inp):
+        """The input of an epoch kept in Spark: its rows (and, the first time, what the driver
+        or a resumed ``out`` held) merged into the partitions on the executors
+        (:meth:`SparkDistances.merge`); the input sends the edges merged this epoch and the
+        seeds the merge found."""
+        k = 2 if self.undirected else 1
+        frames, dist_frame = [], None
+        first = self.relax is None
+        relax = SparkDistances(self, local_report) if first else self.relax
+        if first:
+            spark = self.spark
+            if self.resumed_df is not None:
+                dist_frame = self.resumed_df
+            elif self.held or len(self.vertices) > 1:   # the driver's state fit it: moved
+                reached = self.dist != unreached(self.dtype)
+                dist_frame = spark.createDataFrame(pa.table({
+                    "vertex": pa.array(self.vertices[reached]),
+                    "distance": pa.array(self.dist[reached])}), schema=self.result_ddl())
+            if self.held:
+                s, d, w = (np.concatenate(x) for x in zip(*self.held))
+                cols = {"src": pa.array(s), "dst": pa.array(d)}
+                if self.weighted:
+                    cols["weight"] = pa.array(w.astype(np.float64))
+                ddl = "src bigint, dst bigint" + (", weight double" if self.weighted else "")
+                frames.append(EdgeFrame(spark.createDataFrame(pa.table(cols), schema=ddl),
+                                        fresh=self.unsent > 0, seed=False, summed=True,
+                                        both=True))
+            frames += [EdgeFrame(f, seed=False) for f, _ in self.replayed]
+        frames.append(EdgeFrame(inp.frame))
+        try:
+            tot = relax.merge(e, frames, dist_frame)
+            self._bound_sum(tot.weight_sum, inp.source.what)   # nothing applied if refused
+        except BaseException:
+            relax.discard()
+            raise
+        relax.commit(tot)
+        if first:   # the driver holds nothing of the graph from now on
+            self.relax, self.held, self.replayed, self.resumed_df = relax, [], [], None
+            self.vertices = np.array([self.source], np.int64)
+            self.dist = np.zeros(1, self.dtype)
+        self.new_edges = k * int(inp.rows)
+        self.n_edges, self.pending_rows = tot.edges, 0
+        self.sent, self.unsent = tot.fresh, 0
+        report = Report().produced(INPUT, 0, (e,), self.sent)
+        report.produced(INPUT, 1, (e,), tot.seeds).capabilities(INPUT, 1, (e,), -1)
+        return report.capabilities(INPUT, 1, (e + 1,), 1) if inp.more else report
+
     # -- the algorithm -----------------------------------------------------------------------
     def input_report(self, e, inp):
         """The input sends the epoch's edges to ``step.in1`` (with a resume's replayed
         ones) and the seeds -- the source in epoch 0, then the reached sources of the new
         edges -- to ``step.in2``, and moves its seeds capability on (the framework moves
         the edges')."""
+        if self.spark_edges is not None:
+            if self.relax is not None or not self._fits(inp.rows):
+                return self._spark_input(e, inp)   # the epoch's rows stay on the executors
+            self._pull_resumed()   # a resume's distances and edges fit the driver: collected
         s, d, w = self._edges_of(inp.table())
         self._bound_weights(w, inp.source.what)   # before anything of the epoch changes
         self.new_edges = len(s)
@@ -604,6 +742,11 @@ class SsspJob(EpochJob):
         """Finish the epoch on the driver, or on Spark round by round until the frontier at
         ``step.in3`` has no element of epoch ``e``; the result is the distances of the
         reached vertices."""
+        if self.relax is not None:   # a Spark source's: the distances stay in Spark
+            it, local = self.relax.rounds(e)
+            df, nv, reached, top = self.relax.distances(e)
+            return EpochOutcome(df, reached, it, it + 1, stats={
+                "max_distance": top, "local_rounds": local, "vertices": nv})
         if self.on_spark:
             it, local = self._spark_rounds(e)
         else:
@@ -758,15 +901,21 @@ class SsspJob(EpochJob):
         return Report().capabilities(INPUT, 1, (e,), -1).capabilities(MIN, 1, (e, 0), -1)
 
     def holding(self):
-        return set(self.csr_ids)
+        return set(self.csr_ids) | (self.relax.ids if self.relax is not None else set())
+
+    def result_ids(self):
+        return set(self.relax.result_ids) if self.relax is not None else set()
 
     def summary(self, e, outcome, *, seconds, frontier, kernels, source, new_rows,
                 rows_so_far):
         self.decisions.append((e, outcome.iteration, "final", frontier))
-        return SsspEpoch(e, len(self.vertices), outcome.rows, self.n_edges, outcome.rounds,
+        spark = self.on_spark or self.relax is not None
+        cut = self.relax.n_cut if self.relax is not None else self.n_cut
+        return SsspEpoch(e, outcome.stats.get("vertices", len(self.vertices)), outcome.rows,
+                         self.n_edges, outcome.rounds,
                          seconds, outcome.stats["max_distance"], frontier, source,
-                         self.new_edges, where="spark" if self.on_spark else "driver",
-                         cut=self.n_cut / self.n_edges if self.on_spark and self.n_edges
+                         self.new_edges, where="spark" if spark else "driver",
+                         cut=cut / self.n_edges if spark and self.n_edges
                          else 0.0, local_rounds=outcome.stats["local_rounds"],
                          both_ways=self.undirected)
 
@@ -782,20 +931,31 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
              progress: bool | int | None = None, on_epoch=None, task_wrapper=None,
              follow: float | None = None, checkpoint_dir: str | None = None,
              progress_log=None, overwrite: bool = False,
-             partitioner: str = "locality", columns=None) -> SsspResult:
+             partitioner: str = "locality", columns=None, table: str | None = None,
+             fmt: str | None = None, header: str = "auto", epoch_column: str | None = None,
+             epoch_every: str | None = None, ids: str = "int",
+             changes: bool = False) -> SsspResult:
     """Run the incremental shortest-paths job from ``source`` (:class:`SsspJob`).
 
     Parameters
     ----------
     spark : pyspark.sql.SparkSession
-    edges : str, Path, pyarrow.Table or pyspark.sql.DataFrame
+    edges : str, Path, pyarrow.Table, pyspark.sql.DataFrame or SparkEdges
         An edge file (text, CSV, Parquet) cut into ``epochs`` slices, a directory of epoch
-        files, or a table / DataFrame with columns ``src``, ``dst`` (and ``weight``) -- read
-        as the WCC job reads them (:func:`~spark_plugin.jobs.edges.epoch_sources`), with a third
-        column of weights when ``weighted`` (:mod:`spark_plugin.jobs.sssp.io`).
-    source : int
+        files, or an Arrow table with columns ``src``, ``dst`` (and ``weight``) -- read
+        by the driver as the WCC job reads them (:func:`~spark_plugin.jobs.edges.epoch_sources`),
+        with a third column of weights when ``weighted`` (:mod:`spark_plugin.jobs.sssp.io`).
+        A **Spark source** is read by the executors, as ``run_wcc`` reads one
+        (:mod:`spark_plugin.sources`): a Hadoop URI, a Spark-written directory, a DataFrame
+        (never collected) or ``table``; epochs as ``epochs`` slices in read order or
+        ``epoch_column``'s values or windows. Its epochs that fit the driver's budget are
+        collected and finished there; past it the distances stay in Spark
+        (:mod:`spark_plugin.jobs.sssp.spark`) and are written by the executors, and without
+        ``out`` ``result.distances`` is a Spark DataFrame ``vertex, distance``.
+    source : int or str
         The vertex distances are measured from (a non-negative int64; it need not have an
-        edge: its distance is 0 in every epoch).
+        edge: its distance is 0 in every epoch). With ``ids="string"``: its name, which
+        must be in some edge.
     epochs : int
         Number of slices of a single file or table.
     out : str, optional
@@ -833,6 +993,13 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
         The input columns read as ``src``, ``dst`` (and, ``weighted``, ``weight``): names
         or 1-based numbers, ``"from,to"`` or ``("from", "to", "w")``
         (:class:`~spark_plugin.jobs.edges.EdgeColumns`); part of the job's fingerprint.
+    table, fmt, header, epoch_column, epoch_every, ids
+        A Spark source's options, as for :func:`~spark_plugin.jobs.wcc.job.run_wcc`; with
+        ``ids="string"`` the distances are written with the vertices' names.
+    changes : bool
+        With ``out``: write for each epoch only the vertices whose distance is new or
+        changed since the epoch before (epoch 0: every reached vertex); the distances after
+        epoch ``e`` are, per vertex, its row of the latest epoch ``<= e``.
 
     Raises
     ------
@@ -847,11 +1014,14 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
         ``partitioner`` is not one of :data:`PARTITIONERS`.
     """
     picked = EdgeColumns.parse(columns, weighted=bool(weighted))   # before anything runs
+    edges = spark_source(edges, epochs=epochs, columns=picked, table=table, fmt=fmt,
+                         header=header, epoch_column=epoch_column, epoch_every=epoch_every,
+                         follow=follow, ids=ids, weighted=bool(weighted))
     job = SsspJob(spark, edges, source, weighted=weighted, undirected=undirected,
                   partitioner=partitioner,
                   epochs=epochs, out=out, partitions=partitions, progress=progress,
                   on_epoch=on_epoch, task_wrapper=task_wrapper, follow=follow,
                   checkpoint_dir=checkpoint_dir, progress_log=progress_log,
-                  overwrite=overwrite)
+                  overwrite=overwrite, changes=changes)
     job.columns = picked
     return job.run()

@@ -14,14 +14,13 @@ are :mod:`spark_plugin.jobs.command`'s.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from engine import Backend
 from engine.cli.main import positive_int, positive_seconds
 
-from spark_plugin.sources.dataset import is_uri
-from spark_plugin.jobs.command import (MASTER_FORMS, check_columns, columns_option, conf_pair,
+from spark_plugin.jobs.command import (MASTER_FORMS, add_source_options, check_columns,
+                                       check_source_options, columns_option, conf_pair,
                                        path_option,
                                        master_url, memory_size, run_job_command)
 
@@ -82,24 +81,7 @@ def add_wcc(sub) -> argparse.ArgumentParser:
                    help="edge file (text, CSV, Parquet; see below), directory of epoch files, "
                         "or a Spark source: a URI (hdfs://, s3a://, file://) or a Spark-written "
                         "directory")
-    w.add_argument("--table", default=None, metavar="NAME",
-                   help="read the edges from this table (spark.table, e.g. db.edges) instead "
-                        "of EDGES")
-    w.add_argument("--format", dest="fmt", choices=["parquet", "orc", "csv", "text"],
-                   default=None, help="a Spark source's format (default: from its file names)")
-    w.add_argument("--header", choices=["auto", "yes", "no"], default="auto",
-                   help="whether a CSV or text Spark source's first line is a header (auto: when "
-                        "its first two fields are not integers, or are the positions 0,1)")
-    w.add_argument("--ids", choices=["int", "string"], default="int",
-                   help="a Spark source's vertex ids: int (non-negative integers; default) or "
-                        "string (names, URLs: numbered by a dictionary built on the executors, "
-                        "labels written back as names)")
-    w.add_argument("--epoch-column", default=None, metavar="COL",
-                   help="one epoch per distinct value of COL (integer, date or timestamp; a "
-                        "partition column too), in order; reads EDGES as a Spark source")
-    w.add_argument("--epoch-every", default=None, metavar="W",
-                   help="with --epoch-column: one epoch per window of width W that holds rows "
-                        "(an integer column: e.g. 1000; a date or timestamp: 30m, 1h, 1d)")
+    add_source_options(w, "wcc", "labels")
     w.add_argument("--epochs", type=positive_int, default=None, metavar="K",
                    help="split a single edge file (or a Spark source, in read order) into K epochs "
                         "of equal size (default 1; not for a directory of epoch files)")
@@ -173,18 +155,8 @@ def run_wcc_command(args, parser: argparse.ArgumentParser) -> int:
     errors, exit status 2). A missing input is refused before PySpark is imported."""
     if args.overwrite and args.out is None:
         parser.error("wcc --overwrite needs --out")
-    if getattr(args, "changes", False) and args.out is None:
-        parser.error("wcc --changes needs --out (it says what to write there)")
     args.columns = check_columns(args, parser)
-    table = getattr(args, "table", None)
-    if (args.edges is None) == (table is None):
-        parser.error("wcc needs EDGES or --table NAME" if table is None
-                     else "wcc takes EDGES or --table NAME, not both")
-    if getattr(args, "epoch_every", None) is not None and getattr(args, "epoch_column", None) is None:
-        parser.error("wcc --epoch-every needs --epoch-column")
-    if table is None and not is_uri(args.edges) and not os.path.exists(args.edges):
-        # a typo: before importing the Spark side
-        raise FileNotFoundError(f"edge input {args.edges!r} does not exist")
+    check_source_options(args, parser, "wcc")   # a typo: before importing the Spark side
     return main_wcc(args)
 
 

@@ -60,6 +60,7 @@ from spark_plugin.jobs.budget import driver_finish_rows as budget_rows
 from spark_plugin.jobs.edges import (EdgeColumns, EdgeInputError, edge_files, edge_format,
                                      even_cuts, read_edges)
 from spark_plugin.jobs.recovery import LOOP_DIR
+from spark_plugin.sources.dataset import spark_source
 from spark_plugin.jobs.wcc.partition import Partitioner, hash_preimages, locality_partition
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
@@ -1316,31 +1317,6 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
                  loop_checkpoint=loop_checkpoint, partitioner=partitioner)
     job.columns = picked
     return job.run()
-
-
-def spark_source(edges, *, epochs: int = 1, columns=None, table=None, fmt=None,
-                 header: str = "auto", epoch_column=None, epoch_every=None, follow=None,
-                 ids: str = "int"):
-    """``edges`` as the job takes it: a :class:`~spark_plugin.sources.SparkEdges` when the
-    input is a Spark source (a URI, a Spark-written directory, a DataFrame, ``table``) or an
-    option only a Spark source has is given (``epoch_column``, ``fmt``, a ``header``);
-    otherwise ``edges`` unchanged (a local file or directory of epoch files, an Arrow
-    table: the driver reads them).
-
-    Raises
-    ------
-    SparkSourceError, EpochPlanError
-        Options that do not fit together (``table`` and ``edges``, ``epoch_every`` without
-        a column ...)."""
-    from spark_plugin.sources import EpochPlan, SparkEdges, is_spark_source
-
-    wants = table is not None or epoch_column is not None or fmt is not None or (
-        header != "auto") or epoch_every is not None or ids != "int"
-    if isinstance(edges, SparkEdges) or not (wants or (
-            not isinstance(edges, pa.Table) and is_spark_source(edges, follow=follow))):
-        return edges
-    return SparkEdges(edges, table=table, fmt=fmt, header=header, columns=columns,
-                      plan=EpochPlan.parse(epochs, epoch_column, epoch_every), ids=ids)
 
 
 def driver_finish_rows(spark) -> tuple[int, str]:

@@ -384,10 +384,14 @@ def test_gh32_a_pandas_csv_header_0_1_is_a_header_and_said(spark, tmp_path):
     assert got == {0: 0, 5: 0, 1: 1, 7: 1, 2: 2, 9: 2}
 
 
-def test_gh31_sssp_says_it_does_not_read_uris_yet(capsys):
+def test_gh31_sssp_reads_uris_as_wcc_does(spark, capsys):
+    """``tfront sssp`` takes a URI as ``tfront wcc`` does (it said it read local files only):
+    ``hdfs:///`` without HDFS is refused for that reason, not as a missing file
+    (tests/spark/jobs/sssp/test_sssp_sources.py runs it on Spark sources)."""
     assert tfront(["sssp", "hdfs:///data/edges", "--source", "1"]) == 2
     err = capsys.readouterr().err
-    assert "tfront sssp reads local edge files" in err and "does not exist" not in err
+    assert "no HDFS is configured here" in err and "does not exist" not in err
+    assert "reads local edge files" not in err
 
 
 def test_gh31_a_local_parquet_file_past_the_drivers_budget_is_read_by_the_executors(

@@ -98,6 +98,7 @@ __all__ = ["OK", "ANTICHAIN_OVERFLOW", "WORK_SPACE_OVERFLOW", "AntichainOverflow
            "WorkSpaceOverflow", "translation_mask", "settle_source", "source_counts",
            "source_fill", "source_fill_dense", "pair_fill", "pair_fill_dense",
            "closure_counts", "closure_fill", "closure_fill_dense", "closure_rows",
+           "closure_counts_cached", "closure_fill_cached", "closure_fill_dense_cached",
            "transpose_pairs", "reach_counts",
            "merge_excess", "SOURCE_THREADS_PER_BLOCK", "ClosureSettle", "closure_settle_cuda",
            "closure_fill_cuda", "closure_fill_dense_cuda", "target_major_cuda"]
@@ -576,6 +577,203 @@ def closure_rows(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, 
     closure_fill(lo, hi, *graph, pair_ptr, row_ptr, pair_dst, sum_ptr, sums)
     return pair_ptr[lo:], pair_dst, sum_ptr, sums
 
+
+
+# -- one settle per source: the count pass keeps the settled rows (CPU) ------------------------
+#
+# The two passes above settle every source twice: the host sizes the output from the first and
+# the second writes it. Settling is half the work of ``compute_psi`` (issue 33), so
+# :func:`closure_counts_cached` keeps what a settled source's row is made of, in a cache of the
+# chunk: the materialised rows of the anchors it uses (a few dozen per source on the synthetic
+# workloads) and, per target reached, the target, its anchor and its ``delta`` -- the row of
+# the pair being ``anchor rows ; delta`` (:func:`pair_fill`). Entries are kept in a narrow
+# dtype guessed from the graph: a source whose largest entry (which bounds every anchor row
+# and every ``delta``, as each is, or composes into, a summary of the row) does not fit it,
+# or that does not fit the chunk's room, is not cached. :func:`closure_fill_cached` and
+# :func:`closure_fill_dense_cached` then write a cached source's rows from the cache and
+# settle only the others again. Same rows, same bytes: the same composition of the same
+# values.
+
+@njit(cache=True, inline="always")
+def _compose_rows(src, off, cnt, d, j, out, o, m, K):
+    """``out[o + i] = src[off + i] ; d[j]`` for ``i < cnt`` (``compose_into`` row by row, any
+    integer dtypes holding the values): the scalar core of the cached fills, with the
+    one-counter case (``W = 3``) unrolled."""
+    kr = d[j, 0]
+    if m == 1 and K == 1:
+        d1 = d[j, 1]
+        d2 = d[j, 2]
+        keep = kr > 0
+        for i in range(cnt):
+            s0 = src[off + i, 0]
+            v1 = src[off + i, 1] + d1
+            v2 = src[off + i, 2] + d2 if keep else d2
+            out[o + i, 0] = s0 if s0 < kr else kr
+            out[o + i, 1] = v1
+            out[o + i, 2] = v2
+        return
+    for i in range(cnt):
+        ks = src[off + i, 0]
+        out[o + i, 0] = ks if ks < kr else kr
+        for q in range(1, 1 + m):
+            out[o + i, q] = src[off + i, q] + d[j, q]
+        for p in range(K):
+            q = 1 + m + p
+            if p < kr:
+                out[o + i, q] = src[off + i, q] + d[j, q]
+            else:
+                out[o + i, q] = d[j, q]
+
+
+@njit(cache=True, nogil=True)
+def closure_counts_cached(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
+                          rank, fast, max_antichain, c_dst, c_anc, c_delta, a_off, a_cnt,
+                          a_rows, c_vmax):
+    """:func:`closure_counts`, keeping the settled rows of the sources it can in a cache.
+
+    The cache (capacities: ``Pc`` pairs, ``Ac`` anchors, ``Rc`` rows; ``dtype`` any signed
+    integer type): ``c_dst int32[Pc]``, ``c_anc int32[Pc]``, ``c_delta dtype[Pc, W]`` per
+    pair, ``a_off int64[Ac]``, ``a_cnt int32[Ac]`` per anchor and ``a_rows dtype[Rc, W]``;
+    ``c_vmax`` the largest entry ``dtype`` holds. A source is cached, in order, when its
+    largest entry is at most ``c_vmax`` and its pairs, anchors and their rows fit what is
+    left: its pairs are then ``p`` to ``p + n_pairs - 1``, pair ``i`` being target
+    ``c_dst[i]`` (ascending) with the rows ``a_rows[a_off[a] + k] ; c_delta[i]``, ``k <
+    a_cnt[a]``, ``a = c_anc[i]``.
+
+    Returns :func:`closure_counts`' tuple followed by ``c_first int64[hi - lo]``: the first
+    cached pair of each source, -1 for a source not cached.
+    """
+    L = depth.shape[0]
+    W = 1 + m + K
+    anchor, delta, row_off, row_len, colmax, pending, block, pool = _work_space(L, W)
+    arcd = np.empty(W, np.int64)
+    tmp = np.empty(W, np.int64)
+    amap = np.full(L, -1, np.int32)
+    n_pairs = np.zeros(hi - lo, np.int64)
+    n_rows = np.zeros(hi - lo, np.int64)
+    c_first = np.full(hi - lo, -1, np.int64)
+    cap_pairs = c_dst.shape[0]
+    cap_anchors = a_off.shape[0]
+    cap_rows = a_rows.shape[0]
+    cp = 0
+    ca = 0
+    cr = 0
+    vmax = 0
+    largest = 0
+    for source in range(lo, hi):
+        pool = _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
+                       rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
+                       arcd, tmp)
+        status, err_dst, err_size, pairs, rows, vm, lg = source_counts(
+            m, K, anchor, delta, row_len, colmax, tmp, max_antichain)
+        if status != OK:
+            return status, source, err_dst, err_size, n_pairs, n_rows, vmax, largest, c_first
+        vmax = max(vmax, vm)
+        largest = max(largest, lg)
+        n_pairs[source - lo] = pairs
+        n_rows[source - lo] = rows
+        if vm <= c_vmax and cp + pairs <= cap_pairs:
+            p0, a0, r0 = cp, ca, cr
+            fits = True
+            for l in range(L):
+                a = anchor[l]
+                if a < 0:
+                    continue
+                k = amap[a]
+                if k < 0:
+                    cnt = row_len[a]
+                    if ca + 1 > cap_anchors or cr + cnt > cap_rows:
+                        fits = False
+                        break
+                    k = ca
+                    amap[a] = k
+                    a_off[k] = cr
+                    a_cnt[k] = cnt
+                    off = row_off[a]
+                    for i in range(cnt):
+                        for p in range(W):
+                            a_rows[cr + i, p] = pool[off + i, p]
+                    cr += cnt
+                    ca += 1
+                c_dst[cp] = l
+                c_anc[cp] = k
+                for p in range(W):
+                    c_delta[cp, p] = delta[l, p]
+                cp += 1
+            for l in range(L):
+                a = anchor[l]
+                if a >= 0:
+                    amap[a] = -1
+            if fits:
+                c_first[source - lo] = p0
+            else:
+                cp, ca, cr = p0, a0, r0
+        _release(anchor)
+    return OK, -1, -1, -1, n_pairs, n_rows, vmax, largest, c_first
+
+
+@njit(cache=True, nogil=True)
+def closure_fill_cached(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
+                        rank, fast, c_first, c_dst, c_anc, c_delta, a_off, a_cnt, a_rows,
+                        n_pairs, pair_ptr, row_ptr, pair_dst, sum_ptr, sums):
+    """:func:`closure_fill` for ``[lo, hi)`` after :func:`closure_counts_cached` (its cache
+    and ``c_first``, ``n_pairs``): a cached source's rows are composed from the cache, the
+    others settled again."""
+    L = depth.shape[0]
+    W = 1 + m + K
+    anchor, delta, row_off, row_len, colmax, pending, block, pool = _work_space(L, W)
+    arcd = np.empty(W, np.int64)
+    tmp = np.empty(W, np.int64)
+    for source in range(lo, hi):
+        first = c_first[source - lo]
+        P = pair_ptr[source]
+        S = row_ptr[source]
+        if first >= 0:
+            for j in range(first, first + n_pairs[source - lo]):
+                a = c_anc[j]
+                cnt = a_cnt[a]
+                pair_dst[P] = c_dst[j]
+                sum_ptr[P] = S
+                _compose_rows(a_rows, a_off[a], cnt, c_delta, j, sums, S, m, K)
+                S += cnt
+                P += 1
+            continue
+        pool = _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
+                       rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
+                       arcd, tmp)
+        source_fill(m, K, anchor, delta, row_off, row_len, pool, P, S, pair_dst, sum_ptr, sums)
+        _release(anchor)
+
+
+@njit(cache=True, nogil=True)
+def closure_fill_dense_cached(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst,
+                              order, rank, fast, c_first, c_dst, c_anc, c_delta, a_off, a_cnt,
+                              a_rows, n_pairs, dense, count):
+    """:func:`closure_fill_dense` for ``[lo, hi)`` after :func:`closure_counts_cached`: a
+    cached source's antichains are composed from the cache, the others settled again."""
+    L = depth.shape[0]
+    W = 1 + m + K
+    anchor, delta, row_off, row_len, colmax, pending, block, pool = _work_space(L, W)
+    arcd = np.empty(W, np.int64)
+    tmp = np.empty(W, np.int64)
+    for source in range(lo, hi):
+        first = c_first[source - lo]
+        if first >= 0:
+            out = dense[source]
+            cnt = count[source]
+            for j in range(first, first + n_pairs[source - lo]):
+                a = c_anc[j]
+                l = c_dst[j]
+                c = a_cnt[a]
+                _compose_rows(a_rows, a_off[a], c, c_delta, j, out[l], 0, m, K)
+                cnt[l] = c
+            continue
+        pool = _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
+                       rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
+                       arcd, tmp)
+        source_fill_dense(m, K, anchor, delta, row_off, row_len, pool, dense[source],
+                          count[source])
+        _release(anchor)
 
 @njit(cache=True, nogil=True)
 def transpose_pairs(pair_ptr, pair_dst, L):

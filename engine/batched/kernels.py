@@ -234,6 +234,30 @@ class CpuKernels(KernelSet):
     xp = np
     on_device = False
 
+    def intake(self, graph, depth, loc, ts, diff, deferred=None):
+        """:meth:`KernelSet.intake`, with a fast path for the usual batch -- NumPy columns
+        ``loc`` (int32 or int64), ``ts`` (int64, ``W`` columns), ``diff`` (int64) -- that
+        validates in one kernel pass (``gpu_kernels.intake.check_columns``), which also finds
+        the maxima the consolidation packs its keys with. Anything else, and any batch that
+        pass finds a fault in, takes the general path, which names the error."""
+        W = graph.m + graph.max_depth
+        if (type(loc) is np.ndarray and type(ts) is np.ndarray and type(diff) is np.ndarray
+                and loc.ndim == 1 and ts.ndim == 2 and diff.ndim == 1
+                and loc.dtype in (np.int32, np.int64) and ts.dtype == np.int64
+                and diff.dtype == np.int64 and ts.shape[1] == W
+                and 0 < len(loc) == len(ts) == len(diff)):
+            from gpu_kernels.consolidate import SumOverflow, consolidate
+            from gpu_kernels.intake import check_columns
+            ts = np.ascontiguousarray(ts)
+            bad, lmax, cmax = check_columns(loc, ts, depth, graph.m, graph.num_locations)
+            if bad < 0:
+                try:
+                    return consolidate(loc.astype(np.int32, copy=False), ts, diff,
+                                       maxima=(lmax, cmax))
+                except SumOverflow as e:
+                    raise count_overflow(graph, e) from None
+        return super().intake(graph, depth, loc, ts, diff, deferred)
+
     def consolidate(self, loc, ts, diff):
         from gpu_kernels.consolidate import consolidate
         return consolidate(loc, ts, diff)

@@ -99,6 +99,7 @@ __all__ = ["OK", "ANTICHAIN_OVERFLOW", "WORK_SPACE_OVERFLOW", "AntichainOverflow
            "source_fill", "source_fill_dense", "pair_fill", "pair_fill_dense",
            "closure_counts", "closure_fill", "closure_fill_dense", "closure_rows",
            "closure_counts_cached", "closure_fill_cached", "closure_fill_dense_cached",
+           "uniform_translations",
            "transpose_pairs", "reach_counts",
            "merge_excess", "SOURCE_THREADS_PER_BLOCK", "ClosureSettle", "closure_settle_cuda",
            "closure_fill_cuda", "closure_fill_dense_cuda", "target_major_cuda"]
@@ -625,23 +626,64 @@ def _compose_rows(src, off, cnt, d, j, out, o, m, K):
                 out[o + i, q] = d[j, q]
 
 
+@njit(cache=True, inline="always")
+def _column_max_into(rows, off, cnt, out, W):
+    """``out[p] = max(rows[off:off + cnt, p])`` (``cnt >= 1``), in int64."""
+    for p in range(W):
+        mx = np.int64(rows[off, p])
+        for i in range(1, cnt):
+            v = np.int64(rows[off + i, p])
+            if v > mx:
+                mx = v
+        out[p] = mx
+
+
+@njit(cache=True, nogil=True)
+def uniform_translations(depth, in_ptr, in_src, in_sum):
+    """Whether every arc keeps every counter between locations of one depth and has no
+    negative entry -- then every summary of ``Psi`` is such a translation, composing with one
+    adds a fixed vector, and :func:`closure_counts_cached` may derive a source's row from its
+    single successor's."""
+    L = depth.shape[0]
+    W = in_sum.shape[1]
+    for v in range(L):
+        for e in range(in_ptr[v], in_ptr[v + 1]):
+            u = in_src[e]
+            if in_sum[e, 0] != depth[u] or depth[u] != depth[v]:
+                return False
+            for p in range(1, W):
+                if in_sum[e, p] < 0:
+                    return False
+    return True
+
+
 @njit(cache=True, nogil=True)
 def closure_counts_cached(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
                           rank, fast, max_antichain, c_dst, c_anc, c_delta, a_off, a_cnt,
-                          a_rows, c_vmax):
+                          a_rows, c_vmax, perm, derive):
     """:func:`closure_counts`, keeping the settled rows of the sources it can in a cache.
 
     The cache (capacities: ``Pc`` pairs, ``Ac`` anchors, ``Rc`` rows; ``dtype`` any signed
     integer type): ``c_dst int32[Pc]``, ``c_anc int32[Pc]``, ``c_delta dtype[Pc, W]`` per
     pair, ``a_off int64[Ac]``, ``a_cnt int32[Ac]`` per anchor and ``a_rows dtype[Rc, W]``;
-    ``c_vmax`` the largest entry ``dtype`` holds. A source is cached, in order, when its
-    largest entry is at most ``c_vmax`` and its pairs, anchors and their rows fit what is
-    left: its pairs are then ``p`` to ``p + n_pairs - 1``, pair ``i`` being target
-    ``c_dst[i]`` (ascending) with the rows ``a_rows[a_off[a] + k] ; c_delta[i]``, ``k <
-    a_cnt[a]``, ``a = c_anc[i]``.
+    ``c_vmax`` the largest entry ``dtype`` holds. The sources ``[lo, hi)`` are taken in the
+    order ``perm`` (a permutation of them); a source is cached when its anchors' rows and
+    deltas fit ``dtype`` and its pairs, anchors and their rows fit what is left: its pairs are
+    then ``p`` to ``p + n_pairs - 1``, pair ``i`` being target ``c_dst[i]`` (ascending) with
+    the rows ``a_rows[a_off[a] + k] ; c_delta[i]``, ``k < a_cnt[a]``, ``a = c_anc[i]``.
+
+    With ``derive`` (:func:`uniform_translations`), a source ``s`` whose one out-arc ``a``
+    leads to a source ``t`` of the range already cached is not settled: every non-empty path
+    from ``s`` is ``a`` then a path from ``t``, and composing with a translation keeps an
+    antichain an antichain, sorted, so ``Psi[s, l] = {a ; x : x in Psi[t, l]}`` for ``l !=
+    s`` -- ``t``'s pairs, with its anchors' rows composed after ``a`` -- and ``Psi[s, s]`` is
+    the identity alone (below every summary: none resets a counter or steps back). Taking
+    the sources in decreasing DFS rank puts ``t`` before ``s`` along chains. The counts are
+    the exact ones, as settling gives them.
 
     Returns :func:`closure_counts`' tuple followed by ``c_first int64[hi - lo]``: the first
-    cached pair of each source, -1 for a source not cached.
+    cached pair of each source, -1 for a source not cached. The status and the overflowing
+    pair are those of the first source in ``perm`` order that overflows.
     """
     L = depth.shape[0]
     W = 1 + m + K
@@ -649,18 +691,109 @@ def closure_counts_cached(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, 
     arcd = np.empty(W, np.int64)
     tmp = np.empty(W, np.int64)
     amap = np.full(L, -1, np.int32)
-    n_pairs = np.zeros(hi - lo, np.int64)
-    n_rows = np.zeros(hi - lo, np.int64)
-    c_first = np.full(hi - lo, -1, np.int64)
+    n = hi - lo
+    n_pairs = np.zeros(n, np.int64)
+    n_rows = np.zeros(n, np.int64)
+    c_first = np.full(n, -1, np.int64)
+    a_first = np.zeros(n, np.int64)
+    a_num = np.zeros(n, np.int64)
     cap_pairs = c_dst.shape[0]
     cap_anchors = a_off.shape[0]
     cap_rows = a_rows.shape[0]
+    acol = np.empty((cap_anchors, W), np.int64)   # column maxima of every cached anchor
     cp = 0
     ca = 0
     cr = 0
     vmax = 0
     largest = 0
-    for source in range(lo, hi):
+    for q in range(n):
+        source = perm[q]
+        if derive and out_ptr[source + 1] - out_ptr[source] == 1:
+            t = out_dst[out_ptr[source]]
+            if lo <= t < hi and c_first[t - lo] >= 0:
+                ti = t - lo
+                e = in_ptr[t]
+                while in_src[e] != source:
+                    e += 1
+                pt, npt = c_first[ti], n_pairs[ti]
+                at, nat = a_first[ti], a_num[ti]
+                rows_t = a_off[at + nat - 1] + a_cnt[at + nat - 1] - a_off[at]
+                if (cp + npt + 1 <= cap_pairs and ca + nat + 1 <= cap_anchors
+                        and cr + rows_t + 1 <= cap_rows):
+                    p0, a0, r0 = cp, ca, cr
+                    ok = True
+                    # t's anchors, composed after the arc
+                    for k in range(at, at + nat):
+                        cnt = a_cnt[k]
+                        a_off[ca] = cr
+                        a_cnt[ca] = cnt
+                        for i in range(cnt):
+                            compose_into(in_sum[e], a_rows[a_off[k] + i], tmp, m, K)
+                            for p in range(W):
+                                if tmp[p] > c_vmax:
+                                    ok = False
+                                a_rows[cr + i, p] = tmp[p]
+                        _column_max_into(a_rows, cr, cnt, acol[ca], W)
+                        cr += cnt
+                        ca += 1
+                    if ok:
+                        # the identity, Psi[s, s]
+                        ident = ca
+                        a_off[ca] = cr
+                        a_cnt[ca] = 1
+                        _identity_into(tmp, depth[source], W)
+                        for p in range(W):
+                            a_rows[cr, p] = tmp[p]
+                            acol[ca, p] = tmp[p]
+                        cr += 1
+                        ca += 1
+                        # t's pairs, the identity in its place (replacing t's pair into s)
+                        shift = a0 - at
+                        placed = False
+                        for j in range(pt, pt + npt + 1):
+                            l = c_dst[j] if j < pt + npt else L
+                            if not placed and l >= source:
+                                placed = True
+                                c_dst[cp] = source
+                                c_anc[cp] = ident
+                                for p in range(W):
+                                    c_delta[cp, p] = tmp[p]
+                                cp += 1
+                                if l == source:
+                                    continue
+                            if j == pt + npt:
+                                break
+                            c_dst[cp] = l
+                            c_anc[cp] = c_anc[j] + shift
+                            for p in range(W):
+                                c_delta[cp, p] = c_delta[j, p]
+                            cp += 1
+                        # the counts, as source_counts gives them
+                        pairs = cp - p0
+                        rows = 0
+                        vm = 0
+                        lg = 0
+                        for j in range(p0, cp):
+                            k = c_anc[j]
+                            for p in range(W):
+                                arcd[p] = c_delta[j, p]
+                            compose_into(acol[k], arcd, tmp, m, K)
+                            for p in range(W):
+                                if tmp[p] > vm:
+                                    vm = tmp[p]
+                            cnt = a_cnt[k]
+                            if cnt > lg:
+                                lg = cnt
+                            rows += cnt
+                        c_first[source - lo] = p0
+                        n_pairs[source - lo] = pairs
+                        n_rows[source - lo] = rows
+                        a_first[source - lo] = a0
+                        a_num[source - lo] = ca - a0
+                        vmax = max(vmax, vm)
+                        largest = max(largest, lg)
+                        continue
+                    cp, ca, cr = p0, a0, r0
         pool = _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
                        rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
                        arcd, tmp)
@@ -693,6 +826,7 @@ def closure_counts_cached(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, 
                     for i in range(cnt):
                         for p in range(W):
                             a_rows[cr + i, p] = pool[off + i, p]
+                    _column_max_into(pool, off, cnt, acol[k], W)
                     cr += cnt
                     ca += 1
                 c_dst[cp] = l
@@ -706,6 +840,8 @@ def closure_counts_cached(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, 
                     amap[a] = -1
             if fits:
                 c_first[source - lo] = p0
+                a_first[source - lo] = a0
+                a_num[source - lo] = ca - a0
             else:
                 cp, ca, cr = p0, a0, r0
         _release(anchor)

@@ -46,11 +46,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpu_kernels.closure import (ANTICHAIN_OVERFLOW, closure_counts_cached,
+from gpu_kernels.closure import (ANTICHAIN_OVERFLOW, closure_counts, closure_counts_cached,
                                  closure_fill_cached, closure_fill_cuda,
                                  closure_fill_dense_cached, closure_fill_dense_cuda,
                                  closure_settle_cuda, merge_excess, reach_counts,
-                                 target_major_cuda, translation_mask, transpose_pairs)
+                                 target_major_cuda, translation_mask, transpose_pairs,
+                                 uniform_translations)
 from gpu_kernels.summary_rows import smallest_dtype, unpack_summary_row
 
 from engine.errors import AntichainOverflowError, PsiLimitError, UnknownLocationError
@@ -348,15 +349,21 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
         return _compute_psi_device(ga, described, args, layout, cap, budget, kernels, limit)
     chunks = _chunks(L, threads)
     caches = _caches(ga, chunks, settle_cache)
+    # sources by decreasing DFS rank within a chunk: a source's single successor comes first
+    derive = bool(L) and bool(uniform_translations(ga.depth, ga.in_ptr, ga.in_src, ga.in_sum))
+    perms = [lo + np.argsort(-ga.rank[lo:hi], kind="stable") for lo, hi in chunks]
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         # Step 1: count pairs, summaries, the largest entry and antichain per source, and
         # keep the rows of what fits the settle cache.
-        counted = list(pool.map(lambda c: closure_counts_cached(c[0][0], c[0][1], *args, cap,
-                                                                *c[1]), zip(chunks, caches)))
-        for status, s, t, size, *_ in counted:
-            if status == ANTICHAIN_OVERFLOW:
-                raise _overflow(described, s, t, size, cap)
+        counted = list(pool.map(lambda c: closure_counts_cached(
+            c[0][0], c[0][1], *args, cap, *c[1], c[2], derive), zip(chunks, caches, perms)))
+        if any(c[0] == ANTICHAIN_OVERFLOW for c in counted):
+            # the first overflowing source by id, then target, as the plain count names it
+            for lo, hi in chunks:
+                status, s, t, size, *_ = closure_counts(lo, hi, *args, cap)
+                if status == ANTICHAIN_OVERFLOW:
+                    raise _overflow(described, s, t, size, cap)
         n_pairs = np.concatenate([c[4] for c in counted]) if counted else np.zeros(0, np.int64)
         n_rows = np.concatenate([c[5] for c in counted]) if counted else np.zeros(0, np.int64)
         vmax = max((int(c[6]) for c in counted), default=0)

@@ -10,7 +10,6 @@ from hypothesis import given, strategies as st
 from engine.batched.graph_arrays import GraphArrays
 from engine.batched.kernels import KernelSet, cpu_kernels
 from engine.errors import TimelyFrontierError
-from gpu_kernels.consolidate import _pack, _pack_sort, _radix_sort_pairs, pack_plan
 from gpu_kernels.intake import MAX_COORD, check_columns
 
 from strategies import examples, random_graphs, structured_graphs
@@ -79,20 +78,6 @@ def test_gh33_fast_intake_equals_the_general_path(data, graph):
         np.testing.assert_array_equal(a, b)
 
 
-@examples(100)
-@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 3000), st.integers(0, 1 << 40),
-                          st.integers(-3, 3)), min_size=1, max_size=300))
-def test_gh33_pack_sort_equals_pack_then_radix_sort(rows):
-    loc = np.array([r[0] for r in rows], np.int32)
-    ts = np.array([r[1:3] for r in rows], np.int64)
-    diff = np.array([r[3] for r in rows], np.int64)
-    widths, total = pack_plan(int(loc.max()), ts.max(axis=0))
-    want = _radix_sort_pairs(_pack(loc, ts, widths), diff, total)
-    got = _pack_sort(loc, ts, diff, widths, total)
-    for a, b in zip(got, want):
-        np.testing.assert_array_equal(a, b)
-
-
 def test_gh33_check_columns_finds_the_maxima():
     depth = np.array([0, 1, 0])
     loc = np.array([2, 1, 0], np.int32)
@@ -117,3 +102,44 @@ def test_gh33_other_inputs_take_the_general_path():
     with pytest.raises(TimelyFrontierError):
         cpu_kernels.intake(g, depth, np.array([99]), np.zeros((1, W), np.int64),
                            np.array([1]))
+
+
+# -- the merge in two halves ----------------------------------------------------------------
+
+@st.composite
+def table_and_batch(draw):
+    """A count table and a consolidated batch over a few locations and timestamps (sorted,
+    distinct rows, no zero), diffs that cancel, go negative, or overflow int64."""
+    W = draw(st.integers(1, 3))
+    key = st.tuples(st.integers(0, 5), *[st.integers(0, 3)] * W)
+    big = (1 << 63) - 1
+    cnt = st.one_of(st.integers(-3, 3).filter(bool), st.sampled_from([big, -big - 1]))
+
+    def rows(keys, counts):
+        keys = sorted(keys)
+        return (np.array([k[0] for k in keys], np.int32),
+                np.array([k[1:] for k in keys], np.int64).reshape(len(keys), W),
+                np.array(counts[:len(keys)], np.int64))
+    t_keys = draw(st.lists(key, max_size=40, unique=True))
+    b_keys = draw(st.lists(key, min_size=2, max_size=40, unique=True))
+    t_cnt = draw(st.lists(st.integers(1, 3) | st.sampled_from([big]), min_size=len(t_keys),
+                          max_size=len(t_keys)))
+    b_cnt = draw(st.lists(cnt, min_size=len(b_keys), max_size=len(b_keys)))
+    return rows(t_keys, t_cnt), rows(b_keys, b_cnt)
+
+
+@examples(300)
+@given(table_and_batch(), st.booleans())
+def test_gh33_merge_in_two_halves_equals_one_merge(tb, strict):
+    from engine.batched.kernels import _split_merge
+    from gpu_kernels.consolidate import merge_counts
+    (t_loc, t_ts, t_cnt), (b_loc, b_ts, b_diff) = tb
+    flip1, flip2 = np.zeros(6, np.bool_), np.zeros(6, np.bool_)
+    want = merge_counts(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip1)
+    got = _split_merge(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip2)
+    assert got[3] == want[3]
+    if want[3] == -1:
+        for a, b in zip(got[:3], want[:3]):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(flip2, flip1)

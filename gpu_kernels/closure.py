@@ -747,11 +747,17 @@ def closure_counts_cached(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, 
                             acol[ca, p] = tmp[p]
                         cr += 1
                         ca += 1
-                        # t's pairs, the identity in its place (replacing t's pair into s)
+                        # t's pairs, the identity in its place (replacing t's pair into s),
+                        # and their counts as source_counts gives them: every summary keeps
+                        # all counters, so a pair's column maxima are its anchor's plus its
+                        # delta (the keep column: the depth)
                         shift = a0 - at
+                        rows = 1
+                        vm = depth[source]
+                        lg = 1
                         placed = False
-                        for j in range(pt, pt + npt + 1):
-                            l = c_dst[j] if j < pt + npt else L
+                        for j in range(pt, pt + npt):
+                            l = c_dst[j]
                             if not placed and l >= source:
                                 placed = True
                                 c_dst[cp] = source
@@ -761,30 +767,28 @@ def closure_counts_cached(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, 
                                 cp += 1
                                 if l == source:
                                     continue
-                            if j == pt + npt:
-                                break
+                            k = c_anc[j] + shift
                             c_dst[cp] = l
-                            c_anc[cp] = c_anc[j] + shift
-                            for p in range(W):
-                                c_delta[cp, p] = c_delta[j, p]
-                            cp += 1
-                        # the counts, as source_counts gives them
-                        pairs = cp - p0
-                        rows = 0
-                        vm = 0
-                        lg = 0
-                        for j in range(p0, cp):
-                            k = c_anc[j]
-                            for p in range(W):
-                                arcd[p] = c_delta[j, p]
-                            compose_into(acol[k], arcd, tmp, m, K)
-                            for p in range(W):
-                                if tmp[p] > vm:
-                                    vm = tmp[p]
+                            c_anc[cp] = k
+                            c_delta[cp, 0] = c_delta[j, 0]
+                            for p in range(1, W):
+                                d = c_delta[j, p]
+                                c_delta[cp, p] = d
+                                v = acol[k, p] + d
+                                if v > vm:
+                                    vm = v
                             cnt = a_cnt[k]
                             if cnt > lg:
                                 lg = cnt
                             rows += cnt
+                            cp += 1
+                        if not placed:
+                            c_dst[cp] = source
+                            c_anc[cp] = ident
+                            for p in range(W):
+                                c_delta[cp, p] = tmp[p]
+                            cp += 1
+                        pairs = cp - p0
                         c_first[source - lo] = p0
                         n_pairs[source - lo] = pairs
                         n_rows[source - lo] = rows

@@ -325,7 +325,8 @@ def _split_merge(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
     (``lower_bound``), so that every pair of equal rows falls in one half; each half merges
     into the shared output (the second from row ``i + j`` on, the most the first can write),
     then the second half moves down to follow the first. ``bad`` is what one merge finds:
-    the first overflow of either half, else the first negative count."""
+    the first overflow of either half, else the first negative count. When the helper has
+    not started the second half by the time the first is done, this thread merges it too."""
     global _helper
     from concurrent.futures import ThreadPoolExecutor
 
@@ -343,7 +344,11 @@ def _split_merge(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
                             b_diff[j:], strict, flip, o_loc, o_ts, o_cnt, i + j)
     k1, bad1 = merge_into(t_loc[:i], t_ts[:i], t_cnt[:i], b_loc[:j], b_ts[:j], b_diff[:j],
                           strict, flip, o_loc, o_ts, o_cnt, 0)
-    k2, bad2 = second.result()
+    if second.cancel():  # the helper never got a CPU (a busy machine): do it here
+        k2, bad2 = merge_into(t_loc[i:], t_ts[i:], t_cnt[i:], b_loc[j:], b_ts[j:], b_diff[j:],
+                              strict, flip, o_loc, o_ts, o_cnt, i + j)
+    else:
+        k2, bad2 = second.result()
     bad = (bad1 if bad1 <= -2 else bad2 - j if bad2 <= -2 else bad1 if bad1 >= 0
            else bad2 + j if bad2 >= 0 else -1)
     if bad != -1:
@@ -354,16 +359,19 @@ def _split_merge(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
     return o_loc[:k], o_ts[:k], o_cnt[:k], -1
 
 
-def warm_split_merge() -> None:
-    """Load (or compile) the kernels of :func:`_split_merge` on a tiny table: a warm-up's
-    batches are too small to take that path, a 1e5-row churn batch's first merge does."""
-    from gpu_kernels.consolidate import move_rows
+def warm_host_paths() -> None:
+    """Load (or compile) the kernels of the host paths a warm-up's tiny array batches do not
+    take: :func:`_split_merge` (a 1e5-row churn batch's merge takes it) and the general
+    intake's consolidation, which finds the packing maxima itself (batches given as lists,
+    or in other dtypes, take it)."""
+    from gpu_kernels.consolidate import consolidate, move_rows
     t_loc = np.array([0, 1], np.int32)
     t_ts = np.zeros((2, 2), np.int64)
     t_cnt = np.ones(2, np.int64)
     _split_merge(t_loc, t_ts, t_cnt, t_loc.copy(), t_ts.copy(), -t_cnt, False,
                  np.zeros(2, np.bool_))
     move_rows(t_loc, t_ts, t_cnt, 0, 1, 1)
+    consolidate(t_loc, t_ts, t_cnt)
 
 
 cpu_kernels = CpuKernels()

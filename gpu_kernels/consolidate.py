@@ -40,7 +40,7 @@ from numba import njit
 from . import _cuda
 from .summary_rows import ts_cmp
 
-__all__ = ["consolidate", "merge_counts", "merge_into", "lower_bound", "move_rows", "overflow_row", "add_overflows", "pack_plan",
+__all__ = ["consolidate", "merge_counts", "overflow_row", "add_overflows", "pack_plan",
            "pack_key", "unpack_key", "row_cmp", "consolidate_sorting_cuda",
            "merge_counts_cuda", "SumOverflow", "may_overflow", "sum_overflows",
            "overflow_on_host"]
@@ -361,24 +361,9 @@ def merge_counts(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
     o_loc = np.empty(r + n, dtype=np.int32)
     o_ts = np.empty((r + n, W), dtype=np.int64)
     o_cnt = np.empty(r + n, dtype=np.int64)
-    k, bad = merge_into(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, o_loc, o_ts,
-                        o_cnt, 0)
-    if bad != -1:
-        return o_loc[:0], o_ts[:0], o_cnt[:0], bad
-    return o_loc[:k], o_ts[:k], o_cnt[:k], -1
-
-
-@njit(cache=True, nogil=True)
-def merge_into(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, o_loc, o_ts, o_cnt, o0):
-    """:func:`merge_counts`' merge, written into ``o_loc``/``o_ts``/``o_cnt`` from row ``o0``
-    on (room for ``r + n`` rows there): ``(rows written, bad)``, ``bad`` as
-    :func:`merge_counts` returns it (the rows written are meaningless unless it is -1). The
-    host merges a large batch in two halves at once with it (``engine.batched.kernels``)."""
-    r, W = t_ts.shape
-    n = b_ts.shape[0]
     i = 0
     j = 0
-    k = o0
+    k = 0
     neg = -1
     while i < r or j < n:
         if j >= n:
@@ -401,7 +386,7 @@ def merge_into(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, o_loc, o_t
         else:
             old = 0
         if add_overflows(old, b_diff[j]):  # before any negative count, as on the device
-            return k - o0, -2 - j
+            return o_loc[:0], o_ts[:0], o_cnt[:0], -2 - j
         new = old + b_diff[j]
         if strict and new < 0 and neg < 0:
             neg = j
@@ -414,33 +399,9 @@ def merge_into(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, o_loc, o_t
             o_cnt[k] = new
             k += 1
         j += 1
-    return k - o0, neg
-
-
-@njit(cache=True, nogil=True)
-def lower_bound(t_loc, t_ts, l, row):
-    """The first table row not below ``(l, row)`` (binary search, :func:`row_cmp`)."""
-    lo = 0
-    hi = t_loc.shape[0]
-    W = t_ts.shape[1]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if row_cmp(t_loc[mid], t_ts[mid], l, row, W) < 0:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, nogil=True)
-def move_rows(o_loc, o_ts, o_cnt, dst, src, n):
-    """Rows ``src:src + n`` of the three columns moved down to ``dst <= src``."""
-    W = o_ts.shape[1]
-    for i in range(n):
-        o_loc[dst + i] = o_loc[src + i]
-        for w in range(W):
-            o_ts[dst + i, w] = o_ts[src + i, w]
-        o_cnt[dst + i] = o_cnt[src + i]
+    if neg >= 0:
+        return o_loc[:0], o_ts[:0], o_cnt[:0], neg
+    return o_loc[:k], o_ts[:k], o_cnt[:k], -1
 
 
 # -- CUDA ---------------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ Every method's contract is the one of the CPU twin it names; shapes and dtypes a
 from __future__ import annotations
 
 import abc
-import os
 
 import numpy as np
 
@@ -264,12 +263,7 @@ class CpuKernels(KernelSet):
         return consolidate(loc, ts, diff)
 
     def merge_counts(self, t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip, deferred=None):
-        """``gpu_kernels.consolidate.merge_counts``; a large merge (:data:`SPLIT_MERGE` rows
-        or more, on a machine of two CPUs or more) runs as two halves at once, split at the
-        middle batch row (:func:`_split_merge`): the same table, ``flip`` and ``bad``."""
         from gpu_kernels.consolidate import merge_counts
-        if len(t_loc) + len(b_loc) >= SPLIT_MERGE and len(b_loc) >= 2 and _cpus() >= 2:
-            return _split_merge(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip)
         return merge_counts(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip)
 
     def edgewise(self, ga, F_ptr, F_ts, I_ptr, I_ts, seeds, max_steps):
@@ -308,70 +302,12 @@ class CpuKernels(KernelSet):
         return frontier_changes(locs, old_ptr, old_ts, new_ptr, new_ts, W)
 
 
-#: Rows (table plus batch) from which the cpu backend merges a batch in two halves at once.
-SPLIT_MERGE = 1 << 15
-
-_helper = None
-
-
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
-
-
-def _split_merge(t_loc, t_ts, t_cnt, b_loc, b_ts, b_diff, strict, flip):
-    """``merge_counts`` in two halves, one on a helper thread (the kernels release the GIL):
-    the batch splits at its middle row ``j``, the table where that row would go
-    (``lower_bound``), so that every pair of equal rows falls in one half; each half merges
-    into the shared output (the second from row ``i + j`` on, the most the first can write),
-    then the second half moves down to follow the first. ``bad`` is what one merge finds:
-    the first overflow of either half, else the first negative count. When the helper has
-    not started the second half by the time the first is done, this thread merges it too."""
-    global _helper
-    from concurrent.futures import ThreadPoolExecutor
-
-    from gpu_kernels.consolidate import lower_bound, merge_into, move_rows
-    r, W = t_ts.shape
-    n = len(b_loc)
-    j = n // 2
-    i = int(lower_bound(t_loc, t_ts, b_loc[j], b_ts[j]))
-    o_loc = np.empty(r + n, np.int32)
-    o_ts = np.empty((r + n, W), np.int64)
-    o_cnt = np.empty(r + n, np.int64)
-    if _helper is None:
-        _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfront-merge")
-    second = _helper.submit(merge_into, t_loc[i:], t_ts[i:], t_cnt[i:], b_loc[j:], b_ts[j:],
-                            b_diff[j:], strict, flip, o_loc, o_ts, o_cnt, i + j)
-    k1, bad1 = merge_into(t_loc[:i], t_ts[:i], t_cnt[:i], b_loc[:j], b_ts[:j], b_diff[:j],
-                          strict, flip, o_loc, o_ts, o_cnt, 0)
-    if second.cancel():  # the helper never got a CPU (a busy machine): do it here
-        k2, bad2 = merge_into(t_loc[i:], t_ts[i:], t_cnt[i:], b_loc[j:], b_ts[j:], b_diff[j:],
-                              strict, flip, o_loc, o_ts, o_cnt, i + j)
-    else:
-        k2, bad2 = second.result()
-    bad = (bad1 if bad1 <= -2 else bad2 - j if bad2 <= -2 else bad1 if bad1 >= 0
-           else bad2 + j if bad2 >= 0 else -1)
-    if bad != -1:
-        return o_loc[:0], o_ts[:0], o_cnt[:0], bad
-    if k1 < i + j:
-        move_rows(o_loc, o_ts, o_cnt, k1, i + j, k2)
-    k = k1 + k2
-    return o_loc[:k], o_ts[:k], o_cnt[:k], -1
-
-
 def warm_host_paths() -> None:
-    """Load (or compile) the kernels of the host paths a warm-up's tiny array batches do not
-    take: :func:`_split_merge` (a 1e5-row churn batch's merge takes it) and the general
-    intake's consolidation, which finds the packing maxima itself (batches given as lists,
-    or in other dtypes, take it)."""
-    from gpu_kernels.consolidate import consolidate, move_rows
-    t_loc = np.array([0, 1], np.int32)
-    t_ts = np.zeros((2, 2), np.int64)
-    t_cnt = np.ones(2, np.int64)
-    _split_merge(t_loc, t_ts, t_cnt, t_loc.copy(), t_ts.copy(), -t_cnt, False,
-                 np.zeros(2, np.bool_))
-    move_rows(t_loc, t_ts, t_cnt, 0, 1, 1)
-    consolidate(t_loc, t_ts, t_cnt)
+    """Load (or compile) the kernels of the host path a warm-up's array batches do not take:
+    the general intake's consolidation, which finds the packing maxima itself (batches given
+    as lists, or in other dtypes, take it)."""
+    from gpu_kernels.consolidate import consolidate
+    consolidate(np.array([0, 1], np.int32), np.zeros((2, 2), np.int64), np.ones(2, np.int64))
 
 
 cpu_kernels = CpuKernels()

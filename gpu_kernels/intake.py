@@ -51,8 +51,8 @@ from .consolidate import (INT64_MAX, SumOverflow, consolidate, consolidate_sorti
 
 __all__ = ["LOC", "WIDTH", "RANGE", "PADDING", "KINDS", "MAX_COORD", "MAX_WIDTH",
            "SHARED_SLOTS", "stats_size", "Intake", "row_error", "row_key", "run_start",
-           "check_pack", "check_columns", "runs_from_sorted", "intake", "intake_cuda", "consolidate_cuda",
-           "speculative_widths", "deferred_verdict"]
+           "check_pack", "check_columns", "runs_from_sorted", "intake", "intake_cuda",
+           "consolidate_cuda", "speculative_widths", "deferred_verdict"]
 
 #: Error kinds, in the order ``engine.batched.batch_arrays`` checks them over the whole batch.
 LOC, WIDTH, RANGE, PADDING = 0, 1, 2, 3

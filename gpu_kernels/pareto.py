@@ -33,8 +33,8 @@ from numba import njit
 from . import _cuda
 from .summary_rows import ts_cmp, ts_le
 
-__all__ = ["segment_frontiers", "segment_starts", "antichain_insert", "sort_rows_inplace", "sort_rows_with",
-           "replace_segments", "segments_equal", "segment_mode", "seed_modes",
+__all__ = ["segment_frontiers", "segment_starts", "antichain_insert", "sort_rows_inplace",
+           "sort_rows_with", "replace_segments", "segments_equal", "segment_mode", "seed_modes",
            "segment_withdrawn", "seed_withdrawn",
            "frontier_update", "frontier_update_cuda"]
 

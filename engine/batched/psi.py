@@ -280,9 +280,11 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
         twice before ``Psi`` is allocated: by :func:`check_psi_size` (pairs counted, cheap)
         before anything is computed, and on the exact count after the first pass.
     settle_cache : int
-        Bytes of host memory the first pass may fill with what the sources it settled are
-        made of (their anchors' rows and, per target, the anchor and the offset), so that
-        the second writes their rows from it instead of settling them again (default
+        Bytes of host memory (about) the first pass may fill with what the sources it
+        settled are made of (their anchors' rows and, per target, the anchor and the
+        translation), so that the second writes their rows from it instead of settling them
+        again, and so that, on a graph of one depth without resets, a source with a single
+        out-arc derives its row from its successor's instead of settling (default
         :data:`SETTLE_CACHE_BYTES`; 0: every source settles twice). The result is the same.
         Unused on a device.
 
@@ -311,8 +313,9 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
     -----
     Two passes over the sources, each split into chunks run on a thread pool: the first
     settles every source's fixed point and counts its pairs, summaries, largest entry and
-    largest antichain, keeping the settled row while the settle cache has room
-    (``gpu_kernels.closure.closure_counts_cached``); the host then sizes the output exactly,
+    largest antichain, keeping the settled row while the settle cache has room, or deriving
+    it from the successor's (``gpu_kernels.closure.closure_counts_cached``; sources by
+    decreasing DFS rank within a chunk); the host then sizes the output exactly,
     chooses the dtype and the layout; the second writes the cached sources' rows from the
     cache and settles the others again to write theirs. Cost: the fixed points once (twice
     for the sources past the cache) plus O(S * W) to write; memory: the output, the cache

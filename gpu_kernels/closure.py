@@ -98,6 +98,8 @@ __all__ = ["OK", "ANTICHAIN_OVERFLOW", "WORK_SPACE_OVERFLOW", "AntichainOverflow
            "WorkSpaceOverflow", "translation_mask", "settle_source", "source_counts",
            "source_fill", "source_fill_dense", "pair_fill", "pair_fill_dense",
            "closure_counts", "closure_fill", "closure_fill_dense", "closure_rows",
+           "closure_counts_cached", "closure_fill_cached", "closure_fill_dense_cached",
+           "uniform_translations",
            "transpose_pairs", "reach_counts",
            "merge_excess", "SOURCE_THREADS_PER_BLOCK", "ClosureSettle", "closure_settle_cuda",
            "closure_fill_cuda", "closure_fill_dense_cuda", "target_major_cuda"]
@@ -576,6 +578,342 @@ def closure_rows(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, 
     closure_fill(lo, hi, *graph, pair_ptr, row_ptr, pair_dst, sum_ptr, sums)
     return pair_ptr[lo:], pair_dst, sum_ptr, sums
 
+
+
+# -- one settle per source: the count pass keeps the settled rows (CPU) ------------------------
+#
+# The two passes above settle every source twice: the host sizes the output from the first and
+# the second writes it. Settling is half the work of ``compute_psi`` (issue 33), so
+# :func:`closure_counts_cached` keeps what a settled source's row is made of, in a cache of the
+# chunk: the materialised rows of the anchors it uses (a few dozen per source on the synthetic
+# workloads) and, per target reached, the target, its anchor and its ``delta`` -- the row of
+# the pair being ``anchor rows ; delta`` (:func:`pair_fill`). Entries are kept in a narrow
+# dtype guessed from the graph: a source whose largest entry (which bounds every anchor row
+# and every ``delta``, as each is, or composes into, a summary of the row) does not fit it,
+# or that does not fit the chunk's room, is not cached. :func:`closure_fill_cached` and
+# :func:`closure_fill_dense_cached` then write a cached source's rows from the cache and
+# settle only the others again. Same rows, same bytes: the same composition of the same
+# values.
+
+@njit(cache=True, inline="always")
+def _compose_rows(src, off, cnt, d, j, out, o, m, K):
+    """``out[o + i] = src[off + i] ; d[j]`` for ``i < cnt`` (``compose_into`` row by row, any
+    integer dtypes holding the values): the scalar core of the cached fills, with the
+    one-counter case (``W = 3``) unrolled."""
+    kr = d[j, 0]
+    if m == 1 and K == 1:
+        d1 = d[j, 1]
+        d2 = d[j, 2]
+        keep = kr > 0
+        for i in range(cnt):
+            s0 = src[off + i, 0]
+            v1 = src[off + i, 1] + d1
+            v2 = src[off + i, 2] + d2 if keep else d2
+            out[o + i, 0] = s0 if s0 < kr else kr
+            out[o + i, 1] = v1
+            out[o + i, 2] = v2
+        return
+    for i in range(cnt):
+        ks = src[off + i, 0]
+        out[o + i, 0] = ks if ks < kr else kr
+        for q in range(1, 1 + m):
+            out[o + i, q] = src[off + i, q] + d[j, q]
+        for p in range(K):
+            q = 1 + m + p
+            if p < kr:
+                out[o + i, q] = src[off + i, q] + d[j, q]
+            else:
+                out[o + i, q] = d[j, q]
+
+
+@njit(cache=True, inline="always")
+def _column_max_into(rows, off, cnt, out, W):
+    """``out[p] = max(rows[off:off + cnt, p])`` (``cnt >= 1``), in int64."""
+    for p in range(W):
+        mx = np.int64(rows[off, p])
+        for i in range(1, cnt):
+            v = np.int64(rows[off + i, p])
+            if v > mx:
+                mx = v
+        out[p] = mx
+
+
+@njit(cache=True, nogil=True)
+def uniform_translations(depth, in_ptr, in_src, in_sum):
+    """Whether every arc keeps every counter between locations of one depth and has no
+    negative entry -- then every summary of ``Psi`` is such a translation, composing with one
+    adds a fixed vector, and :func:`closure_counts_cached` may derive a source's row from its
+    single successor's."""
+    L = depth.shape[0]
+    W = in_sum.shape[1]
+    for v in range(L):
+        for e in range(in_ptr[v], in_ptr[v + 1]):
+            u = in_src[e]
+            if in_sum[e, 0] != depth[u] or depth[u] != depth[v]:
+                return False
+            for p in range(1, W):
+                if in_sum[e, p] < 0:
+                    return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def closure_counts_cached(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
+                          rank, fast, max_antichain, c_dst, c_anc, c_delta, a_off, a_cnt,
+                          a_rows, c_vmax, perm, derive):
+    """:func:`closure_counts`, keeping the settled rows of the sources it can in a cache.
+
+    The cache (capacities: ``Pc`` pairs, ``Ac`` anchors, ``Rc`` rows; ``dtype`` any signed
+    integer type): ``c_dst int32[Pc]``, ``c_anc int32[Pc]``, ``c_delta dtype[Pc, W]`` per
+    pair, ``a_off int64[Ac]``, ``a_cnt int32[Ac]`` per anchor and ``a_rows dtype[Rc, W]``;
+    ``c_vmax`` the largest entry ``dtype`` holds. The sources ``[lo, hi)`` are taken in the
+    order ``perm`` (a permutation of them); a source is cached when its anchors' rows and
+    deltas fit ``dtype`` and its pairs, anchors and their rows fit what is left: its pairs are
+    then ``p`` to ``p + n_pairs - 1``, pair ``i`` being target ``c_dst[i]`` (ascending) with
+    the rows ``a_rows[a_off[a] + k] ; c_delta[i]``, ``k < a_cnt[a]``, ``a = c_anc[i]``.
+
+    With ``derive`` (:func:`uniform_translations`), a source ``s`` whose one out-arc ``a``
+    leads to a source ``t`` of the range already cached is not settled: every non-empty path
+    from ``s`` is ``a`` then a path from ``t``, and composing with a translation keeps an
+    antichain an antichain, sorted, so ``Psi[s, l] = {a ; x : x in Psi[t, l]}`` for ``l !=
+    s`` -- ``t``'s pairs, with its anchors' rows composed after ``a`` -- and ``Psi[s, s]`` is
+    the identity alone (below every summary: none resets a counter or steps back). Taking
+    the sources in decreasing DFS rank puts ``t`` before ``s`` along chains. The counts are
+    the exact ones, as settling gives them.
+
+    Returns :func:`closure_counts`' tuple followed by ``c_first int64[hi - lo]``: the first
+    cached pair of each source, -1 for a source not cached. The status and the overflowing
+    pair are those of the first source in ``perm`` order that overflows.
+    """
+    L = depth.shape[0]
+    W = 1 + m + K
+    anchor, delta, row_off, row_len, colmax, pending, block, pool = _work_space(L, W)
+    arcd = np.empty(W, np.int64)
+    tmp = np.empty(W, np.int64)
+    amap = np.full(L, -1, np.int32)
+    n = hi - lo
+    n_pairs = np.zeros(n, np.int64)
+    n_rows = np.zeros(n, np.int64)
+    c_first = np.full(n, -1, np.int64)
+    a_first = np.zeros(n, np.int64)
+    a_num = np.zeros(n, np.int64)
+    cap_pairs = c_dst.shape[0]
+    cap_anchors = a_off.shape[0]
+    cap_rows = a_rows.shape[0]
+    acol = np.empty((cap_anchors, W), np.int64)   # column maxima of every cached anchor
+    cp = 0
+    ca = 0
+    cr = 0
+    vmax = 0
+    largest = 0
+    for q in range(n):
+        source = perm[q]
+        if derive and out_ptr[source + 1] - out_ptr[source] == 1:
+            t = out_dst[out_ptr[source]]
+            if lo <= t < hi and c_first[t - lo] >= 0:
+                ti = t - lo
+                e = in_ptr[t]
+                while in_src[e] != source:
+                    e += 1
+                pt, npt = c_first[ti], n_pairs[ti]
+                at, nat = a_first[ti], a_num[ti]
+                rows_t = a_off[at + nat - 1] + a_cnt[at + nat - 1] - a_off[at]
+                if (cp + npt + 1 <= cap_pairs and ca + nat + 1 <= cap_anchors
+                        and cr + rows_t + 1 <= cap_rows):
+                    p0, a0, r0 = cp, ca, cr
+                    ok = True
+                    # t's anchors, composed after the arc
+                    for k in range(at, at + nat):
+                        cnt = a_cnt[k]
+                        a_off[ca] = cr
+                        a_cnt[ca] = cnt
+                        for i in range(cnt):
+                            compose_into(in_sum[e], a_rows[a_off[k] + i], tmp, m, K)
+                            for p in range(W):
+                                if tmp[p] > c_vmax:
+                                    ok = False
+                                a_rows[cr + i, p] = tmp[p]
+                        _column_max_into(a_rows, cr, cnt, acol[ca], W)
+                        cr += cnt
+                        ca += 1
+                    if ok:
+                        # the identity, Psi[s, s]
+                        ident = ca
+                        a_off[ca] = cr
+                        a_cnt[ca] = 1
+                        _identity_into(tmp, depth[source], W)
+                        for p in range(W):
+                            a_rows[cr, p] = tmp[p]
+                            acol[ca, p] = tmp[p]
+                        cr += 1
+                        ca += 1
+                        # t's pairs, the identity in its place (replacing t's pair into s),
+                        # and their counts as source_counts gives them: every summary keeps
+                        # all counters, so a pair's column maxima are its anchor's plus its
+                        # delta (the keep column: the depth)
+                        shift = a0 - at
+                        rows = 1
+                        vm = depth[source]
+                        lg = 1
+                        placed = False
+                        for j in range(pt, pt + npt):
+                            l = c_dst[j]
+                            if not placed and l >= source:
+                                placed = True
+                                c_dst[cp] = source
+                                c_anc[cp] = ident
+                                for p in range(W):
+                                    c_delta[cp, p] = tmp[p]
+                                cp += 1
+                                if l == source:
+                                    continue
+                            k = c_anc[j] + shift
+                            c_dst[cp] = l
+                            c_anc[cp] = k
+                            c_delta[cp, 0] = c_delta[j, 0]
+                            for p in range(1, W):
+                                d = c_delta[j, p]
+                                c_delta[cp, p] = d
+                                v = acol[k, p] + d
+                                if v > vm:
+                                    vm = v
+                            cnt = a_cnt[k]
+                            if cnt > lg:
+                                lg = cnt
+                            rows += cnt
+                            cp += 1
+                        if not placed:
+                            c_dst[cp] = source
+                            c_anc[cp] = ident
+                            for p in range(W):
+                                c_delta[cp, p] = tmp[p]
+                            cp += 1
+                        pairs = cp - p0
+                        c_first[source - lo] = p0
+                        n_pairs[source - lo] = pairs
+                        n_rows[source - lo] = rows
+                        a_first[source - lo] = a0
+                        a_num[source - lo] = ca - a0
+                        vmax = max(vmax, vm)
+                        largest = max(largest, lg)
+                        continue
+                    cp, ca, cr = p0, a0, r0
+        pool = _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
+                       rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
+                       arcd, tmp)
+        status, err_dst, err_size, pairs, rows, vm, lg = source_counts(
+            m, K, anchor, delta, row_len, colmax, tmp, max_antichain)
+        if status != OK:
+            return status, source, err_dst, err_size, n_pairs, n_rows, vmax, largest, c_first
+        vmax = max(vmax, vm)
+        largest = max(largest, lg)
+        n_pairs[source - lo] = pairs
+        n_rows[source - lo] = rows
+        if vm <= c_vmax and cp + pairs <= cap_pairs:
+            p0, a0, r0 = cp, ca, cr
+            fits = True
+            for l in range(L):
+                a = anchor[l]
+                if a < 0:
+                    continue
+                k = amap[a]
+                if k < 0:
+                    cnt = row_len[a]
+                    if ca + 1 > cap_anchors or cr + cnt > cap_rows:
+                        fits = False
+                        break
+                    k = ca
+                    amap[a] = k
+                    a_off[k] = cr
+                    a_cnt[k] = cnt
+                    off = row_off[a]
+                    for i in range(cnt):
+                        for p in range(W):
+                            a_rows[cr + i, p] = pool[off + i, p]
+                    _column_max_into(pool, off, cnt, acol[k], W)
+                    cr += cnt
+                    ca += 1
+                c_dst[cp] = l
+                c_anc[cp] = k
+                for p in range(W):
+                    c_delta[cp, p] = delta[l, p]
+                cp += 1
+            for l in range(L):
+                a = anchor[l]
+                if a >= 0:
+                    amap[a] = -1
+            if fits:
+                c_first[source - lo] = p0
+                a_first[source - lo] = a0
+                a_num[source - lo] = ca - a0
+            else:
+                cp, ca, cr = p0, a0, r0
+        _release(anchor)
+    return OK, -1, -1, -1, n_pairs, n_rows, vmax, largest, c_first
+
+
+@njit(cache=True, nogil=True)
+def closure_fill_cached(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
+                        rank, fast, c_first, c_dst, c_anc, c_delta, a_off, a_cnt, a_rows,
+                        n_pairs, pair_ptr, row_ptr, pair_dst, sum_ptr, sums):
+    """:func:`closure_fill` for ``[lo, hi)`` after :func:`closure_counts_cached` (its cache
+    and ``c_first``, ``n_pairs``): a cached source's rows are composed from the cache, the
+    others settled again."""
+    L = depth.shape[0]
+    W = 1 + m + K
+    anchor, delta, row_off, row_len, colmax, pending, block, pool = _work_space(L, W)
+    arcd = np.empty(W, np.int64)
+    tmp = np.empty(W, np.int64)
+    for source in range(lo, hi):
+        first = c_first[source - lo]
+        P = pair_ptr[source]
+        S = row_ptr[source]
+        if first >= 0:
+            for j in range(first, first + n_pairs[source - lo]):
+                a = c_anc[j]
+                cnt = a_cnt[a]
+                pair_dst[P] = c_dst[j]
+                sum_ptr[P] = S
+                _compose_rows(a_rows, a_off[a], cnt, c_delta, j, sums, S, m, K)
+                S += cnt
+                P += 1
+            continue
+        pool = _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
+                       rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
+                       arcd, tmp)
+        source_fill(m, K, anchor, delta, row_off, row_len, pool, P, S, pair_dst, sum_ptr, sums)
+        _release(anchor)
+
+
+@njit(cache=True, nogil=True)
+def closure_fill_dense_cached(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst,
+                              order, rank, fast, c_first, c_dst, c_anc, c_delta, a_off, a_cnt,
+                              a_rows, n_pairs, dense, count):
+    """:func:`closure_fill_dense` for ``[lo, hi)`` after :func:`closure_counts_cached`: a
+    cached source's antichains are composed from the cache, the others settled again."""
+    L = depth.shape[0]
+    W = 1 + m + K
+    anchor, delta, row_off, row_len, colmax, pending, block, pool = _work_space(L, W)
+    arcd = np.empty(W, np.int64)
+    tmp = np.empty(W, np.int64)
+    for source in range(lo, hi):
+        first = c_first[source - lo]
+        if first >= 0:
+            out = dense[source]
+            cnt = count[source]
+            for j in range(first, first + n_pairs[source - lo]):
+                a = c_anc[j]
+                l = c_dst[j]
+                c = a_cnt[a]
+                _compose_rows(a_rows, a_off[a], c, c_delta, j, out[l], 0, m, K)
+                cnt[l] = c
+            continue
+        pool = _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
+                       rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
+                       arcd, tmp)
+        source_fill_dense(m, K, anchor, delta, row_off, row_len, pool, dense[source],
+                          count[source])
+        _release(anchor)
 
 @njit(cache=True, nogil=True)
 def transpose_pairs(pair_ptr, pair_dst, L):

@@ -283,7 +283,7 @@ def _segment_sum(loc, ts, diff, perm, sorted_diff, exact):
     return out_loc[:k], out_ts[:k], out_diff[:k], -1, -1
 
 
-def consolidate(loc: np.ndarray, ts: np.ndarray, diff: np.ndarray):
+def consolidate(loc: np.ndarray, ts: np.ndarray, diff: np.ndarray, maxima=None):
     """Sort by ``(loc, ts)``, sum equal rows, drop zeros.
 
     Parameters
@@ -291,6 +291,9 @@ def consolidate(loc: np.ndarray, ts: np.ndarray, diff: np.ndarray):
     loc : int32[n]
     ts : int64[n, W], non-negative
     diff : int64[n]
+    maxima : (int, int64[W]), optional
+        The largest ``loc`` and the largest entry of each column, when the caller has them
+        (the host intake's validation does): saves the pass that finds them.
 
     Returns
     -------
@@ -316,7 +319,7 @@ def consolidate(loc: np.ndarray, ts: np.ndarray, diff: np.ndarray):
     if n == 0:
         return loc[:0].astype(np.int32), ts[:0], diff[:0]
     exact = may_overflow(diff)
-    lmax, cmax = _column_max(loc, ts)
+    lmax, cmax = _column_max(loc, ts) if maxima is None else maxima
     plan = pack_plan(lmax, cmax)
     if plan is not None:
         widths, total = plan

@@ -51,8 +51,8 @@ from .consolidate import (INT64_MAX, SumOverflow, consolidate, consolidate_sorti
 
 __all__ = ["LOC", "WIDTH", "RANGE", "PADDING", "KINDS", "MAX_COORD", "MAX_WIDTH",
            "SHARED_SLOTS", "stats_size", "Intake", "row_error", "row_key", "run_start",
-           "check_pack", "runs_from_sorted", "intake", "intake_cuda", "consolidate_cuda",
-           "speculative_widths", "deferred_verdict"]
+           "check_pack", "check_columns", "runs_from_sorted", "intake", "intake_cuda",
+           "consolidate_cuda", "speculative_widths", "deferred_verdict"]
 
 #: Error kinds, in the order ``engine.batched.batch_arrays`` checks them over the whole batch.
 LOC, WIDTH, RANGE, PADDING = 0, 1, 2, 3
@@ -182,6 +182,35 @@ def check_pack(loc, ts, depth, m, L, widths, idx_bits, validate, pack, keys, sta
                 stats[KINDS + 1 + c] = ts[i, c]
         if pack:
             keys[i] = row_key(l, ts[i], w, widths, W, i, idx_bits)
+
+
+@njit(cache=True, nogil=True)
+def check_columns(loc, ts, depth, m, L):
+    """The host intake's validation in one pass (CPU only; issue 33): whether the batch
+    ``loc int[n]``, ``ts int64[n, W]`` (every row padded to ``W``) breaks a rule of
+    :func:`row_error`, and the maxima of a valid one.
+
+    Returns ``(bad, loc_max, col_max int64[W])``: ``bad`` is -1 for a valid batch, else some
+    offending row (not necessarily the first: the caller then names the error the slow way,
+    ``engine.batched.batch_arrays``); the maxima are meaningful only when ``bad == -1``
+    (``loc_max`` at least 0, columns at least 0)."""
+    n, W = ts.shape
+    lmax = 0
+    cmax = np.zeros(W, np.int64)
+    for i in range(n):
+        l = loc[i]
+        if l < 0 or l >= L:
+            return i, lmax, cmax
+        if l > lmax:
+            lmax = l
+        width = m + depth[l]
+        for c in range(W):
+            v = ts[i, c]
+            if v < 0 or v >= MAX_COORD or (c >= width and v != 0):
+                return i, lmax, cmax
+            if v > cmax[c]:
+                cmax[c] = v
+    return -1, lmax, cmax
 
 
 def runs_from_sorted(keys, diff, idx_bits, widths):

@@ -234,6 +234,30 @@ class CpuKernels(KernelSet):
     xp = np
     on_device = False
 
+    def intake(self, graph, depth, loc, ts, diff, deferred=None):
+        """:meth:`KernelSet.intake`, with a fast path for the usual batch -- NumPy columns
+        ``loc`` (int32 or int64), ``ts`` (int64, ``W`` columns), ``diff`` (int64) -- that
+        validates in one kernel pass (``gpu_kernels.intake.check_columns``), which also finds
+        the maxima the consolidation packs its keys with. Anything else, and any batch that
+        pass finds a fault in, takes the general path, which names the error."""
+        W = graph.m + graph.max_depth
+        if (type(loc) is np.ndarray and type(ts) is np.ndarray and type(diff) is np.ndarray
+                and loc.ndim == 1 and ts.ndim == 2 and diff.ndim == 1
+                and loc.dtype in (np.int32, np.int64) and ts.dtype == np.int64
+                and diff.dtype == np.int64 and ts.shape[1] == W
+                and 0 < len(loc) == len(ts) == len(diff)):
+            from gpu_kernels.consolidate import SumOverflow, consolidate
+            from gpu_kernels.intake import check_columns
+            ts = np.ascontiguousarray(ts)
+            bad, lmax, cmax = check_columns(loc, ts, depth, graph.m, graph.num_locations)
+            if bad < 0:
+                try:
+                    return consolidate(loc.astype(np.int32, copy=False), ts, diff,
+                                       maxima=(lmax, cmax))
+                except SumOverflow as e:
+                    raise count_overflow(graph, e) from None
+        return super().intake(graph, depth, loc, ts, diff, deferred)
+
     def consolidate(self, loc, ts, diff):
         from gpu_kernels.consolidate import consolidate
         return consolidate(loc, ts, diff)
@@ -276,6 +300,14 @@ class CpuKernels(KernelSet):
     def frontier_changes(self, locs, old_ptr, old_ts, new_ptr, new_ts, W):
         from gpu_kernels.propagate import frontier_changes
         return frontier_changes(locs, old_ptr, old_ts, new_ptr, new_ts, W)
+
+
+def warm_host_paths() -> None:
+    """Load (or compile) the kernels of the host path a warm-up's array batches do not take:
+    the general intake's consolidation, which finds the packing maxima itself (batches given
+    as lists, or in other dtypes, take it)."""
+    from gpu_kernels.consolidate import consolidate
+    consolidate(np.array([0, 1], np.int32), np.zeros((2, 2), np.int64), np.ones(2, np.int64))
 
 
 cpu_kernels = CpuKernels()

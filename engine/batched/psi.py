@@ -46,10 +46,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpu_kernels.closure import (ANTICHAIN_OVERFLOW, closure_counts, closure_fill,
-                                 closure_fill_cuda, closure_fill_dense, closure_fill_dense_cuda,
+from gpu_kernels.closure import (ANTICHAIN_OVERFLOW, closure_counts, closure_counts_cached,
+                                 closure_fill_cached, closure_fill_cuda,
+                                 closure_fill_dense_cached, closure_fill_dense_cuda,
                                  closure_settle_cuda, merge_excess, reach_counts,
-                                 target_major_cuda, translation_mask, transpose_pairs)
+                                 target_major_cuda, translation_mask, transpose_pairs,
+                                 uniform_translations)
 from gpu_kernels.summary_rows import smallest_dtype, unpack_summary_row
 
 from engine.errors import AntichainOverflowError, PsiLimitError, UnknownLocationError
@@ -70,6 +72,9 @@ DEFAULT_MEMORY_BUDGET = 1 << 30
 #: ``compute_psi(..., max_summaries=N)`` has no cap unless given one). Memory, time and the
 #: report's length all grow with it: see docs/formats.md, "Closure output".
 MAX_SUMMARIES = 20_000_000
+#: Bytes :func:`compute_psi` may hold, on the host, of rows kept from its first pass so that
+#: their sources need not settle again (``settle_cache``; 0 settles every source twice).
+SETTLE_CACHE_BYTES = 256 << 20
 
 
 class PsiLayout(Choice):
@@ -245,7 +250,8 @@ class PsiArrays:
 def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
                 layout: PsiLayout | str = "auto", memory_budget: int = DEFAULT_MEMORY_BUDGET,
                 threads: int | None = None, kernels: "KernelSet | None" = None,
-                max_summaries: int | None = None) -> PsiArrays:
+                max_summaries: int | None = None,
+                settle_cache: int = SETTLE_CACHE_BYTES) -> PsiArrays:
     """``Psi`` for all pairs of locations, as :class:`PsiArrays`.
 
     Parameters
@@ -273,6 +279,14 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
         The most summaries ``Psi`` may hold; ``None`` (the default) for no cap. Checked
         twice before ``Psi`` is allocated: by :func:`check_psi_size` (pairs counted, cheap)
         before anything is computed, and on the exact count after the first pass.
+    settle_cache : int
+        Bytes of host memory (about) the first pass may fill with what the sources it
+        settled are made of (their anchors' rows and, per target, the anchor and the
+        translation), so that the second writes their rows from it instead of settling them
+        again, and so that, on a graph of one depth without resets, a source with a single
+        out-arc derives its row from its successor's instead of settling (default
+        :data:`SETTLE_CACHE_BYTES`; 0: every source settles twice). The result is the same.
+        Unused on a device.
 
     Returns
     -------
@@ -299,11 +313,15 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
     -----
     Two passes over the sources, each split into chunks run on a thread pool: the first
     settles every source's fixed point and counts its pairs, summaries, largest entry and
-    largest antichain; the host then sizes the output exactly, chooses the dtype and the
-    layout; the second settles again and writes the rows in place (see
-    ``gpu_kernels.closure``). Cost: twice the fixed points plus O(S * W) to write; memory:
-    the output plus O(L * W) work space per thread. The ragged layout adds a counting sort
-    by target, O(L + P).
+    largest antichain, keeping the settled row while the settle cache has room, or deriving
+    it from the successor's (``gpu_kernels.closure.closure_counts_cached``; sources by
+    decreasing DFS rank within a chunk); the host then sizes the output exactly,
+    chooses the dtype and the layout; the second writes the cached sources' rows from the
+    cache and settles the others again to write theirs. Cost: the fixed points once (twice
+    for the sources past the cache) plus O(S * W) to write; memory: the output, the cache
+    (at most ``settle_cache`` bytes; about ``P * (8 + W)`` at N = 1000 on the synthetic
+    workload, 26 MB), plus O(L * W) work space per thread. The ragged layout adds a
+    counting sort by target, O(L + P).
 
     On a device the same steps run as kernels (the settle one thread per source, the fill
     one thread per source and target), in a number of launches that does not depend on the
@@ -320,6 +338,7 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
     budget = _check_count(memory_budget, "memory_budget", minimum=0)
     threads = _check_count(threads, "threads", allow_none=True) or (os.cpu_count() or 1)
     limit = _check_count(max_summaries, "max_summaries", allow_none=True)
+    settle_cache = _check_count(settle_cache, "settle_cache", minimum=0)
     ga = graph if isinstance(graph, GraphArrays) else GraphArrays.from_graph(graph)
     described = graph if isinstance(graph, Graph) else None
     L, m, K = ga.L, ga.m, ga.K
@@ -332,13 +351,22 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
     if kernels is not None and kernels.on_device:
         return _compute_psi_device(ga, described, args, layout, cap, budget, kernels, limit)
     chunks = _chunks(L, threads)
+    caches = _caches(ga, chunks, settle_cache)
+    # sources by decreasing DFS rank within a chunk: a source's single successor comes first
+    derive = bool(L) and bool(uniform_translations(ga.depth, ga.in_ptr, ga.in_src, ga.in_sum))
+    perms = [lo + np.argsort(-ga.rank[lo:hi], kind="stable") for lo, hi in chunks]
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        # Step 1: count pairs, summaries, the largest entry and antichain per source.
-        counted = list(pool.map(lambda c: closure_counts(c[0], c[1], *args, cap), chunks))
-        for status, s, t, size, *_ in counted:
-            if status == ANTICHAIN_OVERFLOW:
-                raise _overflow(described, s, t, size, cap)
+        # Step 1: count pairs, summaries, the largest entry and antichain per source, and
+        # keep the rows of what fits the settle cache.
+        counted = list(pool.map(lambda c: closure_counts_cached(
+            c[0][0], c[0][1], *args, cap, *c[1], c[2], derive), zip(chunks, caches, perms)))
+        if any(c[0] == ANTICHAIN_OVERFLOW for c in counted):
+            # the first overflowing source by id, then target, as the plain count names it
+            for lo, hi in chunks:
+                status, s, t, size, *_ = closure_counts(lo, hi, *args, cap)
+                if status == ANTICHAIN_OVERFLOW:
+                    raise _overflow(described, s, t, size, cap)
         n_pairs = np.concatenate([c[4] for c in counted]) if counted else np.zeros(0, np.int64)
         n_rows = np.concatenate([c[5] for c in counted]) if counted else np.zeros(0, np.int64)
         vmax = max((int(c[6]) for c in counted), default=0)
@@ -352,11 +380,15 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
         layout, dtype, count_dtype = _choose(layout, L, P, S, W, vmax, largest, budget)
         _check_exact(L, P, S, W, layout, dtype, largest, count_dtype, limit)
 
-        # Step 3: settle again and write the rows in place.
+        # Step 3: write the rows in place: copied from the cache, or settled again.
+        work = [(lo, hi, c[8], *cache[:6], c[4])
+                for (lo, hi), cache, c in zip(chunks, caches, counted)]
+        del counted, caches
         if layout is PsiLayout.DENSE:
             sums = np.zeros((L, L, largest, W), dtype)
             count = np.zeros((L, L), count_dtype)
-            list(pool.map(lambda c: closure_fill_dense(c[0], c[1], *args, sums, count), chunks))
+            list(pool.map(lambda w: closure_fill_dense_cached(
+                w[0], w[1], *args, *w[2:], sums, count), work))
             return PsiArrays(layout, ga, dtype, largest, P, S, sums, count=count, graph=described)
         pair_dst = np.empty(P, np.int32)
         sum_ptr = np.empty(P + 1, np.int64)
@@ -364,8 +396,9 @@ def compute_psi(graph: Graph | GraphArrays, *, max_antichain: int | None = None,
         row_ptr = np.zeros(L + 1, np.int64)
         np.cumsum(n_rows, out=row_ptr[1:])
         sums = np.empty((S, W), dtype)
-        list(pool.map(lambda c: closure_fill(c[0], c[1], *args, pair_ptr, row_ptr, pair_dst,
-                                             sum_ptr, sums), chunks))
+        list(pool.map(lambda w: closure_fill_cached(
+            w[0], w[1], *args, *w[2:], pair_ptr, row_ptr, pair_dst, sum_ptr, sums), work))
+        del work
     # Step 4: the pairs grouped by target.
     t_ptr, t_src, t_pair = transpose_pairs(pair_ptr, pair_dst, L)
     return PsiArrays(layout, ga, dtype, largest, P, S, sums, pair_ptr=pair_ptr,
@@ -557,6 +590,33 @@ def _ragged_bytes(L: int, P: int, S: int, W: int, itemsize: int) -> int:
 
 def _dense_bytes(L: int, A: int, W: int, itemsize: int, count_itemsize: int) -> int:
     return L * L * (A * W * itemsize + count_itemsize)
+
+
+def _caches(ga: GraphArrays, chunks: list[tuple[int, int]], budget: int) -> list[tuple]:
+    """Per chunk of sources, an empty settle cache for ``closure_counts_cached``: ``(c_dst,
+    c_anc, c_delta, a_off, a_cnt, a_rows, c_vmax)``, its share of ``budget`` bytes by sources:
+    at most three quarters for the pairs (8 bytes plus a row each), an eighth for the
+    anchors (12 bytes each) and an eighth for their rows, and no more pairs, anchors or rows
+    than ``L`` per source. The entries' dtype is a guess from the graph (the entries summed
+    over every arc, plus ``K``): a source with a larger entry is not cached. ``np.empty``
+    commits no memory before it is written, so a chunk holds about the bytes of what it
+    caches."""
+    L, W = ga.L, 1 + ga.m + ga.K
+    bound = int(ga.in_sum[:, 1:].sum()) + ga.K if len(ga.in_sum) else ga.K
+    dtype = smallest_dtype(bound)
+    row = W * dtype.itemsize
+    vmax = int(np.iinfo(dtype).max)
+    out = []
+    for lo, hi in chunks:
+        share = budget * (hi - lo) // max(L, 1)
+        most = (hi - lo) * L
+        pairs = min(most, 3 * share // 4 // (8 + row))
+        anchors = min(most, share // 8 // 12)
+        rows = min(most, share // 8 // row)
+        out.append((np.empty(pairs, np.int32), np.empty(pairs, np.int32),
+                    np.empty((pairs, W), dtype), np.empty(anchors, np.int64),
+                    np.empty(anchors, np.int32), np.empty((rows, W), dtype), vmax))
+    return out
 
 
 def _chunks(L: int, threads: int) -> list[tuple[int, int]]:

@@ -416,3 +416,6 @@ def warm_up(m: int, K: int, kernels: KernelSet | None = None,
         ts[1, 0] = 1
         tr.update_arrays(np.array([0, 1], np.int32), ts, np.array([1, 1], np.int64))
         tr.update_arrays(np.array([0], np.int32), ts[:1], np.array([-1], np.int64))
+    if kernels is None or kernels is cpu_kernels:
+        from engine.batched.kernels import warm_host_paths
+        warm_host_paths()

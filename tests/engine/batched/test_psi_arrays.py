@@ -242,3 +242,115 @@ def test_gh32_psi_past_max_summaries_is_refused_before_it_is_allocated(layout):
     assert check_psi_size(g, P) == P
     with pytest.raises(ValueError, match="max_summaries must be an integer >= 1"):
         compute_psi(g, max_summaries=0)
+
+
+# -- issue 33: the first pass keeps the settled rows (settle cache) ---------------------------
+
+def _same_psi(a, b):
+    assert (a.layout, a.dtype, a.max_antichain, a.num_pairs, a.num_summaries) == \
+        (b.layout, b.dtype, b.max_antichain, b.num_pairs, b.num_summaries)
+    for name in ("sums", "count", "pair_ptr", "pair_dst", "sum_ptr", "t_ptr", "t_src", "t_pair"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert (x is None) == (y is None), name
+        if x is not None:
+            assert x.dtype == y.dtype, name
+            np.testing.assert_array_equal(x, y, err_msg=name)
+
+
+@examples(40)
+@given(graphs, st.sampled_from(["dense", "ragged"]), st.sampled_from([1, 2, 3]),
+       st.integers(0, 4000))
+def test_gh33_settle_cache_does_not_change_the_result(graph, layout, threads, room):
+    """Every source cached, some (a cache of ``room`` bytes fills up part-way, so later
+    sources of a chunk settle again) or none: the same arrays, byte for byte, on any number
+    of threads."""
+    twice = compute_psi(graph, layout=layout, threads=1, settle_cache=0)
+    for cache in (room, 1 << 30):
+        _same_psi(compute_psi(graph, layout=layout, threads=threads, settle_cache=cache), twice)
+
+
+@examples(20)
+@given(graphs, st.integers(0, 3))
+def test_gh33_sources_whose_entries_outgrow_the_cache_dtype_settle_again(graph, c_vmax):
+    """A source whose largest entry the cache's dtype would not hold is not cached (the
+    dtype is a guess from the graph): the kernels, with a cache that holds entries up to
+    ``c_vmax`` only, give the rows of two plain settles."""
+    from gpu_kernels.closure import (closure_counts, closure_counts_cached, closure_fill,
+                                     closure_fill_cached, translation_mask,
+                                     uniform_translations)
+    ga = GraphArrays.from_graph(graph)
+    L, W = ga.L, 1 + ga.m + ga.K
+    fast = translation_mask(ga.depth, ga.in_ptr, ga.in_src, ga.in_sum)
+    args = (ga.m, ga.K, ga.depth, ga.in_ptr, ga.in_src, ga.in_sum, ga.out_ptr, ga.out_dst,
+            ga.order, ga.rank, fast)
+    cache = (np.empty(L * L, np.int32), np.empty(L * L, np.int32),
+             np.empty((L * L, W), np.int8), np.empty(L * L, np.int64),
+             np.empty(L * L, np.int32), np.empty((L * L, W), np.int8))
+    perm = np.argsort(-ga.rank, kind="stable").astype(np.int64)
+    got = closure_counts_cached(0, L, *args, 0, *cache, c_vmax, perm,
+                                uniform_translations(ga.depth, ga.in_ptr, ga.in_src, ga.in_sum))
+    want = closure_counts(0, L, *args, 0)
+    for g, w in zip(got[:8], want):
+        np.testing.assert_array_equal(g, w)
+    n_pairs, n_rows, vmax, c_first = got[4], got[5], got[6], got[8]
+    if vmax > c_vmax:
+        assert (c_first == -1).any()
+    pair_ptr = np.zeros(L + 1, np.int64)
+    row_ptr = np.zeros(L + 1, np.int64)
+    np.cumsum(n_pairs, out=pair_ptr[1:])
+    np.cumsum(n_rows, out=row_ptr[1:])
+    P, S = int(pair_ptr[-1]), int(row_ptr[-1])
+    out = [(np.zeros(P, np.int32), np.zeros(P + 1, np.int64), np.zeros((S, W), np.int64))
+           for _ in range(2)]
+    closure_fill(0, L, *args, pair_ptr, row_ptr, *out[0])
+    closure_fill_cached(0, L, *args, c_first, *cache, n_pairs, pair_ptr, row_ptr, *out[1])
+    for a, b in zip(*out):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_gh33_settle_cache_is_checked():
+    with pytest.raises(ValueError, match="settle_cache"):
+        compute_psi(example_graph(), settle_cache=-1)
+
+
+@examples(30)
+@given(st.integers(3, 120), st.integers(0, 2 ** 16), st.sampled_from(["dense", "ragged"]),
+       st.sampled_from([1, 2]), st.sampled_from([1 << 30, 20_000]))
+def test_gh33_rows_derived_from_the_successor_equal_settled_ones(n, seed, layout, threads,
+                                                                 cache):
+    """The synthetic workload graphs (one depth, no counter reset): most sources have one
+    out-arc, a translation, and their rows are derived from their successor's instead of
+    settled. The same arrays as settling every source, and as the reference."""
+    from gpu_kernels.closure import uniform_translations
+    from perf.workloads import build_graph, generate_graph
+    g = build_graph(generate_graph(n, seed))
+    ga = GraphArrays.from_graph(g)
+    assert uniform_translations(ga.depth, ga.in_ptr, ga.in_src, ga.in_sum)
+    got = compute_psi(g, layout=layout, threads=threads, settle_cache=cache)
+    _same_psi(got, compute_psi(g, layout=layout, threads=1, settle_cache=0))
+    if n <= 30:
+        ref = closure(g)
+        assert all(got.row(l) == ref[l] for l in range(g.num_locations))
+
+
+def test_gh33_a_graph_entering_a_loop_is_not_derived():
+    """An ingress (a counter added, not kept) rules the derivation out for the whole graph:
+    composing with such a summary is no translation."""
+    from gpu_kernels.closure import uniform_translations
+    b = GraphBuilder(m=1)
+    outer = b.add_operator(1, 1, depth=0)
+    enter = b.add_operator(1, 1, input_depths=[0], output_depths=[1])
+    inner = b.add_operator(1, 1, depth=1)
+    b.add_summary(outer, 0, 0, Summary.identity(0))
+    b.add_summary(enter, 0, 0, Summary.ingress(0))
+    b.add_summary(inner, 0, 0, Summary.feedback(1))
+    b.connect(outer, 0, enter, 0)
+    b.connect(enter, 0, inner, 0)
+    g = b.build()
+    ga = GraphArrays.from_graph(g)
+    assert not uniform_translations(ga.depth, ga.in_ptr, ga.in_src, ga.in_sum)
+    ga = GraphArrays.from_graph(example_graph())
+    assert uniform_translations(ga.depth, ga.in_ptr, ga.in_src, ga.in_sum)
+    psi = compute_psi(g)
+    ref = closure(g)
+    assert all(psi.row(l) == ref[l] for l in range(g.num_locations))

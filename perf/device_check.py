@@ -126,7 +126,6 @@ def step_propagate(args):
     and each forced, closure only up to ``--closure-max-n``): the median wall time of the
     churn batches over ``--repeat`` replays, the strategy taken and why, and the counts of
     the last batch; the cpu backend (``auto``) on the same host beside it."""
-    from engine.batched.tracker import BatchedTracker
     from perf.workloads import batch_columns, build_graph, generate_batches, generate_graph
     res = {"device": _device_name(args.simulated), "cases": []}
     for n in args.sizes:
@@ -139,19 +138,10 @@ def step_propagate(args):
             runs = [("cuda", st) for st in args.strategies
                     if not (st == "closure" and n > args.closure_max_n)] + [("cpu", "auto")]
             for backend, strat in runs:
-                times, counts, taken = [], None, None
-                for rep in range(args.repeat + 1):   # the first replay warms up (compiles)
-                    kernels = _kernels(args.simulated) if backend == "cuda" else None
-                    tr = BatchedTracker(g, kernels=kernels, strategy=strat)
-                    taken = getattr(tr.strategy, "value", str(tr.strategy))
-                    for kind, arr in batches:
-                        t = time.perf_counter()
-                        tr.update_arrays(*arr)
-                        dt = time.perf_counter() - t
-                        if kind == "churn" and rep:
-                            times.append(dt)
-                            counts = {k: v for k, v in tr.last_timing.items()
-                                      if isinstance(v, (int, float))}
+                times, counts, tr = _replays(
+                    g, batches, lambda: _kernels(args.simulated) if backend == "cuda" else None,
+                    strat, args.repeat)
+                taken = getattr(tr.strategy, "value", str(tr.strategy))
                 rec.setdefault(backend, {})[strat] = {
                     "strategy": taken, "churn_ms": [x * 1e3 for x in times],
                     "median_ms": statistics.median(times) * 1e3, "last_batch": counts,
@@ -167,18 +157,8 @@ def step_propagate(args):
         t0 = time.perf_counter()
         batches = [(x.kind, batch_columns(g, x)) for x in generate_batches(spec, b, 1)]
         rec = {"n": n, "b": b, "workload_s": time.perf_counter() - t0}
-        times, counts, taken = [], None, None
-        for rep in range(2):
-            tr = BatchedTracker(g, kernels=_kernels(args.simulated), strategy="auto")
-            taken = getattr(tr.strategy, "value", str(tr.strategy))
-            for kind, arr in batches:
-                t = time.perf_counter()
-                tr.update_arrays(*arr)
-                dt = time.perf_counter() - t
-                if kind == "churn" and rep:
-                    times.append(dt)
-                    counts = {k: v for k, v in tr.last_timing.items()
-                              if isinstance(v, (int, float))}
+        times, counts, tr = _replays(g, batches, lambda: _kernels(args.simulated), "auto", 1)
+        taken = getattr(tr.strategy, "value", str(tr.strategy))
         med = statistics.median(times)
         rec["cuda"] = {"auto": {"strategy": taken, "churn_ms": [x * 1e3 for x in times],
                                 "median_ms": med * 1e3, "last_batch": counts,
@@ -189,6 +169,24 @@ def step_propagate(args):
         _write(args.out, res)
     _write(args.out, res)
     return 0
+
+
+def _replays(g, batches, kernels, strategy, repeat):
+    """``repeat + 1`` replays of ``batches`` on a new tracker each (``kernels()`` its
+    backend): the churn batches' seconds after the first replay (which warms up: compiles),
+    the counts of the last one and the last tracker."""
+    from engine.batched.tracker import BatchedTracker
+    times, counts, tr = [], None, None
+    for rep in range(repeat + 1):
+        tr = BatchedTracker(g, kernels=kernels(), strategy=strategy)
+        for kind, arr in batches:
+            t = time.perf_counter()
+            tr.update_arrays(*arr)
+            dt = time.perf_counter() - t
+            if kind == "churn" and rep:
+                times.append(dt)
+                counts = {k: v for k, v in tr.last_timing.items() if isinstance(v, (int, float))}
+    return times, counts, tr
 
 
 def step_psi(args):

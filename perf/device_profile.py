@@ -38,7 +38,7 @@ import time
 
 import numpy as np
 
-from perf.device_check import _device_name, _kernels, _sync, _write, _xp
+from perf.device_check import _device_name, _kernels, _sync, _write
 
 
 def _timed(fn, name, acc, xp):

@@ -122,7 +122,11 @@ def warm_shortest_paths() -> None:
     from gpu_kernels.unionfind import compact_ids
 
     x, y = np.array([0, 1], np.int64), np.array([1, 2], np.int64)
-    compact_ids(x, y)   # the driver's vertex numbering
+    compact_ids(x, y)   # the driver's vertex numbering ...
+    rx, ry = x.copy(), y.copy()
+    rx.flags.writeable = ry.flags.writeable = False
+    compact_ids(rx, ry)   # ... of read-only views of the input's Arrow buffers (Numba types
+    #                       those apart: compiled once more otherwise)
     for w in (None, np.ones(2, np.float64)):   # the driver's CSR: hops, weights
         indptr, t, wt = grow_csr(grow_csr(None, 2, x[:1], x[1:], None if w is None else w[:1]),
                                  3, x, y, w, at=np.array([0, 2], np.int64))

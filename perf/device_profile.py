@@ -38,7 +38,7 @@ import time
 
 import numpy as np
 
-from perf.device_check import _device_name, _kernels, _sync, _write
+from perf.device_check import _device_name, _kernels, _replays, _sync, _write
 
 
 def _timed(fn, name, acc, xp):
@@ -83,10 +83,7 @@ def profile_churn(n, b, repeat, simulated):
                 times.append(dt)
         return times
 
-    replay(BatchedTracker(g, kernels=kernels, strategy="edgewise"))  # compile, warm the pool
-    plain = []
-    for _ in range(repeat):
-        plain += replay(BatchedTracker(g, kernels=kernels, strategy="edgewise"))
+    plain, _, _ = _replays(g, batches, lambda: kernels, "edgewise", repeat)  # after a warm-up
     # phases, each call between two synchronisations
     tr = BatchedTracker(g, kernels=kernels, strategy="edgewise")
     acc: dict[str, float] = {}
@@ -113,14 +110,13 @@ def profile_churn(n, b, repeat, simulated):
     phases["rest (Python between calls)"] = (sum(synced) * 1e3 / churns
                                             - sum(v for k, v in phases.items() if k != "stage"))
     prof = cProfile.Profile()
-    replay(BatchedTracker(g, kernels=kernels, strategy="edgewise"), prof)
+    profiled = len(replay(BatchedTracker(g, kernels=kernels, strategy="edgewise"), prof))
     s = io.StringIO()
     st = pstats.Stats(prof, stream=s)
     st.sort_stats("tottime").print_stats(25)
     top = [line.replace(os.getcwd() + os.sep, "") for line in s.getvalue().splitlines()
            if line.strip()][-26:]
-    top.insert(0, f"total {st.total_tt * 1e3:.2f} ms over {len(batches)} batches "
-                  f"(churn batches only profiled)")
+    top.insert(0, f"total {st.total_tt * 1e3:.2f} ms over {profiled} churn batches")
     return {"n": n, "b": b, "churn_batches": churns, "median_ms": statistics.median(plain) * 1e3,
             "synced_median_ms": statistics.median(synced) * 1e3,
             "phases_ms_per_batch": phases, "cprofile_top_tottime": top,
@@ -133,8 +129,11 @@ def _events(xp):
     return xp.cuda.Event(), xp.cuda.Event()
 
 
-def _elapsed(xp, ev, t0, fn):
+def _elapsed(xp, ev, fn):
+    """Seconds of ``fn``: between two CUDA events ``ev`` on a device, by the clock (the
+    simulator, ``ev`` None)."""
     if ev is None:
+        t0 = time.perf_counter()
         fn()
         return time.perf_counter() - t0
     ev[0].record()
@@ -172,13 +171,13 @@ def profile_psi(n, repeat, simulated, tpbs):
         for tpb in (tpbs if layout == "interleaved" else tpbs[:1]):
             settled = settle(tpb, layout)
             _sync(xp)
-            ts = [_elapsed(xp, ev, time.perf_counter(), lambda: settle(tpb, layout))
+            ts = [_elapsed(xp, ev, lambda: settle(tpb, layout))
                   for _ in range(repeat)]
             key = str(tpb) if layout == "interleaved" else f"{tpb} {layout}"
             out["settle_ms_by_tpb"][key] = statistics.median(ts) * 1e3
             print(f"Psi N={n} settle, {tpb} threads per block, work spaces {layout}: "
                   f"{out['settle_ms_by_tpb'][key]:.2f} ms", flush=True)
-        ts = [_elapsed(xp, ev, time.perf_counter(), lambda: gc_.closure_fill_dense_cuda(
+        ts = [_elapsed(xp, ev, lambda: gc_.closure_fill_dense_cuda(
             settled, np.int64, np.int32)) for _ in range(repeat)]
         out["fill_dense_ms_by_layout"][layout] = statistics.median(ts) * 1e3
         if layout != "interleaved":  # the same Psi, array for array
@@ -199,8 +198,7 @@ def profile_psi(n, repeat, simulated, tpbs):
     L, W = int(ga.L), int(1 + ga.m + ga.K)
     cnt = _cuda.alloc(xp, (7, L), xp.int64)
     for label, src in (("heaviest", heavy), ("first_in_rank", first)):
-        srcs = kernels.asarray(np.array([src], np.int32 if ga.order.dtype == np.int32
-                                        else ga.order.dtype))
+        srcs = kernels.asarray(np.array([src], ga.order.dtype))
 
         def one():
             ws = gc_._device_work_space(xp, 1, L, W, s.rows)
@@ -209,7 +207,7 @@ def profile_psi(n, repeat, simulated, tpbs):
                          tpb=1 if not simulated else None)
         one()
         _sync(xp)
-        ts = [_elapsed(xp, ev, time.perf_counter(), one) for _ in range(repeat)]
+        ts = [_elapsed(xp, ev, one) for _ in range(repeat)]
         out[f"one_thread_{label}_ms"] = statistics.median(ts) * 1e3
         out[f"one_thread_{label}_source"] = {"source": src, "summaries": int(rows[src]),
                                              "pairs": int(pairs[src])}

@@ -92,12 +92,10 @@ def precompile(wcc: bool = True) -> CompileWatch:
         if wcc:
             import numpy as np
 
-            from gpu_kernels.unionfind import (compact_ids, large_star, root_links, small_star,
-                                               uf_stars)
+            from gpu_kernels.unionfind import large_star, root_links, small_star, uf_stars
 
             x, y = np.array([1, 0], np.int64), np.array([0, 2], np.int64)
-            uf_stars(x, y)
-            compact_ids(x, y)
+            uf_stars(x, y)   # compact_ids: warm_shortest_paths, below
             large_star(x, y)
             small_star(x, y, np.ones(2, np.bool_))
             root_links(x, y)

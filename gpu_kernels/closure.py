@@ -32,8 +32,9 @@ delta`` straight into the final arrays), which :func:`source_fill`/:func:`source
 run for every target of a source. The output is produced in two passes, the usual GPU pattern:
 :func:`closure_counts` settles each source and reports its pairs, summaries, largest entry and
 largest antichain (so the host can size the output exactly, choose the narrowest dtype and the
-layout), then :func:`closure_fill` (ragged CSR) or :func:`closure_fill_dense` settles it again
-and writes its rows. :func:`closure_rows` runs both for one range.
+layout), then :func:`closure_fill` (ragged CSR) settles it again and writes its rows (the host's
+``compute_psi`` keeps the settled rows instead where they fit: :func:`closure_fill_cached`,
+:func:`closure_fill_dense_cached`). :func:`closure_rows` runs both for one range.
 
 Inputs (the arrays of ``GraphArrays``, ``A`` arcs, ``W = 1 + m + K``)
     ``depth int64[L]``, ``in_ptr int64[L+1]``, ``in_src int32[A]``, ``in_sum int64[A, W]``,
@@ -97,7 +98,7 @@ from .summary_rows import compose_into, smallest_dtype, summary_equal, summary_l
 __all__ = ["OK", "ANTICHAIN_OVERFLOW", "WORK_SPACE_OVERFLOW", "AntichainOverflow",
            "WorkSpaceOverflow", "translation_mask", "settle_source", "source_counts",
            "source_fill", "source_fill_dense", "pair_fill", "pair_fill_dense",
-           "closure_counts", "closure_fill", "closure_fill_dense", "closure_rows",
+           "closure_counts", "closure_fill", "closure_rows",
            "closure_counts_cached", "closure_fill_cached", "closure_fill_dense_cached",
            "uniform_translations",
            "transpose_pairs", "reach_counts",
@@ -364,7 +365,7 @@ def pair_fill(m, K, l, anchor, delta, row_off, row_len, pool, P, S, pair_dst, su
     ``closure_fill_rows`` (one thread per pair); pairs write disjoint slices.
 
     No early return (in this and :func:`pair_fill_dense`): inlined into the CPU loop, one
-    made :func:`closure_fill`/:func:`closure_fill_dense` 1.4 to 1.8 times slower at N = 1000."""
+    made :func:`closure_fill` and the dense fill 1.4 to 1.8 times slower at N = 1000."""
     a = anchor[l]
     pair_dst[P] = l
     sum_ptr[P] = S
@@ -407,7 +408,7 @@ def pair_fill_dense(m, K, l, anchor, delta, row_off, row_len, pool, dense, count
 @njit(cache=True, inline="always")
 def source_fill_dense(m, K, anchor, delta, row_off, row_len, pool, dense, count):
     """Write one settled source's row in the dense layout: ``dense[l, :c]`` (``[L, A, W]``,
-    zero beforehand) and ``count[l] = c``. Scalar core of :func:`closure_fill_dense`:
+    zero beforehand) and ``count[l] = c``. Scalar core of :func:`closure_fill_dense_cached`:
     :func:`pair_fill_dense` for every target it reaches."""
     for l in range(anchor.shape[0]):
         if anchor[l] >= 0:
@@ -530,26 +531,6 @@ def closure_fill(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, 
         _release(anchor)
 
 
-@njit(cache=True, nogil=True)
-def closure_fill_dense(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
-                       rank, fast, dense, count):
-    """Second pass, dense layout: ``dense[s, l, :c]`` (``dtype[L, L, A, W]``, zero
-    beforehand) receives ``Psi[s, l]`` and ``count[s, l] = c`` for ``s in [lo, hi)``. Ranges
-    of sources write disjoint slices, so they can run concurrently."""
-    L = depth.shape[0]
-    W = 1 + m + K
-    anchor, delta, row_off, row_len, colmax, pending, block, pool = _work_space(L, W)
-    arcd = np.empty(W, np.int64)
-    tmp = np.empty(W, np.int64)
-    for source in range(lo, hi):
-        pool = _settle(source, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order,
-                       rank, fast, anchor, delta, row_off, row_len, colmax, pending, block, pool,
-                       arcd, tmp)
-        source_fill_dense(m, K, anchor, delta, row_off, row_len, pool, dense[source],
-                          count[source])
-        _release(anchor)
-
-
 def closure_rows(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, out_dst, order, rank,
                  fast, max_antichain=0):
     """Both passes for the sources ``[lo, hi)``, single-threaded: ``(pair_ptr int64[n+1],
@@ -614,16 +595,7 @@ def _compose_rows(src, off, cnt, d, j, out, o, m, K):
             out[o + i, 2] = v2
         return
     for i in range(cnt):
-        ks = src[off + i, 0]
-        out[o + i, 0] = ks if ks < kr else kr
-        for q in range(1, 1 + m):
-            out[o + i, q] = src[off + i, q] + d[j, q]
-        for p in range(K):
-            q = 1 + m + p
-            if p < kr:
-                out[o + i, q] = src[off + i, q] + d[j, q]
-            else:
-                out[o + i, q] = d[j, q]
+        compose_into(src[off + i], d[j], out[o + i], m, K)
 
 
 @njit(cache=True, inline="always")
@@ -830,7 +802,8 @@ def closure_counts_cached(lo, hi, m, K, depth, in_ptr, in_src, in_sum, out_ptr, 
                     for i in range(cnt):
                         for p in range(W):
                             a_rows[cr + i, p] = pool[off + i, p]
-                    _column_max_into(pool, off, cnt, acol[k], W)
+                    for p in range(W):   # settle_source's column maxima of these rows
+                        acol[k, p] = colmax[a, p]
                     cr += cnt
                     ca += 1
                 c_dst[cp] = l

@@ -111,7 +111,7 @@ def compact_ids(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     like ``np.unique(concatenate(arrays), return_inverse=True)``. When the ids span a range at
     most twice their number, a presence mask and its prefix sum replace the sort
     (``O(n + span)`` instead of ``O(n log n)``; two Numba passes, no temporary arrays)."""
-    arrays = [np.asarray(x, np.int64) for x in arrays]
+    arrays = [np.ascontiguousarray(x, np.int64) for x in arrays]
     n = sum(x.shape[0] for x in arrays)
     if n == 0:
         return np.zeros(0, np.int64), [np.zeros(0, np.int64) for _ in arrays]
@@ -120,7 +120,6 @@ def compact_ids(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     span = hi - lo + 1
     if span <= 2 * n + (1 << 16):
         mask = np.zeros(span, np.bool_)
-        arrays = [np.ascontiguousarray(x) for x in arrays]
         for x in arrays:
             _mark(x, lo, mask)
         ids = np.flatnonzero(mask).astype(np.int64) + lo

@@ -493,7 +493,7 @@ def check_columns(args, parser=None, *, weighted: bool = False):
     return EdgeColumns.parse(getattr(args, "columns", None), weighted=weighted)
 
 
-def add_source_options(p: argparse.ArgumentParser, job: str, result: str) -> None:
+def add_source_options(p: argparse.ArgumentParser, result: str) -> None:
     """The options of a Spark source that ``tfront wcc`` and ``tfront sssp`` share: ``--table``,
     ``--format``, ``--header``, ``--ids``, ``--epoch-column``, ``--epoch-every``
     (:mod:`spark_plugin.sources`); ``result`` names what is written back (``labels``)."""

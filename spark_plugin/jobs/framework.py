@@ -684,8 +684,9 @@ class JobDriver:
         s = self.new_stage(step, epoch, iteration)
         task = make_task(s)
         side = task.side = self.checkpoints.sc.accumulator([], ProgressSide())
-        done, ids = self.checkpoints.checkpoint(df.repartition(self.P, key)
-                                                .mapInArrow(task, task.ddl()))
+        names = [f.name for f in task.data_schema]   # the progress travels in ``side``:
+        done, ids = self.checkpoints.checkpoint(df.repartition(self.P, key)   # not stored
+                                                .mapInArrow(task, task.ddl()).select(*names))
         t0 = time.perf_counter()   # the tasks' progress came with their completion
         blobs, seen, tables = list(side.value), set(), []
         side.value = []   # the accumulator stays registered: drop its blobs
@@ -695,14 +696,12 @@ class JobDriver:
             if who not in seen:
                 seen.add(who)
                 tables.append(t)
-        blobs = tables
-        progress = (pa.concat_tables(blobs) if blobs
+        progress = (pa.concat_tables(tables) if tables
                     else task.schema().empty_table()).select(
             [*REPORT_COLUMNS, "producer", "seq", "kernels", "kernels_reason"])
         self.collecting += time.perf_counter() - t0
         self.apply_progress(progress, s, f"{step}, epoch {epoch} iteration {iteration}")
-        names = [f.name for f in task.data_schema]
-        return done.select(*names), ids
+        return done, ids
 
     def close(self, error: BaseException | None) -> None:
         """Stop the tracking thread, end the progress log (``error``: what ended the job) and
@@ -808,10 +807,7 @@ class EpochJob(abc.ABC):
         starts it here, the first time a step needs Spark (:attr:`spark_started` says whether
         it has); a job whose every epoch the driver finishes never does. While the job runs
         its queries run with the driver's :class:`JobSettings`."""
-        spark = session_of(self._spark)
-        if self.driver is not None:
-            self.driver.settings.apply(spark)
-        return spark
+        return self.driver.spark if self.driver is not None else session_of(self._spark)
 
     @property
     def spark_started(self) -> bool:

@@ -69,7 +69,7 @@ def add_sssp(sub) -> argparse.ArgumentParser:
                         "source: a URI (hdfs://, s3a://, file://) or a Spark-written directory")
     s.add_argument("--source", required=True, metavar="V",
                    help="the vertex distances are measured from (its name with --ids string)")
-    add_source_options(s, "sssp", "distances")
+    add_source_options(s, "distances")
     s.add_argument("--epochs", type=positive_int, default=None, metavar="K",
                    help="split a single edge file (or a Spark source, in read order) into K "
                         "epochs of equal size (default 1; not for a directory of epoch files)")

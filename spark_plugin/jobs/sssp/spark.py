@@ -267,7 +267,7 @@ class SparkDistances:
     def __init__(self, job, report_of):
         self.job, self.report_of = job, report_of
         self.state, self.state_ids = None, set()
-        self.result, self.result_ids = None, set()
+        self.result_ids = set()
         self.owner: Owner | None = None
         self.n_cut = 0
         self._pending = None
@@ -378,7 +378,7 @@ class SparkDistances:
         df, ids = ck.checkpoint(df)
         # the previous epoch's stay until this one is written (--changes compares them):
         # the framework releases them then (the job's holding() no longer names them)
-        self.result, self.result_ids = df, ids
+        self.result_ids = ids
         c = self.state.map(_summary).collect()
         return df, sum(x[0] for x in c), sum(x[1] for x in c), max(
             [0.0] + [x[2] for x in c])

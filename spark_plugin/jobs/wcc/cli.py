@@ -81,7 +81,7 @@ def add_wcc(sub) -> argparse.ArgumentParser:
                    help="edge file (text, CSV, Parquet; see below), directory of epoch files, "
                         "or a Spark source: a URI (hdfs://, s3a://, file://) or a Spark-written "
                         "directory")
-    add_source_options(w, "wcc", "labels")
+    add_source_options(w, "labels")
     w.add_argument("--epochs", type=positive_int, default=None, metavar="K",
                    help="split a single edge file (or a Spark source, in read order) into K epochs "
                         "of equal size (default 1; not for a directory of epoch files)")

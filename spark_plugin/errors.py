@@ -15,6 +15,8 @@ from engine.exchange.processes import WorkerProcessError, WorkerTimeoutError
 __all__ = [
     "OutputStateError",
     "SparkSourceError",
+    "EdgeInputError",
+    "ColumnsError",
     "OutputInUseError",
     "SchemaError",
     "MissingBatchError",
@@ -154,3 +156,24 @@ class SparkSourceError(TimelyFrontierError, ValueError):
     """A Spark source (:mod:`spark_plugin.sources`) cannot be read: no file system for its
     scheme, no HDFS configured, a missing table, an unknown format. The message says which and
     what to do."""
+
+
+class EdgeInputError(TimelyFrontierError, ValueError):
+    """An edge input is malformed: the message names the file and the line (or row).
+
+    Attributes
+    ----------
+    path : str
+    line : int or None
+        1-based line number (row number, 1-based, for Parquet); ``None`` for file-level errors.
+    """
+
+    def __init__(self, message: str, path: str, line: int | None = None):
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
+class ColumnsError(TimelyFrontierError, ValueError):
+    """A ``--columns`` / ``columns=`` value that is not ``SRC,DST[,WEIGHT]``
+    (:class:`~spark_plugin.sources.columns.EdgeColumns`)."""

@@ -37,17 +37,16 @@ LAYERS = [
     ("spark_plugin.schema", 9),
     ("spark_plugin.session", 10),
     ("spark_plugin.service", 11),
-    # the jobs' input: files the driver reads, then Spark sources the executors read
-    ("spark_plugin.jobs.edges", 12),
-    ("spark_plugin.sources", 13),
-    ("spark_plugin.jobs", 14),
-    ("spark_plugin.jobs.wcc", 15), ("spark_plugin.jobs.sssp", 15),
-    ("spark_plugin", 16),
+    # the jobs' input: files the driver reads and Spark sources the executors read
+    ("spark_plugin.sources", 12),
+    ("spark_plugin.jobs", 13),
+    ("spark_plugin.jobs.wcc", 14), ("spark_plugin.jobs.sssp", 14),
+    ("spark_plugin", 15),
     # the command line on top: tfront, what the job commands share, the job commands
-    ("engine.cli", 17),
-    ("spark_plugin.jobs.command", 18),
-    ("spark_plugin.jobs.wcc.cli", 19), ("spark_plugin.jobs.sssp.cli", 19),
-    ("spark_plugin.tfront_submit", 20),
+    ("engine.cli", 16),
+    ("spark_plugin.jobs.command", 17),
+    ("spark_plugin.jobs.wcc.cli", 18), ("spark_plugin.jobs.sssp.cli", 18),
+    ("spark_plugin.tfront_submit", 19),
 ]
 RANK = dict(LAYERS)
 

@@ -27,8 +27,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from test_layers import GRAPH, RANK, unit_of  # noqa: E402
 
 #: The layers, lowest first (docs/architecture.md), and the boxes in each, row by row. A
-#: layer may take several rows (spark_plugin: its base, service and session, the job
-#: framework, the jobs); a box is a package or a named group of modules (see ``box_of``).
+#: layer may take several rows (spark_plugin: its base, service and session, the edge
+#: input, the job framework, the jobs); a box is a package or a named group of modules (see
+#: ``box_of``).
 LAYERS = [
     ("kernels", [["gpu_kernels"]]),
     ("errors", [["engine.errors"]]),
@@ -39,6 +40,7 @@ LAYERS = [
     ("jit, public API", [["engine.jit", "engine (API)"]]),
     ("integration", [["spark_plugin (errors, schema)"],
                      ["spark_plugin.service", "spark_plugin.session", "spark_plugin (API)"],
+                     ["spark_plugin.sources"],
                      ["spark_plugin.jobs"],
                      ["spark_plugin.jobs.wcc", "spark_plugin.jobs.sssp"]]),
     ("command line", [["engine.cli", "commands"]]),
@@ -66,9 +68,10 @@ NOTES = {
     "spark_plugin.service": "FrontierService, persistence, executors",
     "spark_plugin.session": "presets, console",
     "spark_plugin (API)": "spark_plugin/__init__.py",
-    "spark_plugin.jobs": "framework, edges, recovery, progress bar",
+    "spark_plugin.sources": "local files, Spark sources, epochs, ids",
+    "spark_plugin.jobs": "framework, recovery, progress bar",
     "spark_plugin.jobs.wcc": "job, sample",
-    "spark_plugin.jobs.sssp": "job, io",
+    "spark_plugin.jobs.sssp": "job, spark",
     "engine.cli": "tfront",
     "commands": "jobs.*.cli, jobs.command, tfront_submit",
 }

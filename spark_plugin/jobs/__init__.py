@@ -7,8 +7,10 @@
   :mod:`~spark_plugin.jobs.progress_bar` (what a running job shows on stderr);
 * :mod:`~spark_plugin.jobs.command` -- what ``tfront wcc`` and ``tfront sssp`` share on the
   command line; :mod:`~spark_plugin.jobs.progress_log` -- the ``--progress-log`` writer;
-* :mod:`~spark_plugin.jobs.edges` -- edge input (text, CSV, Parquet, tables), epochs;
 * :mod:`~spark_plugin.jobs.recovery`, :mod:`~spark_plugin.jobs.out_store` -- crash recovery:
   what is final, kept durably in ``--out`` on any Hadoop file system;
 * :mod:`spark_plugin.jobs.wcc`, :mod:`spark_plugin.jobs.sssp` -- the two jobs.
+
+Their edge input -- local files, directories, streams, tables, Spark sources -- is
+:mod:`spark_plugin.sources`, one layer below.
 """

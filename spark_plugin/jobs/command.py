@@ -471,7 +471,7 @@ def _first_line(err: BaseException) -> str:
 def columns_option(text: str):
     """``--columns SRC,DST[,WEIGHT]``: two or three names or 1-based numbers (how many a
     command takes is its run's check: :func:`check_columns`)."""
-    from spark_plugin.jobs.edges import ColumnsError, EdgeColumns
+    from spark_plugin.sources import ColumnsError, EdgeColumns
 
     try:
         return EdgeColumns.parse(text, weighted=None)
@@ -485,10 +485,10 @@ def check_columns(args, parser=None, *, weighted: bool = False):
 
     Raises
     ------
-    spark_plugin.jobs.edges.ColumnsError
+    spark_plugin.errors.ColumnsError
         Naming the value and the option that would take it (``tfront CMD: error: ...``,
         exit 2)."""
-    from spark_plugin.jobs.edges import EdgeColumns
+    from spark_plugin.sources import EdgeColumns
 
     return EdgeColumns.parse(getattr(args, "columns", None), weighted=weighted)
 

@@ -1,6 +1,6 @@
 """A small framework for epoch-by-epoch Spark jobs decided from frontiers (issue 13).
 
-A *job* reads its input in epochs (:func:`~spark_plugin.jobs.edges.epoch_sources`: a file split
+A *job* reads its input in epochs (:func:`~spark_plugin.sources.local.epoch_sources`: a file split
 into slices, a directory of epoch files, or a followed directory stream), runs Spark stages
 per epoch until its frontiers say the epoch is done, and writes each *final* epoch -- one
 whose frontier at the output operator's input has passed it -- to a Parquet dataset, with a
@@ -84,12 +84,11 @@ from spark_plugin.jobs.arrow import (arrow_bool, arrow_fixed, arrow_numpy, arrow
                                      arrow_types, from_ipc, list_matrix, to_ipc)
 from spark_plugin.jobs.backend import requested_backend, service_backend
 from spark_plugin.jobs.checkpoints import Checkpoints
-from spark_plugin.jobs.edges import (EpochSource, FileStamp, edges_table, epoch_sources,
-                                     table_columns)
 from spark_plugin.jobs.progress_bar import Progress, fmt_frontier
 from spark_plugin.jobs.recovery import (OutputLog, crash_point, dataframe_digest, job_fingerprint,
                                         spark_fingerprint)
-from spark_plugin.sources import EpochPlan, SparkEdges, is_spark_source
+from spark_plugin.sources import (EpochPlan, EpochSource, FileStamp, SparkEdges, edges_table,
+                                  epoch_sources, is_spark_source, table_columns)
 from spark_plugin.sources.dataset import is_dataframe
 
 __all__ = ["EpochJob", "EpochInput", "EpochOutcome", "JobDriver", "JobResult", "StageTask",
@@ -713,8 +712,8 @@ class JobDriver:
 
 @dataclass
 class EpochInput:
-    """The input of one epoch: ``source`` (an :class:`~spark_plugin.jobs.edges.EpochSource`),
-    its ``rows``, and ``scan`` -- a :class:`~spark_plugin.jobs.edges.ParquetSlice` the tasks
+    """The input of one epoch: ``source`` (an :class:`~spark_plugin.sources.epochs.EpochSource`),
+    its ``rows``, and ``scan`` -- a :class:`~spark_plugin.sources.parquet.ParquetSlice` the tasks
     read themselves, when the job lets them -- or ``None``; ``more``: whether another
     epoch may follow (the input keeps a capability for it). :meth:`table` reads it on the
     driver (once)."""
@@ -838,7 +837,7 @@ class EpochJob(abc.ABC):
 
     def sources(self):
         """``(number of epochs or None, iterator of EpochSource)``: the job's input in epochs.
-        By default :func:`~spark_plugin.jobs.edges.epoch_sources` of ``edges`` (``src, dst``),
+        By default :func:`~spark_plugin.sources.local.epoch_sources` of ``edges`` (``src, dst``),
         or a Spark source's epochs (:attr:`spark_edges`: counted by one aggregation on the
         executors, each read by them); a job whose rows have other columns reads them here."""
         se = self.spark_edges
@@ -922,7 +921,7 @@ class EpochJob(abc.ABC):
         return job
 
     #: The input columns read as ``src``, ``dst`` (``weight``): an
-    #: :class:`~spark_plugin.jobs.edges.EdgeColumns` (``columns=`` of ``run_wcc`` /
+    #: :class:`~spark_plugin.sources.columns.EdgeColumns` (``columns=`` of ``run_wcc`` /
     #: ``run_sssp``), or ``None`` for those names (a file's first two fields).
     columns = None
     _input_names = None   # a DataFrame's columns, once collected (:meth:`_collect`)

@@ -59,7 +59,7 @@ import errno
 from spark_plugin.errors import OutputStateError, OutputWriteError
 from spark_plugin.jobs.out_store import (LOCK, MANIFEST, OutStore, _file_digest, is_local,
                                          local_out, open_store)
-from spark_plugin.jobs.edges import FileStamp, edge_files
+from spark_plugin.sources import FileStamp, edge_files
 
 __all__ = ["MANIFEST", "FORMAT", "CRASH_ENV", "LOOP_DIR", "job_fingerprint", "table_digest",
            "dataframe_digest", "OutputLog",
@@ -101,7 +101,7 @@ def job_fingerprint(edges, epochs: int, follow, *, columns=("src", "dst"),
     digest Spark computes in one pass over it). Partitions, backend and ``follow`` (a
     directory's files become the same epochs either way; each kept epoch's file is checked
     on resume) do not change the labels and are not part of it. ``picked``: the
-    :class:`~spark_plugin.jobs.edges.EdgeColumns` the input was read with (``--columns``),
+    :class:`~spark_plugin.sources.columns.EdgeColumns` the input was read with (``--columns``),
     recorded as ``"columns"`` when given: other columns are another job."""
     if dataframe is not None:
         job = {"input": "edge DataFrame", "rows": int(dataframe["rows"]),

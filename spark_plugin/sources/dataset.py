@@ -20,7 +20,7 @@ One reader per format (``--format``, default from the file names):
 
 Every row is an edge: a row with fewer than two fields, or a vertex id that is not one
 (:mod:`~spark_plugin.sources.ids`), stops the job with
-:class:`~spark_plugin.jobs.edges.EdgeInputError` naming the file and the row's text.
+:class:`~spark_plugin.errors.EdgeInputError` naming the file and the row's text.
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ import os
 import re
 from pathlib import Path
 
-from spark_plugin.errors import SparkSourceError
-from spark_plugin.jobs.edges import COLUMNS_HINT, EdgeColumns, EdgeInputError, natural_key
-from spark_plugin.sources.epochs import EpochPlan, EpochPlanError, parse_every
+from spark_plugin.errors import EdgeInputError, SparkSourceError
+from spark_plugin.sources.columns import COLUMNS_HINT, EdgeColumns
+from spark_plugin.sources.directory import natural_key
+from spark_plugin.sources.epochs import EpochPlan, EpochPlanError, even_cuts, parse_every
 from spark_plugin.sources.ids import edge_weights, strip
 
 __all__ = ["SparkEdges", "SparkEpoch", "SparkSourceError", "is_spark_source", "is_uri",
@@ -594,8 +595,6 @@ class SparkEdges:
     def _slices(self, frame, k: int) -> list[SparkEpoch]:
         """``k`` equal slices in read order (:mod:`~spark_plugin.sources.epochs`)."""
         from pyspark.sql import functions as F
-
-        from spark_plugin.jobs.edges import even_cuts
 
         cols = self.edge_columns
         tagged = frame.select(*cols, "_bad", F.input_file_name().alias("_f"),

@@ -1,4 +1,8 @@
-"""How a Spark source splits into epochs: equal slices, a column's values, or windows of it.
+"""How an input splits into epochs: equal slices, a column's values, or windows of it.
+
+Every epoch is an :class:`EpochSource`. A local input's epochs
+(:func:`~spark_plugin.sources.local.epoch_sources`) are :func:`even_cuts` slices of a file or
+table, or the files of a directory; a Spark source's follow an :class:`EpochPlan`:
 
 * ``EpochPlan(epochs=K)``: ``K`` consecutive slices of equal size of the dataset in its
   *read order* -- files by name, each file's rows in order (a DataFrame without files: its
@@ -13,7 +17,7 @@
   in order: ``W`` is a number for an integer column (``--epoch-every 1000``) and a duration
   for a date or timestamp column (``--epoch-every 1h``, ``30m``, ``2d``; :func:`parse_every`).
 
-Either way one Spark aggregation counts each epoch's rows (and the rows with bad vertex ids:
+Either way one Spark aggregation counts a Spark source's epochs' rows (and the rows with bad vertex ids:
 :mod:`~spark_plugin.sources.ids`); a row whose epoch value is null is an error, never
 dropped.
 """
@@ -25,7 +29,8 @@ from dataclasses import dataclass
 
 from engine.errors import TimelyFrontierError
 
-__all__ = ["EpochPlan", "EpochPlanError", "parse_every", "slice_of_row"]
+__all__ = ["EpochPlan", "EpochPlanError", "parse_every", "slice_of_row", "even_cuts",
+           "EpochSource"]
 
 _UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _EVERY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$")
@@ -63,9 +68,19 @@ def parse_every(text) -> tuple[float, bool]:
     return value * _UNITS[m.group(2)], True
 
 
+def even_cuts(n: int, k: int) -> list[int]:
+    """The ``k + 1`` bounds of ``k`` consecutive, equal slices of ``n`` rows (the first ones
+    one row shorter when ``k`` does not divide ``n``).
+
+    >>> even_cuts(5, 2)
+    [0, 2, 5]
+    """
+    return [(i * n) // k for i in range(k + 1)]
+
+
 def slice_of_row(row: int, rows: int, epochs: int) -> int:
     """The epoch of 0-based row ``row`` of ``rows`` split into ``epochs`` equal slices, as
-    :func:`spark_plugin.jobs.edges.even_cuts` cuts them (the Spark expression computes the
+    :func:`even_cuts` cuts them (the Spark expression computes the
     same: ``(epochs * (row + 1) - 1) div rows``).
 
     >>> [slice_of_row(r, 5, 2) for r in range(5)]
@@ -113,3 +128,27 @@ class EpochPlan:
         if self.column is None:
             return {"slices": self.epochs}
         return {"column": self.column, **({"every": self.every} if self.every else {})}
+
+
+class EpochSource:
+    """One epoch's edges: ``what`` (for messages: the file, or the rows of a file, that
+    became the epoch), ``read()`` (the rows as ``src, dst`` on the driver, validated), for
+    Parquet input ``scan`` (a :class:`~spark_plugin.sources.parquet.ParquetSlice` that
+    Spark tasks can read themselves; ``None`` otherwise), and ``check()``: raises
+    :class:`~spark_plugin.errors.EdgeInputError` if the epoch's file changed since the job
+    recorded it (a no-op for rows already held in memory).
+    ``in_memory``: the rows are a slice of a table on the driver (an Arrow table, a
+    collected DataFrame), so ``read()`` costs nothing. ``frame``, ``rows``, ``stamp``: an
+    epoch of a Spark source, which the executors read (``read()`` collects it, for an epoch
+    finished on the driver)."""
+
+    __slots__ = ("what", "read", "scan", "check", "in_memory", "frame", "rows", "stamp")
+
+    def __init__(self, what: str, read, scan=None, check=None,
+                 in_memory: bool = False, frame=None, rows: int | None = None,
+                 stamp: str | None = None):
+        self.what, self.read, self.scan, self.in_memory = what, read, scan, in_memory
+        self.check = check if check is not None else (lambda: None)
+        #: A Spark source's epoch (:mod:`spark_plugin.sources`): its rows as a DataFrame
+        #: (``src, dst``) the executors read, their count, and the dataset's listing digest.
+        self.frame, self.rows, self.stamp = frame, rows, stamp

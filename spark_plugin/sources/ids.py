@@ -10,7 +10,7 @@ A source column may be
 
 :func:`vertex_ids` gives the Spark expressions: the id as ``bigint`` and a flag for a row whose
 id is not one. The source counts the flagged rows in the same aggregation that counts its
-epochs; one flagged row stops the job with :class:`~spark_plugin.jobs.edges.EdgeInputError`
+epochs; one flagged row stops the job with :class:`~spark_plugin.errors.EdgeInputError`
 naming the file and the value (:func:`explain`). Nothing is dropped.
 """
 

@@ -132,8 +132,7 @@ def source_note(edges, source: int, *, weighted: bool = False,
 
     import numpy as np
 
-    from spark_plugin.jobs.edges import edge_files, read_edges
-    from spark_plugin.jobs.sssp.io import read_weighted_edges
+    from spark_plugin.sources import edge_files, read_edges, read_weighted_edges
 
     path = Path(edges)
     read = read_weighted_edges if weighted else read_edges
@@ -180,11 +179,11 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
                          weighted=args.weighted)
     spark_input = isinstance(edges, SparkEdges)   # read by the executors: checked there
     if not spark_input:
-        if args.weighted:   # every file's first rows, as 'src dst weight'
-            from spark_plugin.jobs.sssp.io import check_weighted_input as check
-        else:
-            from spark_plugin.jobs.edges import check_input as check
-        for note in check(args.edges, args.epochs, follow=args.follow, columns=columns):
+        from spark_plugin.sources import check_input
+
+        # every file's first rows (with --weighted as 'src dst weight')
+        for note in check_input(args.edges, args.epochs, follow=args.follow, columns=columns,
+                                weighted=args.weighted):
             print(f"tfront sssp: warning: {note}", file=sys.stderr, flush=True)
     from spark_plugin.jobs.sssp.job import driver_finish_rows, run_sssp, sssp_fingerprint
 

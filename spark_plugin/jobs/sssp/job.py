@@ -1,7 +1,7 @@
 """Incremental single-source shortest paths on Spark, decided by frontiers.
 
-:func:`run_sssp` reads edges in epochs (as the WCC job does: :mod:`spark_plugin.jobs.edges`, or
-:mod:`spark_plugin.jobs.sssp.io` with weights) and, per epoch, computes the distance from one
+:func:`run_sssp` reads edges in epochs (as the WCC job does: :mod:`spark_plugin.sources`, with
+a third column with weights) and, per epoch, computes the distance from one
 source vertex to every vertex of all edges seen so far: hop counts (BFS levels) without
 weights, sums of non-negative weights with them. Edges are only ever added, so distances
 only go down and the previous epoch's distances are a valid start: an epoch relaxes from the
@@ -82,10 +82,10 @@ from spark_plugin.jobs.arrow import arrow_numpy
 
 from spark_plugin.jobs.budget import driver_finish_rows as budget_rows
 from spark_plugin.jobs.framework import EpochJob, EpochOutcome, JobProtocolError, JobResult
-from spark_plugin.jobs.sssp.io import weighted_epoch_sources, weighted_table
 from spark_plugin.jobs.sssp.spark import EdgeFrame, SparkDistances
 from spark_plugin.sources.dataset import SparkEdges, spark_source
-from spark_plugin.jobs.edges import COLUMNS_HINT, EdgeColumns, EdgeInputError
+from spark_plugin.sources import (COLUMNS_HINT, EdgeColumns, EdgeInputError, epoch_sources,
+                                  weighted_table)
 
 __all__ = ["run_sssp", "SsspJob", "SsspResult", "SsspEpoch", "SsspProtocolError",
            "sssp_dataflow", "sssp_fingerprint", "EdgeInputError", "driver_finish_rows",
@@ -329,7 +329,7 @@ def sssp_fingerprint(edges, epochs: int, follow, source: int, weighted: bool,
                      columns: tuple | None = None, picked=None) -> dict:
     """What makes two shortest-paths runs the same job (recorded in a local ``out``'s
     manifest): the input and its epochs and the columns picked (``picked``, an
-    :class:`~spark_plugin.jobs.edges.EdgeColumns`;
+    :class:`~spark_plugin.sources.columns.EdgeColumns`;
     :func:`~spark_plugin.jobs.recovery.job_fingerprint`) and the options that change the
     distances. ``columns``: the table columns a table's content digest covers."""
     from spark_plugin.jobs.recovery import job_fingerprint
@@ -439,8 +439,8 @@ class SsspJob(EpochJob):
             return total, eps
         if not self.weighted:
             return super().sources()
-        return weighted_epoch_sources(self.edges, self.epochs, follow=self.follow,
-                                      columns=self.file_columns)
+        return epoch_sources(self.edges, self.epochs, follow=self.follow,
+                             columns=self.file_columns, weighted=True)
 
     def input_table(self, df):
         if not self.weighted:
@@ -943,8 +943,9 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
     edges : str, Path, pyarrow.Table, pyspark.sql.DataFrame or SparkEdges
         An edge file (text, CSV, Parquet) cut into ``epochs`` slices, a directory of epoch
         files, or an Arrow table with columns ``src``, ``dst`` (and ``weight``) -- read
-        by the driver as the WCC job reads them (:func:`~spark_plugin.jobs.edges.epoch_sources`),
-        with a third column of weights when ``weighted`` (:mod:`spark_plugin.jobs.sssp.io`).
+        by the driver as the WCC job reads them
+        (:func:`~spark_plugin.sources.local.epoch_sources`), with a third column of weights
+        when ``weighted`` (:func:`~spark_plugin.sources.local.read_weighted_edges`).
         A **Spark source** is read by the executors, as ``run_wcc`` reads one
         (:mod:`spark_plugin.sources`): a Hadoop URI, a Spark-written directory, a DataFrame
         (never collected) or ``table``; epochs as ``epochs`` slices in read order or
@@ -992,7 +993,7 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
     columns : str or sequence, optional
         The input columns read as ``src``, ``dst`` (and, ``weighted``, ``weight``): names
         or 1-based numbers, ``"from,to"`` or ``("from", "to", "w")``
-        (:class:`~spark_plugin.jobs.edges.EdgeColumns`); part of the job's fingerprint.
+        (:class:`~spark_plugin.sources.columns.EdgeColumns`); part of the job's fingerprint.
     table, fmt, header, epoch_column, epoch_every, ids
         A Spark source's options, as for :func:`~spark_plugin.jobs.wcc.job.run_wcc`; with
         ``ids="string"`` the distances are written with the vertices' names.

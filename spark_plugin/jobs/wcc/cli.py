@@ -180,7 +180,7 @@ def main_wcc(args) -> int:
     stopping the session it started. WCC adds the kernels line after the totals and a
     warning for an epoch without edges.
     """
-    from spark_plugin.jobs.edges import check_input
+    from spark_plugin.sources import check_input
     from spark_plugin.jobs.wcc.job import (DEFAULT_LOOP_CHECKPOINT, EpochSummary, WccResult,
                                            driver_finish_rows, run_wcc)
     from spark_plugin.session.console import write_line

@@ -1,6 +1,6 @@
 """The flagship job: incremental weakly connected components on Spark, driven by frontiers.
 
-:func:`run_wcc` reads edges in epochs (:mod:`spark_plugin.jobs.edges`), and per epoch computes the
+:func:`run_wcc` reads edges in epochs (:mod:`spark_plugin.sources`), and per epoch computes the
 components of all edges seen so far (insertions only), in a number of Spark rounds that grows
 with ``log n``, not with the graph's diameter:
 
@@ -57,8 +57,8 @@ from spark_plugin.jobs.progress_bar import fmt_frontier
 from spark_plugin.jobs.budget import (DRIVER_FINISH_ROWS, DRIVER_JVM_BYTES_PER_ROW,  # noqa: F401
                                       DRIVER_PYTHON_BYTES_PER_ROW, DRIVER_RESULT_BYTES_PER_ROW)
 from spark_plugin.jobs.budget import driver_finish_rows as budget_rows
-from spark_plugin.jobs.edges import (EdgeColumns, EdgeInputError, edge_files, edge_format,
-                                     even_cuts, read_edges)
+from spark_plugin.sources import (EdgeColumns, EdgeInputError, edge_files, edge_format,
+                                  even_cuts, read_edges)
 from spark_plugin.jobs.recovery import LOOP_DIR
 from spark_plugin.sources.dataset import spark_source
 from spark_plugin.jobs.wcc.partition import Partitioner, hash_preimages, locality_partition
@@ -390,7 +390,7 @@ class _IpcTask:
     """``RDD.mapPartitions`` function around a stage function, for epochs finished on the
     driver. Each element of the partition is ``(state, new)``: ``state`` an Arrow IPC blob of
     rows ``a, b, f`` (or ``None``), ``new`` the epoch's new edges as such a blob or as a
-    :class:`~spark_plugin.jobs.edges.ParquetSlice` the task reads and validates itself. ``fn``
+    :class:`~spark_plugin.sources.parquet.ParquetSlice` the task reads and validates itself. ``fn``
     gets them as record batches (the same contract as ``mapInArrow``); the task yields one
     ``(blobs, loops, error)``: ``fn``'s output as two Arrow IPC blobs -- its data rows
     (columns ``a, b`` only: the driver needs no flag) and its delta rows --, the distinct
@@ -651,7 +651,7 @@ class WccJob(EpochJob):
         p = Path(edges)
         if not p.is_file() or edge_format(p) != "parquet":
             return False
-        from spark_plugin.jobs.edges import ParquetSlice
+        from spark_plugin.sources import ParquetSlice
 
         try:
             rows = ParquetSlice._open(p).metadata.num_rows   # the footer: metadata only
@@ -1089,7 +1089,7 @@ class WccJob(EpochJob):
     def _stage_collect(self, state_tbl, new, e, it):
         """Run the contract stage over the driver-held rows ``state_tbl`` (a, b, f; or
         ``None``) and the epoch's new edges ``new`` (a table a, b, f held by the driver, or a
-        :class:`~spark_plugin.jobs.edges.ParquetSlice` the tasks read) as one Spark job of ``P``
+        :class:`~spark_plugin.sources.parquet.ParquetSlice` the tasks read) as one Spark job of ``P``
         tasks, each given a contiguous ``1/P`` of both (:class:`_IpcTask`); apply the
         progress; return the data rows ``a, b`` and the self-loop vertices of the new edges
         (numpy)."""
@@ -1170,7 +1170,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     ----------
     spark : pyspark.sql.SparkSession
     edges : str, Path, pyarrow.Table, pyspark.sql.DataFrame or SparkEdges
-        An edge file (SNAP text, CSV, Parquet; :mod:`~spark_plugin.jobs.edges`) split into
+        An edge file (SNAP text, CSV, Parquet; :mod:`~spark_plugin.sources`) split into
         ``epochs`` slices, or a directory of epoch files (one epoch per file, in natural
         order of the names: ``e2`` before ``e10``), or an Arrow table with integer
         columns ``src`` and ``dst`` (other columns ignored), split like a file: the driver
@@ -1261,7 +1261,7 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
     columns : str or sequence, optional
         The input columns read as ``src``, ``dst``: two names (a Parquet file's, a table's
         or DataFrame's columns, a CSV or text header's fields) or 1-based numbers (any
-        format), ``"from,to"`` or ``(1, 3)`` (:class:`~spark_plugin.jobs.edges.EdgeColumns`;
+        format), ``"from,to"`` or ``(1, 3)`` (:class:`~spark_plugin.sources.columns.EdgeColumns`;
         ``tfront wcc --columns``). Part of the job's fingerprint: a resumed ``out`` must
         have been written with the same ones.
 

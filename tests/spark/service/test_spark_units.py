@@ -290,7 +290,9 @@ def test_discovery_script_reports_nvidia_smi_indices(tmp_path):
 # -- docstring examples ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("module", ["schema", "service.device", "service.executor",
-                                    "service.frontier_service", "session.config"])
+                                    "service.frontier_service", "session.config",
+                                    "sources.columns", "sources.files", "sources.text",
+                                    "sources.epochs", "sources.directory"])
 def test_doctests(module):
     mod = importlib.import_module(f"spark_plugin.{module}")
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

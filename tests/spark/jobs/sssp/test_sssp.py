@@ -16,8 +16,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from perf import graphs as G
 from spark_plugin.errors import MissingBatchError, OutputStateError
 from spark_plugin.jobs.sssp.job import SsspProtocolError, run_sssp
-from spark_plugin.jobs.sssp.io import read_weighted_edges
-from spark_plugin.jobs.edges import EdgeInputError
+from spark_plugin.sources import EdgeInputError, epoch_sources, read_weighted_edges
 from spark_plugin.jobs.recovery import CRASH_ENV, MANIFEST
 from strategies import SCALE, weighted_edge_lists
 from graph_cases import scipy_distances
@@ -297,7 +296,8 @@ def test_weighted_input_is_validated_naming_file_and_line(tmp_path):
 
 
 def test_weighted_epochs_come_from_a_split_file_or_a_directory_in_natural_order(tmp_path):
-    from spark_plugin.jobs.sssp.io import weighted_epoch_sources
+    def weighted_epoch_sources(edges, epochs=1, **options):
+        return epoch_sources(edges, epochs, weighted=True, **options)
 
     f = tmp_path / "w.csv"
     f.write_text("src,dst,weight\n1,2,0.5\n2,3,1\n3,4,2\n")

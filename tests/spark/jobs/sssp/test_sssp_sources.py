@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.cli.main import main as tfront
-from spark_plugin.jobs.edges import EdgeInputError
+from spark_plugin.sources import EdgeInputError
 from spark_plugin.jobs.recovery import MANIFEST
 from spark_plugin.jobs.sssp.job import run_sssp
 from spark_plugin.sources import SparkSourceError

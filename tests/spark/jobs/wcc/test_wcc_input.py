@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from spark_plugin.jobs.wcc.job import EdgeInputError, run_wcc
-from spark_plugin.jobs.edges import (CSV_RULE, DONE_MARKER, check_input, edge_files,
-                                 epoch_sources, read_edges)
+from spark_plugin.sources import (CSV_RULE, DONE_MARKER, check_input, edge_files,
+                                  epoch_sources, read_edges)
 
 from wcc_cases import EDGES, expected, write_text, written
 
@@ -130,7 +130,7 @@ def test_inputs_without_edges_are_refused_and_empty_epoch_files_noted(tmp_path):
 
 def test_directory_epochs_are_in_natural_order():
     # regression: issue 11 item 8
-    from spark_plugin.jobs.edges import natural_key
+    from spark_plugin.sources import natural_key
 
     names = ["e10.txt", "e2.txt", "e1.txt", "e02b.txt", "a.txt"]
     assert sorted(names, key=natural_key) == ["a.txt", "e1.txt", "e2.txt", "e02b.txt",
@@ -344,8 +344,7 @@ def test_gh23_columns_pick_other_columns_in_every_format(tmp_path):
     """``columns`` (``--columns SRC,DST[,WEIGHT]``) by name -- a Parquet file's, a table's, a
     CSV or text header's -- or by 1-based number, in every format; a Parquet file's epochs
     stay lazy slices reading only those columns."""
-    from spark_plugin.jobs.edges import EdgeColumns
-    from spark_plugin.jobs.sssp.io import read_weighted_edges, weighted_epoch_sources
+    from spark_plugin.sources import EdgeColumns, read_weighted_edges
 
     pq.write_table(pa.table({"w": [0.5, 1.0, 2.0], "to": [2, 3, 4], "from": [1, 2, 3]}),
                    tmp_path / "o.parquet")
@@ -370,7 +369,7 @@ def test_gh23_columns_pick_other_columns_in_every_format(tmp_path):
         assert pairs(t) == WANT and t.column("weight").to_pylist() == [0.5, 1.0, 2.0], name
     t = read_weighted_edges(tmp_path / "n.txt", EdgeColumns.parse("3,2,1", weighted=True))
     assert pairs(t) == WANT and t.column("weight").to_pylist() == [0.5, 1.0, 2.0]
-    n, sources = weighted_epoch_sources(table, 1, columns=weighted)
+    n, sources = epoch_sources(table, 1, columns=weighted, weighted=True)
     assert pairs(next(iter(sources)).read()) == WANT
 
 
@@ -411,7 +410,7 @@ def test_gh23_text_headers_and_extra_fields_are_read_and_said_once(tmp_path):
      r"x\.txt:1: --columns 1,3: there is no column 3: the rows have 2 fields"),
 ], ids=["parquet-names", "no-header", "no-such-name", "no-such-number"])
 def test_gh23_a_refused_layout_names_the_option_that_takes_it(tmp_path, make, columns, what):
-    from spark_plugin.jobs.edges import EdgeColumns
+    from spark_plugin.sources import EdgeColumns
 
     make(tmp_path)
     (f,) = [p for p in tmp_path.iterdir()]
@@ -422,12 +421,12 @@ def test_gh23_a_refused_layout_names_the_option_that_takes_it(tmp_path, make, co
 
 
 def test_gh23_a_weighted_layout_refused_names_the_option(tmp_path):
-    from spark_plugin.jobs.sssp.io import check_weighted_input, read_weighted_edges
+    from spark_plugin.sources import read_weighted_edges
 
     pq.write_table(pa.table({"s": [1], "d": [2], "w": [1.0]}), tmp_path / "x.parquet")
     with pytest.raises(EdgeInputError, match=r"no column 'weight' \(columns: s, d, w\); "
                                              r"--weighted needs src, dst and weight; --columns"):
-        check_weighted_input(tmp_path / "x.parquet")
+        check_input(tmp_path / "x.parquet", weighted=True)
     with pytest.raises(EdgeInputError, match=r"no column 'src' .*--columns SRC,DST"):
         read_weighted_edges(tmp_path / "x.parquet")
     (tmp_path / "four.txt").write_text("1 2 0.5 9\n")
@@ -447,7 +446,7 @@ def test_gh23_a_weighted_layout_refused_names_the_option(tmp_path):
     (3, False, "expected 'SRC,DST' or a sequence"),
 ])
 def test_gh23_columns_values_are_checked_before_anything_runs(value, weighted, what):
-    from spark_plugin.jobs.edges import ColumnsError, EdgeColumns
+    from spark_plugin.sources import ColumnsError, EdgeColumns
 
     with pytest.raises(ColumnsError, match=re.escape(what)):
         EdgeColumns.parse(value, weighted=weighted)
@@ -623,7 +622,7 @@ def test_gh32_running_out_of_memory_reading_a_file_is_a_named_error(tmp_path):
         for _ in range(150):
             f.write(line * 100_000)
     script = ("import resource, sys\n"
-              "from spark_plugin.jobs.edges import read_edges, EdgeInputError\n"
+              "from spark_plugin.sources import read_edges, EdgeInputError\n"
               "vm = int(next(l for l in open('/proc/self/status') if l.startswith('VmSize'))"
               ".split()[1]) * 1024 + 150_000_000\n"
               "resource.setrlimit(resource.RLIMIT_AS, (vm, vm))\n"
@@ -706,7 +705,7 @@ def test_gh33_the_text_fast_path_reads_what_it_read_before(tmp_path_factory, tex
     before -- the old fast path on the decoded text, else the line-by-line parser -- or the
     same error (a non-UTF-8 byte in the header or the body, a BOM, comments, commas, signs,
     ids past int64 included)."""
-    from spark_plugin.jobs.edges import _decode, _parse_lines
+    from spark_plugin.sources.text import decode_text, parse_lines
 
     data = prefix + (b"# FromNodeId\tToNodeId\n" if header else b"") + text.encode("utf-8")
     path = tmp_path_factory.mktemp("fast") / "e.txt"
@@ -720,14 +719,14 @@ def test_gh33_the_text_fast_path_reads_what_it_read_before(tmp_path_factory, tex
         return ("rows", pairs(t))
 
     def before():
-        decoded = _decode(path, data)
+        decoded = decode_text(path, data)
         fast = _before_gh33(decoded)
-        return fast if fast is not None else _parse_lines(path, decoded.splitlines(), csv=False)
+        return fast if fast is not None else parse_lines(path, decoded.splitlines(), csv=False)
     assert outcome(lambda: read_edges(path)) == outcome(before)
 
 
 def test_gh33_the_fast_path_takes_a_snap_file_and_names_a_bad_header_byte(tmp_path):
-    from spark_plugin.jobs import edges as E
+    from spark_plugin.sources import text as E
 
     good = b"# a header\n1\t2\n3\t4\n"
     t = E._parse_simple_text(good)

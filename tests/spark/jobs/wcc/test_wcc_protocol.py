@@ -234,7 +234,7 @@ def test_cli_parses_wcc():
 
 
 def test_parquet_slices_read_only_their_rows_across_row_groups(tmp_path):
-    from spark_plugin.jobs.edges import ParquetSlice, epoch_sources
+    from spark_plugin.sources import ParquetSlice, epoch_sources
 
     n = 1000
     src = np.arange(n, dtype=np.int64)
@@ -299,7 +299,7 @@ def test_a_followed_directory_is_a_stream_of_epochs(spark, tmp_path):
     """Files that appear while the job runs become the next epochs, each exactly once; the
     edge input holds its capability for the next epoch until ``_DONE``, so every epoch is
     final from its frontier and, at the end, every count is zero."""
-    from spark_plugin.jobs.edges import DONE_MARKER
+    from spark_plugin.sources import DONE_MARKER
 
     d = tmp_path / "stream"
     d.mkdir()

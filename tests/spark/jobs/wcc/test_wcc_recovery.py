@@ -24,11 +24,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from spark_plugin.jobs import edges as wcc_io
+from spark_plugin.sources import local as wcc_io
 from spark_plugin.errors import OutputStateError
 from spark_plugin.jobs.wcc.job import run_wcc
 from spark_plugin.jobs.out_store import HadoopStore, checksum
-from spark_plugin.jobs.edges import read_edges
+from spark_plugin.sources import read_edges
 from spark_plugin.jobs.recovery import (CRASH_ENV, MANIFEST, OutputLog, job_fingerprint,
                                        kept_epochs, recovery_problem)
 
@@ -256,9 +256,9 @@ def test_resume_in_process_overwrite_and_another_jobs_out(spark, tmp_path, monke
     (out / ".part-epoch-000002-00000-0123456789ab.parquet.tmp").write_bytes(b"partial")
     read = []
 
-    def reading(path):          # records which files the job reads, then reads them
+    def reading(path, columns=None):   # records which files the job reads, then reads them
         read.append(Path(path).name)
-        return read_edges(path)
+        return read_edges(path, columns)
     monkeypatch.setattr(wcc_io, "read_edges", reading)
     res = run_wcc(spark, d, out=str(out), partitions=2, progress=False)
     monkeypatch.undo()

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.cli.main import main as tfront
-from spark_plugin.jobs.edges import EdgeInputError, even_cuts
+from spark_plugin.sources import EdgeInputError, even_cuts
 from spark_plugin.jobs.wcc.job import run_wcc
 from spark_plugin.sources import EpochPlan, SparkEdges, SparkSourceError
 from spark_plugin.sources.epochs import EpochPlanError, slice_of_row
@@ -373,7 +373,7 @@ def test_gh31_changes_writes_only_what_changed_and_a_resume_rebuilds_the_labels(
 
 def test_gh32_a_pandas_csv_header_0_1_is_a_header_and_said(spark, tmp_path):
     """Issue 32 item 5: ``0,1`` first in a CSV file read by the driver is pandas' header."""
-    from spark_plugin.jobs.edges import check_input
+    from spark_plugin.sources import check_input
 
     p = tmp_path / "pandas.csv"
     p.write_text("0,1\n0,5\n1,7\n2,9\n")

@@ -109,12 +109,10 @@ def precompile(wcc: bool = True) -> CompileWatch:
 
 def warm_shortest_paths() -> None:
     """Run the shortest-paths job's kernels once -- the driver's vertex numbering and CSR,
-    the per-partition
-    Dijkstra, hops and weights, and the vertex placement (BFS order, LDG) -- loading them from Numba's cache or
+    the per-partition Dijkstra, hops and weights -- loading them from Numba's cache or
     compiling them there (``tfront sssp``'s first run compiled them, issue 32 item 17)."""
     import numpy as np
 
-    from gpu_kernels.locality import bfs_order, ldg_parts, range_parts
     from gpu_kernels.shortest_paths import (grow_csr, improve, local_csr, local_fixpoint,
                                             unit_weights, unreached)
     from gpu_kernels.unionfind import compact_ids
@@ -137,8 +135,6 @@ def warm_shortest_paths() -> None:
                              np.zeros(1, w.dtype))
         improve(np.array([0, 1, 2], np.int64), np.full(3, unreached(w.dtype)), res.out_v,
                 res.out_d)
-    parts = range_parts(bfs_order(3, x, y), np.ones(3), 2)
-    ldg_parts(np.r_[parts, -1].astype(np.int32), np.r_[x, 2], np.r_[y, 3], np.ones(4), 2)
 
 
 def main() -> int:

@@ -1,11 +1,14 @@
 """Partitions that keep neighbours together: a cheap vertex order cut into ranges, and a
-one-pass streaming placement of later vertices (the jobs' ``locality`` partitioner).
+one-pass streaming placement of later vertices.
 
-A job that iterates to a *partition-local* fixpoint (``spark_plugin.jobs.sssp.job``) crosses
-partitions only along cut edges, so its global rounds follow the number of times a shortest
-path crosses from one partition to another, not the path's length. Hash partitioning cuts a
-path's edges half the time (all of them with ``v % 2`` and consecutive ids); these functions
-cut few:
+A job that iterates to a *partition-local* fixpoint crosses partitions only along cut edges,
+so its global rounds follow the number of times a shortest path crosses from one partition
+to another, not the path's length. Hash partitioning cuts a path's edges half the time (all
+of them with ``v % 2`` and consecutive ids); these functions cut few. ``tfront wcc``'s
+locality partition (``spark_plugin.jobs.wcc.partition``) cuts its orders with
+:func:`range_parts` and counts with :func:`cut_edges`; :func:`bfs_order` and :func:`ldg_parts`
+placed ``tfront sssp``'s vertices on the driver until its Spark path kept them in Spark
+(``spark_plugin.jobs.sssp.spark``: owners by ranges of sampled ids), and no job calls them now:
 
 * :func:`bfs_order` -- the vertices in breadth-first order of the undirected graph, one
   component after another (each started at its smallest vertex). Neighbours land close in

@@ -169,7 +169,6 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
     columns = args.columns = check_columns(args, parser, weighted=args.weighted)
     check_source_options(args, parser, "sssp")   # a typo: before importing the Spark side
     source = _source(args, parser)
-    from spark_plugin.jobs.recovery import spark_fingerprint
     from spark_plugin.sources import SparkEdges, spark_source
 
     epochs = args.epochs or 1
@@ -187,15 +186,9 @@ def run_sssp_command(args, parser: argparse.ArgumentParser) -> int:
             print(f"tfront sssp: warning: {note}", file=sys.stderr, flush=True)
     from spark_plugin.jobs.sssp.job import driver_finish_rows, run_sssp, sssp_fingerprint
 
-    if spark_input:
-        fingerprint = {**spark_fingerprint(edges, None, columns), "job": "sssp",
-                       "source": source, "weighted": bool(args.weighted),
-                       "undirected": bool(args.undirected)}
-    else:
-        fingerprint = sssp_fingerprint(args.edges, epochs, args.follow, source, args.weighted,
-                                       args.undirected, picked=columns)
-    if args.changes:
-        fingerprint["changes"] = True
+    # the job's own fingerprint (a Spark source's, or the local input's, however it is read)
+    fingerprint = sssp_fingerprint(edges, epochs, args.follow, source, args.weighted,
+                                   args.undirected, picked=columns, changes=args.changes)
 
     def banner(spark) -> str:
         rows, why = driver_finish_rows(spark)

@@ -15,15 +15,18 @@ Where the work runs (docs/jobs.md, "What a job costs"):
   seeds); it keeps the edges and finishes the epoch with one Dijkstra over the whole graph
   from the seeds (:func:`gpu_kernels.shortest_paths.local_fixpoint`): no Spark job at all,
   whatever the graph's diameter.
-* **On Spark** past that: the vertices are placed on ``P`` partitions (``partitioner``:
-  ``locality``, a breadth-first order cut into ranges then a streaming greedy placement of
-  later vertices (:mod:`gpu_kernels.locality`), or ``hash``, ``v % P``); each partition
-  holds the edges of the vertices it owns. A *global round* is one Spark job: every task runs
-  Dijkstra from its active vertices to its partition's *local fixpoint* and sends only what
-  leaves the partition -- candidates for vertices owned elsewhere -- with the distances it
-  lowered; the driver merges them, and the vertices a candidate lowered are the next round's
-  active set. Global rounds follow how often a shortest path crosses partitions, not its
-  length.
+* **On Spark** past that, for good (:mod:`spark_plugin.jobs.sssp.spark`): the distances and
+  the edges move to ``P`` partitions kept in Spark and the driver holds ``O(P)`` numbers.
+  Every vertex has an owner partition (``partitioner``: ``locality``, ranges of ids cut at
+  quantiles that Spark samples, or ``hash``, ``v % P``); each partition holds the edges of
+  the vertices it owns. A *global round* is one Spark job: every task runs Dijkstra from its
+  active vertices to its partition's *local fixpoint* and sends only what leaves the
+  partition -- candidates for vertices owned elsewhere -- to their owners, where ``min``
+  keeps those that lower a distance: the next round's active set. Global rounds follow how
+  often a shortest path crosses partitions, not its length. A Spark source's epochs are
+  read by the executors; so is a local Parquet file past the budget (as the Spark source
+  ``file://PATH``, its epochs the same slices); other local input (text, CSV, a directory,
+  an Arrow table) is read by the driver and each epoch's rows handed to Spark.
 
 The dataflow (:func:`sssp_dataflow`) models exactly that: the scope ``loop`` counts global
 rounds (timestamps ``(epoch, round)``), the nested scope ``loop/local`` a task's local rounds
@@ -51,10 +54,9 @@ operators' words, local rounds included; the driver decides only from frontiers:
   distances written.
 
 A Spark source (a URI, a Spark-written directory, a table, a DataFrame: read by the executors,
-:mod:`spark_plugin.sources`) is collected for an epoch that fits the driver's budget; past it
-the distances and edges stay in Spark and the driver keeps ``O(P)`` numbers
-(:mod:`spark_plugin.jobs.sssp.spark`: the same operators and reports, ``min`` run in the
-owners' tasks, its counts reported by the driver).
+:mod:`spark_plugin.sources`) is collected for an epoch that fits the driver's budget. On
+Spark the same operators report the same way: ``min`` runs in the owners' tasks and the
+driver reports its counts.
 
 The job is an :class:`~spark_plugin.jobs.framework.EpochJob` (:class:`SsspJob`): the framework
 reads the epochs, guards and applies every report exactly once, checks the output frontier,
@@ -65,17 +67,17 @@ the progress bar; this module is the dataflow and the algorithm.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from engine import Report
 from engine.jit import CompileWatch, warm_shortest_paths
-from gpu_kernels.locality import bfs_order, cut_edges, ldg_parts, range_parts
-from gpu_kernels.shortest_paths import (grow_csr, improve, local_csr, local_fixpoint,
-                                        unit_weights, unreached)
+from gpu_kernels.shortest_paths import grow_csr, local_fixpoint, unit_weights, unreached
 from gpu_kernels.unionfind import compact_ids
 
 from spark_plugin.jobs.arrow import arrow_numpy
@@ -84,8 +86,9 @@ from spark_plugin.jobs.budget import driver_finish_rows as budget_rows
 from spark_plugin.jobs.framework import EpochJob, EpochOutcome, JobProtocolError, JobResult
 from spark_plugin.jobs.sssp.spark import EdgeFrame, SparkDistances
 from spark_plugin.sources.dataset import SparkEdges, spark_source
-from spark_plugin.sources import (COLUMNS_HINT, EdgeColumns, EdgeInputError, epoch_sources,
-                                  weighted_table)
+from spark_plugin.sources import (COLUMNS_HINT, EdgeColumns, EdgeInputError, edge_format,
+                                  epoch_sources, weighted_table)
+from spark_plugin.sources.parquet import parquet_rows
 
 __all__ = ["run_sssp", "SsspJob", "SsspResult", "SsspEpoch", "SsspProtocolError",
            "sssp_dataflow", "sssp_fingerprint", "EdgeInputError", "driver_finish_rows",
@@ -94,10 +97,6 @@ __all__ = ["run_sssp", "SsspJob", "SsspResult", "SsspEpoch", "SsspProtocolError"
 log = logging.getLogger(__name__)
 
 PRODUCER = "sssp"
-#: A round's per-partition data (distances, active vertices) travels inside its task
-#: closures up to this many values in all; beyond it it is broadcast (one copy per executor
-#: instead of one per task).
-BROADCAST_VALUES = 1 << 16
 #: Why a task's kernels ran where they did (they have no GPU twin).
 CPU_ONLY = "the shortest-paths kernels run on the CPU only"
 #: The environment variable that overrides the driver's budget (``0``: every epoch on Spark).
@@ -282,79 +281,50 @@ class SsspResult(JobResult):
         return f"{len(self.epochs)} epochs, {sum(e.rounds for e in self.epochs)} rounds"
 
 
-class _LocalRound:
-    """The ``mapPartitionsWithIndex`` function of one global round: ``step`` on one
-    partition. Its element is ``(owned, csr, added)``: the vertices the partition owns, its
-    edges (:func:`~gpu_kernels.shortest_paths.local_csr`) and how many of them the epoch
-    added (consumed at ``step.in1`` in round 0). ``shares[p]`` (a list, or a broadcast of
-    one) is ``(dist, active, active_d)``: the owned vertices' distances and the round's
-    active vertices (local indices, distances). It yields one ``(partition, (updated,
-    distances), (candidates, distances), local rounds, report)``: what left the partition
-    and the task's :class:`~engine.operate.dataflow.Report` as plain arrays."""
-
-    def __init__(self, epoch: int, it: int, shares, wrap=None):
-        self.epoch, self.it, self.shares, self.wrap = epoch, it, shares, wrap
-
-    def __call__(self, p, elements):
-        fn = self._run if self.wrap is None else self.wrap(self._run)
-        return fn(p, elements)
-
-    def _run(self, p, elements):
-        e, g = self.epoch, self.it
-        dist, av, ad = (self.shares if isinstance(self.shares, list) else self.shares.value)[p]
-        report, first = Report(), True
-        for owned, csr, added in elements:   # one element per partition
-            res = local_fixpoint(csr, dist, av if first else av[:0], ad if first else ad[:0])
-            local_report(e, g, res, active=len(av) if first else 0, seeds=g == 0,
-                         edges=added if g == 0 else None, report=report)
-            first = False
-            yield (p, (owned[res.updated], res.distances), (res.out_v, res.out_d),
-                   len(res.settled_rounds), report.to_arrays())
-
-
-def _merge(pair):
-    """Round 0 of an epoch on Spark: a partition's edges with the epoch's new ones added, by
-    local index of this epoch's owned vertices."""
-    old, (owned, src, dst, w, added) = pair
-    if old is not None:
-        o_owned, (indptr, _, tglob, weights), _ = old
-        src = np.concatenate([np.repeat(o_owned, np.diff(indptr)), src])
-        dst = np.concatenate([tglob, dst])
-        w = np.concatenate([weights, w.astype(weights.dtype, copy=False)])
-    return owned, local_csr(owned, src, dst, w), added
-
-
-def sssp_fingerprint(edges, epochs: int, follow, source: int, weighted: bool,
+def sssp_fingerprint(edges, epochs: int, follow, source, weighted: bool,
                      undirected: bool, dataframe: dict | None = None, *,
-                     columns: tuple | None = None, picked=None) -> dict:
-    """What makes two shortest-paths runs the same job (recorded in a local ``out``'s
-    manifest): the input and its epochs and the columns picked (``picked``, an
-    :class:`~spark_plugin.sources.columns.EdgeColumns`;
-    :func:`~spark_plugin.jobs.recovery.job_fingerprint`) and the options that change the
-    distances. ``columns``: the table columns a table's content digest covers."""
-    from spark_plugin.jobs.recovery import job_fingerprint
+                     columns: tuple | None = None, picked=None, changes: bool = False) -> dict:
+    """What makes two shortest-paths runs the same job (recorded in ``out``'s manifest; the
+    job's :meth:`SsspJob.fingerprint` and ``tfront sssp``'s check before Spark starts): the
+    input and its epochs and the columns picked (``picked``, an
+    :class:`~spark_plugin.sources.columns.EdgeColumns`) -- a local input's path or an Arrow
+    table's or collected DataFrame's content digest
+    (:func:`~spark_plugin.jobs.recovery.job_fingerprint`), a Spark source's location, format
+    and epoch plan (:func:`~spark_plugin.jobs.recovery.spark_fingerprint`; a local file read
+    by Spark in the driver's stead is its path) -- and the options that change the
+    distances: ``source`` (an id, or a name with ``--ids string``), ``weighted``,
+    ``undirected`` and ``changes`` (each epoch's files hold its changes only).
+    ``columns``: the table columns a table's content digest covers; ``dataframe``: a
+    DataFrame's :func:`~spark_plugin.jobs.recovery.dataframe_digest`."""
+    from spark_plugin.jobs.recovery import job_fingerprint, spark_fingerprint
 
-    if columns is None:
-        columns = ("src", "dst", "weight") if weighted else ("src", "dst")
-    return {**job_fingerprint(edges, epochs, follow, columns=columns, dataframe=dataframe,
-                              picked=picked),
-            "job": "sssp", "source": int(source),
-            "weighted": bool(weighted), "undirected": bool(undirected)}
+    if isinstance(edges, SparkEdges) and not edges.as_file:
+        job = spark_fingerprint(edges, dataframe, picked)
+    else:
+        if columns is None:
+            columns = ("src", "dst", "weight") if weighted else ("src", "dst")
+        job = job_fingerprint(edges, epochs, follow, columns=columns, dataframe=dataframe,
+                              picked=picked)
+    job.update({"job": "sssp", "source": source if isinstance(source, str) else int(source),
+                "weighted": bool(weighted), "undirected": bool(undirected)})
+    if changes:
+        job["changes"] = True
+    return job
 
 
 class SsspJob(EpochJob):
     """Incremental single-source shortest paths as an :class:`~spark_plugin.jobs.framework.EpochJob`
     (:func:`run_sssp` runs it; the module docstring describes the algorithm).
 
-    The driver holds ``vertices`` (sorted, every vertex seen so far), their distances
-    (unreached: :func:`~gpu_kernels.shortest_paths.unreached`) and, once on Spark, their
-    partitions (``part``, aligned with ``vertices``). While the edges so far fit its budget
-    (:func:`driver_finish_rows`) the driver holds them too (``held``, and as a CSR by vertex
-    index, grown by each epoch's edges: ``drv_csr``); past it they move to
-    the Spark partitions -- an RDD of ``(owned, csr, added)`` cached between rounds and
-    rebuilt each epoch with its new edges merged in -- and stay there. Resuming a local
-    ``out``, the distances come from the last final epoch's result and the edges from the
-    final epochs' input, read again (:meth:`replay`): the output holds the distances only.
+    While the edges so far fit its budget (:func:`driver_finish_rows`) the driver holds
+    ``vertices`` (sorted, every vertex seen so far), their distances (unreached:
+    :func:`~gpu_kernels.shortest_paths.unreached`) and the edges (``held``, and as a CSR by
+    vertex index, grown by each epoch's edges: ``drv_csr``). The first epoch past it moves
+    them to Spark (``relax``, a :class:`~spark_plugin.jobs.sssp.spark.SparkDistances`), where
+    they stay: from then on the driver holds ``O(P)`` numbers. Resuming ``out``, the
+    distances come from the last final epoch's result and the edges from the final epochs'
+    input, read again (:meth:`replay`; kept as DataFrames, or as the tables the driver read,
+    until the first epoch computed says where they go): the output holds the distances only.
     """
 
     name = PRODUCER
@@ -364,14 +334,16 @@ class SsspJob(EpochJob):
     protocol_error = SsspProtocolError
     result_type = SsspResult
     #: A Spark source (a URI, a Spark-written directory, a table, a DataFrame) is read by
-    #: the executors (:mod:`spark_plugin.sources`); its epochs past the driver's budget keep
-    #: the distances in Spark (:mod:`spark_plugin.jobs.sssp.spark`).
+    #: the executors (:mod:`spark_plugin.sources`), and so is a local Parquet file past the
+    #: driver's budget (:meth:`too_big_for_driver`).
     spark_sources = True
     id_columns = ("vertex",)
     relax: SparkDistances | None = None   # the distances in Spark, once an epoch needs it
     resumed_df = None       # a Spark source's resumed distances (a DataFrame), not yet used
-    replayed: list = []     # a Spark source's final epochs' rows (DataFrames), not yet used
-    pending_rows = 0        # their edges (both ways when undirected)
+    # the final epochs' rows of a resumed run, not yet used: (DataFrame or the driver's
+    # table, what); and their edges (both ways when undirected)
+    replayed: list = []
+    pending_rows = 0
 
     @property
     def spark_options(self):
@@ -402,19 +374,14 @@ class SsspJob(EpochJob):
         self.dtype = np.float64 if weighted else np.int64
         self.vertices = np.array([self.source], np.int64)
         self.dist = np.zeros(1, self.dtype)
-        self.part = None             # partition per vertex, once on Spark
-        self.n_edges = self.n_cut = 0
+        self.n_edges = 0
         self.held: list = []         # the edges, while the driver holds them
         # ... and as a CSR by vertex index (grow_csr), with the edges not yet in it (vertex
         # indices) and, when vertices were added since it was built, its vertices' new indices
         self.drv_csr = None
         self.drv_new: list = []
         self.drv_at = None
-        self.backlog: list = []      # edges not yet in the partitions: (src, dst, w, fresh)
         self.unsent = 0              # edges replayed by a resume, not yet reported sent
-        self.csr = None              # the partitions' edges: an RDD of (owned, csr, added)
-        self.csr_ids: set = set()
-        self.on_spark = False
         self.driver_rows = 0
         self.active = (np.zeros(0, np.int64), np.zeros(0, self.dtype))
         self.decisions: list = []
@@ -455,17 +422,29 @@ class SsspJob(EpochJob):
         return weighted_table(self._collect(df, ("src", "dst", "weight")), "edge DataFrame")
 
     def fingerprint(self):
-        if self.spark_edges is not None:   # the Spark source's location, plan, columns
-            return {**super().fingerprint(), "job": "sssp",
-                    "source": self.source_name if self.source_name is not None
-                    else int(self.source), "weighted": bool(self.weighted),
-                    "undirected": bool(self.undirected)}
-        job = sssp_fingerprint(self.edges, self.epochs, self.follow, self.source,
-                               self.weighted, self.undirected, dataframe=self.input_digest,
-                               columns=self.input_columns, picked=self.columns)
-        if self.changes:   # each epoch's files hold its changes, not every distance
-            job["changes"] = True
-        return job
+        se = self.spark_edges
+        return sssp_fingerprint(
+            se if se is not None and not se.as_file else self.edges, self.epochs, self.follow,
+            self.source_name if self.source_name is not None else self.source, self.weighted,
+            self.undirected, dataframe=self.input_digest, columns=self.input_columns,
+            picked=self.columns, changes=self.changes)
+
+    def too_big_for_driver(self, edges) -> bool:
+        """A local Parquet file whose edges (both ways when undirected; its rows from the
+        footer) are past the driver's budget (:func:`driver_finish_rows`) is read by the
+        executors, as the Spark source ``file://PATH`` with the same slices, named and
+        recorded as the driver's reading would be: its epochs' distances then stay in Spark
+        without the driver reading the edges or holding the vertices."""
+        if self.follow is not None or not isinstance(edges, (str, os.PathLike)):
+            return False
+        p = Path(edges)
+        if not p.is_file() or edge_format(p) != "parquet":
+            return False
+        try:
+            rows = parquet_rows(p)   # the footer: metadata only
+        except EdgeInputError:       # a damaged file: the driver's reader names it
+            return False
+        return (2 if self.undirected else 1) * rows > driver_finish_rows(self._spark)[0]
 
     @property
     def input_columns(self):
@@ -514,24 +493,19 @@ class SsspJob(EpochJob):
         if self.undirected:
             s, d = np.concatenate([s, d]), np.concatenate([d, s])
             w = None if w is None else np.concatenate([w, w])
-        # hops: every weight 1, a view of one value (materialised only where moved to Spark)
+        # hops: every weight 1, a view of one value
         return s, d, unit_weights(len(s)) if w is None else w
 
     def _grow(self, s, d):
-        """Every vertex of the edges ``s -> d`` is seen: new ones are unreached (and, on
-        Spark, unplaced until :meth:`_place`). Returns the edges by vertex index (positions
-        in :attr:`vertices`), found with the vertices in one pass
-        (:func:`~gpu_kernels.unionfind.compact_ids`: a presence mask when the ids are dense,
-        else one sort)."""
+        """Every vertex of the edges ``s -> d`` is seen: new ones are unreached. Returns the
+        edges by vertex index (positions in :attr:`vertices`), found with the vertices in one
+        pass (:func:`~gpu_kernels.unionfind.compact_ids`: a presence mask when the ids are
+        dense, else one sort)."""
         grown, (at, si, di) = compact_ids(self.vertices, s, d)
         if len(grown) == len(self.vertices):
             return si, di
         dist = np.full(len(grown), unreached(self.dtype), self.dtype)
         dist[at] = self.dist
-        if self.part is not None:
-            part = np.full(len(grown), -1, np.int32)
-            part[at] = self.part
-            self.part = part
         self.vertices, self.dist = grown, dist
         # the driver's CSR and its pending edges are renumbered when the epoch is finished
         if self.drv_csr is not None:
@@ -540,35 +514,11 @@ class SsspJob(EpochJob):
         return si, di
 
     def _add(self, s, d, w, si, di) -> None:
-        """The edges join the driver's (while it holds them: ``si -> di`` by vertex index
-        join its CSR when the epoch is finished) or the partitions' backlog."""
+        """The edges join the driver's (``si -> di`` by vertex index join its CSR when the
+        epoch is finished)."""
         self.n_edges += len(s)
-        if self.on_spark:
-            self._place(s, d)
-            self.backlog.append((s, d, w, True))
-        else:
-            self.held.append((s, d, w))
-            self.drv_new.append((si, di, w if self.weighted else None))
-
-    def _place(self, s, d) -> None:
-        """Give every unplaced vertex a partition: ``hash`` ``v % P``; ``locality`` the first
-        time a breadth-first order of the edges ``s -> d`` cut into ``P`` ranges of equal
-        out-degree, later the streaming greedy placement over them
-        (:mod:`gpu_kernels.locality`). Counts the cut edges among ``s -> d``."""
-        P = self.P
-        si, di = np.searchsorted(self.vertices, s), np.searchsorted(self.vertices, d)
-        if self.part is None:
-            self.part = np.full(len(self.vertices), -1, np.int32)
-        new = self.part < 0
-        if new.any():
-            weight = np.bincount(si, minlength=len(self.vertices)) + 1.0
-            if self.partitioner == "hash":
-                self.part[new] = (self.vertices[new] % P).astype(np.int32)
-            elif new.all():
-                self.part = range_parts(bfs_order(len(self.vertices), si, di), weight, P)
-            else:
-                self.part = ldg_parts(self.part, si, di, weight, P)
-        self.n_cut += cut_edges(si, di, self.part)
+        self.held.append((s, d, w))
+        self.drv_new.append((si, di, w if self.weighted else None))
 
     # -- resuming ----------------------------------------------------------------------------
     def resume(self, table):
@@ -580,19 +530,23 @@ class SsspJob(EpochJob):
         self.dist = table.column("distance").to_numpy().astype(self.dtype)
 
     def replay(self, e, source):
-        if self.spark_edges is not None:   # not read here: by the executors, or collected
-            self.replayed.append((source.frame, source.what))   # when the next epoch fits
-            self.pending_rows += (2 if self.undirected else 1) * int(source.rows)
-            return
-        self._replay_table(source.read(), source.what)
+        # a final epoch's rows, kept until the first epoch computed says where they go: to
+        # the driver's edges when they fit its budget, else to Spark's. A Spark source's are
+        # not read here (by the executors, or collected then); a local input's are read now,
+        # to check them and count them
+        if self.spark_edges is not None:
+            rows, n = source.frame, int(source.rows)
+        else:
+            rows = source.read()
+            n = rows.num_rows
+        self.replayed.append((rows, source.what))
+        self.pending_rows += (2 if self.undirected else 1) * n
 
     def _replay_table(self, table, what):
-        # the edges of a final epoch join the driver's or the partitions' edges with the
-        # first epoch computed
+        # the edges of a final epoch join the driver's with the first epoch computed
         s, d, w = self._edges_of(table)
         self._bound_weights(w, what)
         si, di = self._grow(s, d)
-        self._to_spark_if_needed(len(s))
         self._add(s, d, w, si, di)
         self.unsent += len(s)
 
@@ -625,32 +579,16 @@ class SsspJob(EpochJob):
                 f"read as unreachable; scale the weights down", what)
         self.weight_sum = total
 
-    def _to_spark_if_needed(self, more: int) -> None:
-        """Past the driver's budget the edges it holds move to the Spark partitions (placed
-        on them first), for good."""
-        if self.on_spark or self.n_edges + more <= self.driver_rows:
-            return
-        self.on_spark = True
-        self.drv_csr, self.drv_new, self.drv_at = None, [], None
-        if self.held:
-            s, d, w = (np.concatenate(x) for x in zip(*self.held))
-            self.held = []
-            self._place(s, d)
-            # consumed on the driver already, unless a resume replayed them just now
-            self.backlog.append((s, d, w, self.unsent > 0))
-        elif self.part is None:
-            self.part = np.full(len(self.vertices), -1, np.int32)
-
-    # -- a Spark source --------------------------------------------------------------------
+    # -- the move to Spark -----------------------------------------------------------------
     def _fits(self, rows: int) -> bool:
         """Whether the edges so far with an epoch of ``rows`` rows fit the driver's budget."""
         k = 2 if self.undirected else 1
         return self.n_edges + self.pending_rows + k * int(rows) <= self.driver_rows
 
     def _pull_resumed(self) -> None:
-        """A resumed Spark source whose next epoch fits the driver: the last final epoch's
-        distances and the final epochs' edges are collected (they fit: the budget counts
-        them) and join the driver's, as a resume of a local input reads them."""
+        """A resumed run whose next epoch fits the driver: the last final epoch's distances
+        and the final epochs' edges join the driver's (they fit: the budget counts them) --
+        a Spark source's collected."""
         from spark_plugin.service.batch import collect_arrow
 
         if self.resumed_df is not None:
@@ -658,14 +596,25 @@ class SsspJob(EpochJob):
             self.resumed_df = None
             self.resume(t)
         replayed, self.replayed, self.pending_rows = self.replayed, [], 0
-        for frame, what in replayed:
-            self._replay_table(collect_arrow(frame), what)
+        for rows, what in replayed:
+            self._replay_table(rows if isinstance(rows, pa.Table) else collect_arrow(rows),
+                               what)
+
+    def _frame(self, rows):
+        """Rows ``src, dst`` (``weight``) as a DataFrame: a Spark source's as they are, a
+        table on the driver (the driver read it, or holds it) handed to Spark."""
+        if not isinstance(rows, pa.Table):
+            return rows
+        names = ["src", "dst", "weight"] if self.weighted else ["src", "dst"]
+        ddl = "src bigint, dst bigint" + (", weight double" if self.weighted else "")
+        return self.spark.createDataFrame(rows.select(names), schema=ddl)
 
     def _spark_input(self, e, inp):
         """The input of an epoch kept in Spark: its rows (and, the first time, what the driver
         or a resumed ``out`` held) merged into the partitions on the executors
-        (:meth:`SparkDistances.merge`); the input sends the edges merged this epoch and the
-        seeds the merge found."""
+        (:meth:`SparkDistances.merge`) -- a Spark source's (a local Parquet file past the
+        budget too) read there, a local input's handed over by the driver, which read them;
+        the input sends the edges merged this epoch and the seeds the merge found."""
         k = 2 if self.undirected else 1
         frames, dist_frame = [], None
         first = self.relax is None
@@ -684,12 +633,10 @@ class SsspJob(EpochJob):
                 cols = {"src": pa.array(s), "dst": pa.array(d)}
                 if self.weighted:
                     cols["weight"] = pa.array(w.astype(np.float64))
-                ddl = "src bigint, dst bigint" + (", weight double" if self.weighted else "")
-                frames.append(EdgeFrame(spark.createDataFrame(pa.table(cols), schema=ddl),
-                                        fresh=self.unsent > 0, seed=False, summed=True,
-                                        both=True))
-            frames += [EdgeFrame(f, seed=False) for f, _ in self.replayed]
-        frames.append(EdgeFrame(inp.frame))
+                frames.append(EdgeFrame(self._frame(pa.table(cols)), fresh=self.unsent > 0,
+                                        seed=False, summed=True, both=True))
+            frames += [EdgeFrame(self._frame(rows), seed=False) for rows, _ in self.replayed]
+        frames.append(EdgeFrame(self._frame(inp.table()) if inp.frame is None else inp.frame))
         try:
             tot = relax.merge(e, frames, dist_frame)
             self._bound_sum(tot.weight_sum, inp.source.what)   # nothing applied if refused
@@ -714,15 +661,13 @@ class SsspJob(EpochJob):
         ones) and the seeds -- the source in epoch 0, then the reached sources of the new
         edges -- to ``step.in2``, and moves its seeds capability on (the framework moves
         the edges')."""
-        if self.spark_edges is not None:
-            if self.relax is not None or not self._fits(inp.rows):
-                return self._spark_input(e, inp)   # the epoch's rows stay on the executors
-            self._pull_resumed()   # a resume's distances and edges fit the driver: collected
+        if self.relax is not None or not self._fits(inp.rows):
+            return self._spark_input(e, inp)   # past the budget: in Spark from now on
+        self._pull_resumed()   # a resume's distances and edges fit the driver: they join it
         s, d, w = self._edges_of(inp.table())
         self._bound_weights(w, inp.source.what)   # before anything of the epoch changes
         self.new_edges = len(s)
         si, di = self._grow(s, d)
-        self._to_spark_if_needed(len(s))
         self._add(s, d, w, si, di)
         self.sent, self.unsent = self.unsent + len(s), 0
         if e == 0:
@@ -742,15 +687,12 @@ class SsspJob(EpochJob):
         """Finish the epoch on the driver, or on Spark round by round until the frontier at
         ``step.in3`` has no element of epoch ``e``; the result is the distances of the
         reached vertices."""
-        if self.relax is not None:   # a Spark source's: the distances stay in Spark
+        if self.relax is not None:   # the distances stay in Spark
             it, local = self.relax.rounds(e)
             df, nv, reached, top = self.relax.distances(e)
             return EpochOutcome(df, reached, it, it + 1, stats={
                 "max_distance": top, "local_rounds": local, "vertices": nv})
-        if self.on_spark:
-            it, local = self._spark_rounds(e)
-        else:
-            it, local = self._finish_on_driver(e), self.local_rounds
+        it, local = self._finish_on_driver(e), self.local_rounds
         reached = self.dist != unreached(self.dtype)
         table = pa.table({"vertex": pa.array(self.vertices[reached]),
                           "distance": pa.array(self.dist[reached])})
@@ -816,80 +758,6 @@ class SsspJob(EpochJob):
                                     f"at step.in3 has not passed epoch {e}")
         return 0
 
-    def _spark_rounds(self, e):
-        """Global rounds on Spark from the seeds until the frontier at ``step.in3`` has no
-        element of epoch ``e``. Returns the last round and the most local rounds of a task."""
-        d = self.driver
-        old_ids = self.csr_ids
-        self._merge_new_edges()
-        active_v, active_d = self.active
-        it, local = 0, 0
-        while True:
-            upd, cand, rounds = self._round(e, it, active_v, active_d)
-            local = max(local, rounds)
-            if it == 0:   # the partitions' CSRs of the last epoch are superseded
-                d.checkpoints.release(old_ids)
-            # min: the distances the tasks lowered, then the candidates that lower more
-            improve(self.vertices, self.dist, upd[0], upd[1].astype(self.dtype, copy=False))
-            active_v, active_d = improve(self.vertices, self.dist, cand[0],
-                                         cand[1].astype(self.dtype, copy=False))
-            d.report(self._min_report(e, it, len(upd[0]) + len(cand[0]), len(active_v)))
-            if self._decide(e, it, "every task reported"):
-                return it, local
-            it += 1
-
-    def _merge_new_edges(self) -> None:
-        """The edges not yet in the partitions (each on the partition of its source) are
-        merged in by round 0 of the epoch, which reports them consumed at ``step.in1``."""
-        sc, P = self.spark.sparkContext, self.P
-        if self.backlog:
-            s, dst, w = (np.concatenate(x) for x in list(zip(*self.backlog))[:3])
-            fresh = np.concatenate([np.full(len(b[0]), b[3]) for b in self.backlog])
-        else:
-            s = dst = np.zeros(0, np.int64)
-            w = np.zeros(0, self.dtype if self.weighted else np.int64)
-            fresh = np.zeros(0, bool)
-        self.backlog = []
-        part = self.part[np.searchsorted(self.vertices, s)]
-        self.owned = [np.flatnonzero(self.part == p) for p in range(P)]
-        new = sc.parallelize([(self.vertices[self.owned[p]], s[part == p], dst[part == p],
-                               w[part == p], int(np.count_nonzero(fresh[part == p])))
-                              for p in range(P)], P)
-        old = self.csr if self.csr is not None else sc.parallelize([None] * P, P)
-        self.csr, self.csr_ids = self.driver.checkpoints.checkpoint_rdd(old.zip(new).map(_merge))
-
-    def _round(self, e, it, active_v, active_d):
-        """One Spark job: every partition's ``step`` task from its share of the active
-        vertices to its local fixpoint; its reports applied as stage ``seq``. Returns what
-        left the partitions: the lowered distances and the candidates, and the most local
-        rounds of a task."""
-        d, sc, P = self.driver, self.spark.sparkContext, self.P
-        s = d.new_stage("round", e, it)
-        ai = np.searchsorted(self.vertices, active_v)
-        split = self.part[ai]
-        shares = []
-        for p in range(P):
-            mine = split == p
-            local = np.searchsorted(self.owned[p], ai[mine])
-            shares.append((self.dist[self.owned[p]], local, active_d[mine]))
-        # small shares travel with the task; large ones are broadcast once
-        big = len(self.dist) + len(active_v) > BROADCAST_VALUES
-        bc = sc.broadcast(shares) if big else None
-        got = self.csr.mapPartitionsWithIndex(
-            _LocalRound(e, it, shares if bc is None else bc, self.task_wrapper)).collect()
-        if bc is not None:
-            bc.destroy()
-        d.apply_stage({f"{PRODUCER}-{p}": Report.from_arrays(**cols)
-                       for p, _, _, _, cols in got},
-                      s, f"round, epoch {e} round {it}", [("cpu", CPU_ONLY)] * len(got))
-
-        def cat(i, k, dtype):
-            parts = [g[i][k] for g in got]
-            return np.concatenate(parts) if parts else np.zeros(0, dtype)
-        upd = (cat(1, 0, np.int64), cat(1, 1, self.dtype))
-        cand = (cat(2, 0, np.int64), cat(2, 1, self.dtype))
-        return upd, cand, max((g[3] for g in got), default=0)
-
     def output_report(self, e, outcome, more):
         # min sends the epoch's distances to the output and moves its capability on
         report = Report().produced(MIN, 1, (e, outcome.iteration), 1)
@@ -901,7 +769,7 @@ class SsspJob(EpochJob):
         return Report().capabilities(INPUT, 1, (e,), -1).capabilities(MIN, 1, (e, 0), -1)
 
     def holding(self):
-        return set(self.csr_ids) | (self.relax.ids if self.relax is not None else set())
+        return self.relax.ids if self.relax is not None else set()
 
     def result_ids(self):
         return set(self.relax.result_ids) if self.relax is not None else set()
@@ -909,15 +777,26 @@ class SsspJob(EpochJob):
     def summary(self, e, outcome, *, seconds, frontier, kernels, source, new_rows,
                 rows_so_far):
         self.decisions.append((e, outcome.iteration, "final", frontier))
-        spark = self.on_spark or self.relax is not None
-        cut = self.relax.n_cut if self.relax is not None else self.n_cut
+        relax = self.relax
         return SsspEpoch(e, outcome.stats.get("vertices", len(self.vertices)), outcome.rows,
                          self.n_edges, outcome.rounds,
                          seconds, outcome.stats["max_distance"], frontier, source,
-                         self.new_edges, where="spark" if spark else "driver",
-                         cut=cut / self.n_edges if spark and self.n_edges
+                         self.new_edges, where="driver" if relax is None else "spark",
+                         cut=relax.n_cut / self.n_edges if relax is not None and self.n_edges
                          else 0.0, local_rounds=outcome.stats["local_rounds"],
                          both_ways=self.undirected)
+
+    def _final_table(self, last):
+        # a local file the executors read in the driver's stead is still a local input: its
+        # distances come back as a table, as when the driver reads it (collected before the
+        # run releases their checkpoint)
+        se = self.spark_edges
+        if se is None or not se.as_file or last is None or self.out is not None:
+            return super()._final_table(last)
+        if isinstance(last, pa.Table):
+            return last
+        from spark_plugin.service.batch import collect_arrow
+        return collect_arrow(last.orderBy(self.result_columns[0]))
 
     def run(self) -> SsspResult:
         result = super().run()
@@ -952,7 +831,11 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
         ``epoch_column``'s values or windows. Its epochs that fit the driver's budget are
         collected and finished there; past it the distances stay in Spark
         (:mod:`spark_plugin.jobs.sssp.spark`) and are written by the executors, and without
-        ``out`` ``result.distances`` is a Spark DataFrame ``vertex, distance``.
+        ``out`` ``result.distances`` is a Spark DataFrame ``vertex, distance``. Any input
+        past the budget is computed that way: a local Parquet file is then read by the
+        executors too (``file://PATH``, the same slices, recorded as the driver's reading
+        would be), other local input is read by the driver and handed to Spark epoch by
+        epoch; a local input's ``result.distances`` stays a table.
     source : int or str
         The vertex distances are measured from (a non-negative int64; it need not have an
         edge: its distance is 0 in every epoch). With ``ids="string"``: its name, which
@@ -975,10 +858,10 @@ def run_sssp(spark, edges, source: int, *, epochs: int = 1, out: str | None = No
         parallelism.
     partitioner : str
         How vertices are placed on the partitions once the epochs run on Spark (the edges
-        so far past :func:`driver_finish_rows`): ``locality`` (default: a breadth-first
-        order cut into ranges, later vertices by a streaming greedy placement; neighbours
-        stay together, so rounds follow how often a shortest path crosses partitions) or
-        ``hash`` (``v % P``). The epoch line says the share of cut edges.
+        so far past :func:`driver_finish_rows`): ``locality`` (default: ranges of ids cut
+        at quantiles that Spark samples from the first Spark epoch's sources; neighbours
+        with near ids stay together, so rounds follow how often a shortest path crosses
+        partitions) or ``hash`` (``v % P``). The epoch line says the share of cut edges.
     progress : bool or int, optional
         As for :func:`~spark_plugin.jobs.wcc.job.run_wcc`: on a terminal a bar of final epochs
         (default), ``2`` also a line per round on stderr, ``False``/``0`` nothing.

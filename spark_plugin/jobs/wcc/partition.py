@@ -12,11 +12,11 @@ endpoint that comes first: a task gets a connected stretch of the graph wherever
 follows the graph, and only the *cut edges* -- whose endpoints fall into different ranges
 -- are left for the loop.
 
-The ranges and the cut are :mod:`gpu_kernels.locality`'s, which SSSP's partitioner uses
-too; SSSP orders its vertices breadth-first, which for WCC would be solving the problem on
-the driver. The orders tried here (:func:`locality_partition`) are sorts, ``O(m log m)`` over
-the epoch's new edges on the driver (which holds them already: it reads and ships them), the
-one with the fewer cut edges taken:
+The ranges and the cut are :mod:`gpu_kernels.locality`'s; its breadth-first order would,
+for WCC, be solving the problem on the driver. The orders tried here
+(:func:`locality_partition`) are sorts, ``O(m log m)`` over the epoch's new edges on the
+driver (which holds them already: it reads and ships them), the one with the fewer cut
+edges taken:
 
 * ``id`` -- the vertex ids themselves: graphs whose ids follow their structure (a path or a
   grid numbered in order, ids assigned by a crawl);

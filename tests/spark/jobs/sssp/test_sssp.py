@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from perf import graphs as G
-from spark_plugin.errors import MissingBatchError, OutputStateError
+from spark_plugin.errors import OutputStateError
 from spark_plugin.jobs.sssp.job import SsspProtocolError, run_sssp
 from spark_plugin.sources import EdgeInputError, epoch_sources, read_weighted_edges
 from spark_plugin.jobs.recovery import CRASH_ENV, MANIFEST
@@ -193,19 +193,19 @@ def test_an_under_reported_count_stops_the_epoch_before_it_is_written(spark, tmp
     dst = src + 1
     out = str(tmp_path / "out")
 
-    class UnderReport:
+    class UnderReport:   # wraps spark_plugin.jobs.sssp.spark._Step's task function
         def __init__(self, run):
             task = run.__self__
-            self.run, self.at = run, (task.epoch, task.it)
+            self.run, self.at = run, (task.e, task.g)
 
         def __call__(self, p, rows):
-            for part, *data, cols in self.run(p, rows):
+            for state, cands, (cols, *counts) in self.run(p, rows):
                 edges = ((cols["kind"] == ReportKind.CONSUMED) & (cols["port"] == 1)
                          & (np.array(cols["ops"], object)[cols["op"]] == "loop/local/step"))
-                if self.at == (1, 0) and part == 1:
+                if self.at == (1, 0) and p == 1:
                     assert cols["count"][edges].tolist() == [1]   # the edge 3 -> 4
                     cols["count"][np.flatnonzero(edges)[0]] -= 1
-                yield part, *data, cols
+                yield state, cands, (cols, *counts)
 
     with pytest.raises(SsspProtocolError, match=r"epoch 1 round 0: every task reported, but "
                        r"the frontier at step\.in3 \{\(1, 1, 0\)\} / min\.in0 "
@@ -216,26 +216,27 @@ def test_an_under_reported_count_stops_the_epoch_before_it_is_written(spark, tmp
 
 
 def test_a_lost_report_stops_the_epoch_before_it_is_written(spark, tmp_path, monkeypatch):
-    """On Spark, partition 1's reports of epoch 1 never arrive: the stage's batch of producer
-    sssp-1 is missing, the job fails with MissingBatchError naming it before any frontier is
-    read, and only epoch 0 is on disk (a report that arrives but under-counts: the test
-    above)."""
+    """On Spark, partition 1's output of epoch 1 never arrives: its report travels with its
+    distances and candidates, so the round's Spark job fails (its partitions no longer line
+    up) before any report is applied or frontier read, and only epoch 0 is on disk (a report
+    that arrives but under-counts: the test above; a batch missing from a stage is
+    MissingBatchError, the framework's guard: tests/spark/jobs/wcc/test_wcc_protocol.py)."""
     monkeypatch.setenv("TFRONT_SSSP_DRIVER_ROWS", "0")
     src = np.arange(0, 4, dtype=np.int64)
     dst = src + 1
     out = str(tmp_path / "out")
 
-    class DropReport:
+    class DropReport:   # wraps spark_plugin.jobs.sssp.spark._Step's task function
         def __init__(self, run):
-            self.run, self.epoch = run, run.__self__.epoch
+            self.run, self.epoch = run, run.__self__.e
 
         def __call__(self, p, rows):
             for got in self.run(p, rows):
-                if self.epoch == 1 and got[0] == 1:
-                    continue   # the candidates and the report are lost together
+                if self.epoch == 1 and p == 1:
+                    continue   # the distances, candidates and report are lost together
                 yield got
 
-    with pytest.raises(MissingBatchError, match="sssp-1"):
+    with pytest.raises(Exception, match="same number of elements"):
         run_sssp(spark, pa.table({"src": src, "dst": dst}), 0, epochs=2, out=out,
                  partitions=2, task_wrapper=DropReport)
     assert sorted(written(out)) == [0]
@@ -249,18 +250,21 @@ def test_a_step_task_reaches_its_local_fixpoint_and_reports_its_local_rounds():
     reports produced is consumed in the same report, except what leaves for min."""
     from engine import Report
     from gpu_kernels.shortest_paths import local_csr, unreached
-    from spark_plugin.jobs.sssp.job import _LocalRound, sssp_dataflow
+    from spark_plugin.jobs.sssp.job import local_report, sssp_dataflow
+    from spark_plugin.jobs.sssp.spark import Owner, _Step
 
     owned = np.array([0, 1, 2], np.int64)
     csr = local_csr(owned, np.array([0, 1, 2, 0]), np.array([1, 2, 3, 3]),
                     np.array([1, 1, 1, 9]))
     dist = np.array([0, unreached(np.int64), unreached(np.int64)], np.int64)
-    shares = [None, (dist, np.array([0]), np.array([0], np.int64))]
-    [(p, (uv, ud), (cv, cd), local, cols)] = list(
-        _LocalRound(0, 0, shares)(1, [(owned, csr, 4)]))
-    assert p == 1 and local == 3
-    assert (uv.tolist(), ud.tolist()) == ([1, 2], [1, 2])
-    assert (cv.tolist(), cd.tolist()) == ([3], [3])          # 2 -> 3 beats 0 -> 3
+    owner = Owner(2, cuts=[3])   # partition 0 owns 0, 1, 2; partition 1 owns 3
+    element = ((owned, csr, dist, np.array([0]), np.array([0], np.int64), 4), None)
+    [((_, _, now), cands, (cols, sent, local))] = list(
+        _Step(0, 0, owner, local_report)(0, [element]))
+    assert local == 3 and sent == 3
+    assert now.tolist() == [0, 1, 2]                         # vertices 1 and 2 lowered
+    assert {q: (v.tolist(), d.tolist()) for q, (v, d) in cands.items()} == {
+        1: ([3], [3])}                                       # 2 -> 3 beats 0 -> 3
     rep = Report.from_arrays(**cols).to_arrays()
     got: dict = {}
     for o, k, q, t, c in zip(rep["op"], rep["kind"], rep["port"], rep["ts"], rep["count"]):

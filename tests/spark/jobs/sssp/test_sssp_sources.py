@@ -299,3 +299,81 @@ def test_gh31_sssp_on_a_cluster_the_driver_never_opens_the_edge_files(tmp_path):
     assert sorted({n[:17] for n in parts}) == [f"part-epoch-{e:06d}" for e in range(3)]
     assert len(parts) == len({p for r in json.loads((out / MANIFEST).read_text())["output"]
                               for p in r["files"]})
+
+
+def _local_values(data) -> int:
+    """How many values of local data (NumPy arrays, Arrow tables, lists of them) ``data``
+    carries into Spark from the driver; ``0`` for an RDD or DataFrame (already in Spark)."""
+    if isinstance(data, np.ndarray):
+        return int(data.size)
+    if isinstance(data, pa.Table):
+        return data.num_rows * data.num_columns
+    if isinstance(data, (list, tuple)):
+        return sum(_local_values(x) for x in data)
+    return 0
+
+
+def test_gh31_sssp_a_local_file_past_the_drivers_budget_stays_in_spark(
+        spark, tmp_path, monkeypatch):
+    """A local Parquet file whose edges are past the driver's budget (here 50 rows) is read
+    by the executors, as ``run_wcc`` reads one (``file://PATH``, the same slices, named and
+    recorded as the driver's reading would be), and its distances stay in Spark
+    (:mod:`spark_plugin.jobs.sssp.spark`): the driver holds ``O(P)`` -- the source alone,
+    no edge -- and ships nothing of the graph to Spark (no local data into ``parallelize``
+    or ``createDataFrame``). Every epoch equals scipy; a run killed once epoch 2's input is
+    recorded resumes there, on Spark; a rerun that the driver reads (the real budget) finds
+    every epoch final; without ``out`` the distances come back as a table, as a local
+    input's do."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    import spark_plugin.jobs.sssp.job as sssp_job
+    from test_sssp import crash_at, Killed
+
+    monkeypatch.setenv("TFRONT_SSSP_DRIVER_ROWS", "50")
+    src, dst, w = _graph(n=60, m=240, seed=19)
+    path = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"src": src, "dst": dst, "weight": w}), path)
+    shipped, held = [], []
+    parallelize, create = SparkContext.parallelize, SparkSession.createDataFrame
+
+    def shipping(self, data, *args, **kwargs):   # the real call, what it carries counted
+        data = list(data) if isinstance(data, (list, tuple, range)) else data
+        shipped.append(_local_values(data))
+        return parallelize(self, data, *args, **kwargs)
+
+    def creating(self, data, *args, **kwargs):
+        shipped.append(_local_values(data))
+        return create(self, data, *args, **kwargs)
+    summary = sssp_job.SsspJob.summary
+
+    def holding(self, e, *args, **kwargs):       # what the driver holds, each final epoch
+        held.append((len(self.vertices), len(self.held)))
+        return summary(self, e, *args, **kwargs)
+    monkeypatch.setattr(SparkContext, "parallelize", shipping)
+    monkeypatch.setattr(SparkSession, "createDataFrame", creating)
+    monkeypatch.setattr(sssp_job.SsspJob, "summary", holding)
+    out = tmp_path / "out"
+    source = int(src[0])
+
+    def run(**kw):
+        return run_sssp(spark, str(path), source, epochs=3, weighted=True, partitions=2,
+                        progress=False, **kw)
+    with crash_at(monkeypatch, "epoch:2:after-input"), pytest.raises(Killed):
+        run(out=str(out))
+    res = run(out=str(out))
+    assert res.resumed_at == 2 and [s.epoch for s in res.epochs] == [2]
+    assert [s.where for s in res.epochs] == ["spark"]
+    assert res.epochs[0].source == f"{path} rows 161-240"
+    assert held == [(1, 0)] * 3 and set(shipped) <= {0}
+    _check(str(out), src, dst, w, source, [0, 80, 160, 240])
+    table = run()   # no out: a local input's distances are a table
+    assert isinstance(table.distances, pa.Table)
+    got, want = table.distances, _want(src, dst, w, source)
+    assert dict(zip(*(got.column(c).to_pylist() for c in ("vertex", "distance")))) == \
+        pytest.approx(want)
+    assert [s.where for s in table.epochs] == ["spark"] * 3
+    monkeypatch.undo()   # the real budget: the driver reads the file; same job, all final
+    again = run_sssp(spark, str(path), source, epochs=3, weighted=True, out=str(out),
+                     partitions=2, progress=False)
+    assert again.resumed_at == 3 and again.epochs == []

@@ -32,7 +32,8 @@ from spark_plugin.sources.directory import DONE_MARKER, edge_files, natural_key
 from spark_plugin.sources.epochs import EpochPlan, EpochSource, even_cuts, parse_every
 from spark_plugin.sources.files import FileStamp, check_regular, edge_format
 from spark_plugin.sources.ids import IDS_MODES
-from spark_plugin.sources.local import check_input, epoch_sources, read_edges, read_weighted_edges
+from spark_plugin.sources.local import (check_input, epoch_sources, parquet_file_rows, read_edges,
+                                        read_weighted_edges)
 from spark_plugin.sources.parquet import ParquetSlice
 from spark_plugin.sources.rows import EDGE_SCHEMA, WEIGHTED_SCHEMA, edges_table, weighted_table
 from spark_plugin.sources.text import CSV_RULE
@@ -41,6 +42,7 @@ __all__ = ["SparkEdges", "SparkSourceError", "is_spark_source", "is_uri", "spark
            "spark_source", "FORMATS", "EpochPlan", "parse_every", "IDS_MODES",
            "EdgeInputError", "ColumnsError", "EdgeColumns", "COLUMNS_HINT", "table_columns",
            "read_edges", "read_weighted_edges", "epoch_sources", "check_input", "EpochSource",
+           "parquet_file_rows",
            "even_cuts", "ParquetSlice", "FileStamp", "check_regular", "edge_format",
            "edge_files", "natural_key", "DONE_MARKER", "EDGE_SCHEMA", "WEIGHTED_SCHEMA",
            "edges_table", "weighted_table", "CSV_RULE"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from spark_plugin.errors import EdgeInputError
 
-__all__ = ["edge_format", "FileStamp", "check_regular"]
+__all__ = ["edge_format", "FileStamp", "check_regular", "ends_with"]
 
 
 def edge_format(path) -> str:
@@ -98,3 +98,16 @@ def check_regular(path) -> None:
     raise EdgeInputError(f"{path}: {kind}, not a regular file: the job reads its input "
                          f"more than once (checks, epochs, a resume), which a stream cannot "
                          f"give; write it to a file first (e.g. cat ... > edges.txt)", str(path))
+
+
+def ends_with(path, size: int, tail: bytes) -> bool:
+    """Whether the file ``path`` of ``size`` bytes ends with ``tail`` (``False`` when it
+    cannot be read): how a followed directory sees that a writer finished a file."""
+    if size < len(tail):
+        return False
+    try:
+        with open(path, "rb") as h:
+            h.seek(size - len(tail))
+            return h.read(len(tail)) == tail
+    except OSError:
+        return False

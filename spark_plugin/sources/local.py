@@ -41,7 +41,8 @@ from spark_plugin.sources.rows import edges_table, weighted_table
 from spark_plugin.sources.text import (check_text_file, check_weighted_text_file,
                                        known_text_rows, read_text_edges, read_weighted_text)
 
-__all__ = ["read_edges", "read_weighted_edges", "epoch_sources", "check_input"]
+__all__ = ["read_edges", "read_weighted_edges", "epoch_sources", "check_input",
+           "parquet_file_rows"]
 
 
 def read_edges(path, columns: "EdgeColumns | None" = None) -> pa.Table:
@@ -58,20 +59,7 @@ def read_edges(path, columns: "EdgeColumns | None" = None) -> pa.Table:
         what to do).
     FileNotFoundError
     """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"edge file {str(path)!r} does not exist")
-    check_regular(path)
-    try:
-        if edge_format(path) == "parquet":
-            return ParquetSlice.of(path, columns=columns).read()
-        return read_text_edges(path, columns)
-    except (MemoryError, pa.ArrowMemoryError):   # issue 32 item 11: named, not a traceback
-        size = path.stat().st_size
-        raise EdgeInputError(f"{path}: the driver ran out of memory reading this "
-                             f"{size / 2**30:.1f} GiB edge file; read it on the executors "
-                             f"instead: tfront wcc file://{path.absolute()} (a Spark source), "
-                             f"or as Parquet", str(path)) from None
+    return _read(path, columns, weighted=False)
 
 
 def read_weighted_edges(path, columns: "EdgeColumns | None" = None) -> pa.Table:
@@ -89,15 +77,48 @@ def read_weighted_edges(path, columns: "EdgeColumns | None" = None) -> pa.Table:
     ------
     EdgeInputError
         A line without exactly three fields, a vertex id that is not a non-negative int64, a
-        weight that is not a finite number ``>= 0``; the message reads ``FILE:LINE: ...``.
+        weight that is not a finite number ``>= 0``; the message reads ``FILE:LINE: ...``;
+        what :func:`read_edges` refuses of a file.
     FileNotFoundError
     """
+    return _read(path, columns, weighted=True)
+
+
+def _read(path, columns, *, weighted: bool) -> pa.Table:
+    """One edge file by its format's reader: :func:`read_edges`, :func:`read_weighted_edges`."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"edge file {str(path)!r} does not exist")
-    if edge_format(path) == "parquet":
-        return read_weighted_parquet(path, columns)
-    return read_weighted_text(path, columns)
+    check_regular(path)
+    parquet = edge_format(path) == "parquet"
+    try:
+        if weighted:
+            return (read_weighted_parquet if parquet else read_weighted_text)(path, columns)
+        if parquet:
+            return ParquetSlice.of(path, columns=columns).read()
+        return read_text_edges(path, columns)
+    except (MemoryError, pa.ArrowMemoryError):   # issue 32 item 11: named, not a traceback
+        size = path.stat().st_size
+        raise EdgeInputError(f"{path}: the driver ran out of memory reading this "
+                             f"{size / 2**30:.1f} GiB edge file; read it on the executors "
+                             f"instead: tfront wcc file://{path.absolute()} (a Spark source), "
+                             f"or as Parquet", str(path)) from None
+
+
+def parquet_file_rows(edges, follow=None) -> int | None:
+    """The rows of ``edges`` when it is a single local Parquet file (from its footer:
+    metadata only), else ``None`` -- also for a followed directory, and for a damaged file,
+    which the driver's reader names when it reads it. What a job weighs against the driver's
+    budget to have the executors read the file instead (``too_big_for_driver``)."""
+    if follow is not None or not isinstance(edges, (str, os.PathLike)):
+        return None
+    p = Path(edges)
+    if not p.is_file() or edge_format(p) != "parquet":
+        return None
+    try:
+        return parquet_rows(p)
+    except EdgeInputError:
+        return None
 
 
 def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
@@ -160,10 +181,7 @@ def epoch_sources(edges, epochs: int = 1, *, follow: float | None = None,
         if epochs != 1:
             raise EdgeInputError(f"{path}: epochs={epochs} splits a single file; a "
                                  f"directory has one epoch per file", str(path))
-        files = edge_files(path)
-        if not files:
-            raise EdgeInputError(f"{path}: the directory has no epoch files (hidden and "
-                                 f"'_'-prefixed files are skipped); nothing to do", str(path))
+        files = _epoch_files(path)
         stamps = [FileStamp.of(f) for f in files]
         return len(files), (_file_source(f, st, reader) for f, st in zip(files, stamps))
     if not path.exists():
@@ -199,6 +217,16 @@ class _Reader:
     def parquet_slices(self, path) -> bool:
         """``path`` is read as lazy slices (a Parquet file, unweighted)."""
         return not self.weighted and edge_format(path) == "parquet"
+
+
+def _epoch_files(path: Path) -> list[Path]:
+    """The epoch files of the directory ``path``
+    (:func:`~spark_plugin.sources.directory.edge_files`); none is refused."""
+    files = edge_files(path)
+    if not files:
+        raise EdgeInputError(f"{path}: the directory has no epoch files (hidden and "
+                             f"'_'-prefixed files are skipped); nothing to do", str(path))
+    return files
 
 
 def _check_epochs(epochs, where: str) -> None:
@@ -290,10 +318,7 @@ def check_input(edges, epochs: int | None = None, *, follow: float | None = None
                                  f"denied)", str(path))
         if follow is not None:   # a stream: each file is validated when it is taken, complete
             return []
-        files = edge_files(path)
-        if not files:
-            raise EdgeInputError(f"{path}: the directory has no epoch files (hidden and "
-                                 f"'_'-prefixed files are skipped); nothing to do", str(path))
+        files = _epoch_files(path)
         notes = []
         for f in files:
             if not check(f, peek):

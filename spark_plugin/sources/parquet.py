@@ -16,7 +16,7 @@ import pyarrow as pa
 from spark_plugin.errors import EdgeInputError
 from spark_plugin.sources.columns import COLUMNS_HINT, EdgeColumns, table_columns
 from spark_plugin.sources.epochs import even_cuts
-from spark_plugin.sources.files import FileStamp
+from spark_plugin.sources.files import FileStamp, ends_with
 from spark_plugin.sources.rows import EDGE_SCHEMA, check_id_columns, weighted_table
 
 __all__ = ["ParquetSlice", "open_parquet", "parquet_rows", "parquet_complete",
@@ -130,14 +130,7 @@ class ParquetSlice:
 
 def parquet_complete(f: Path, size: int) -> bool:
     """The file ends with Parquet's footer magic (a writer has finished it)."""
-    if size < 12:
-        return False
-    try:
-        with open(f, "rb") as h:
-            h.seek(size - 4)
-            return h.read(4) == b"PAR1"
-    except OSError:
-        return False
+    return size >= 12 and ends_with(f, size, b"PAR1")
 
 
 def check_parquet_file(f: Path, columns: "EdgeColumns | None" = None) -> tuple[bool, None]:

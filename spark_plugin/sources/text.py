@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from spark_plugin.errors import EdgeInputError
 from spark_plugin.sources.columns import COLUMNS_HINT, EdgeColumns, find_column
-from spark_plugin.sources.files import edge_format
+from spark_plugin.sources.files import edge_format, ends_with
 from spark_plugin.sources.rows import EDGE_SCHEMA, INT, WEIGHTED_SCHEMA, check_weights, int64_array
 
 __all__ = ["CSV_RULE", "read_text_edges", "read_weighted_text", "check_text_file",
@@ -329,14 +329,7 @@ def text_complete(f: Path, size: int) -> bool:
     a last line without one may be half written (issue 32 item 3). A ``.gz`` file is taken
     once stable, as before (its reader refuses a truncated one: ``the gzip data ends
     early``)."""
-    if size == 0 or f.name.lower().endswith(".gz"):
-        return True
-    try:
-        with open(f, "rb") as h:
-            h.seek(size - 1)
-            return h.read(1) == b"\n"
-    except OSError:
-        return False
+    return size == 0 or f.name.lower().endswith(".gz") or ends_with(f, size, b"\n")
 
 
 def _peek_text(path: Path, limit: int) -> tuple[list[str], bool]:

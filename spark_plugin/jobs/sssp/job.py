@@ -67,10 +67,8 @@ the progress bar; this module is the dataflow and the algorithm.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -86,9 +84,8 @@ from spark_plugin.jobs.budget import driver_finish_rows as budget_rows
 from spark_plugin.jobs.framework import EpochJob, EpochOutcome, JobProtocolError, JobResult
 from spark_plugin.jobs.sssp.spark import EdgeFrame, SparkDistances
 from spark_plugin.sources.dataset import SparkEdges, spark_source
-from spark_plugin.sources import (COLUMNS_HINT, EdgeColumns, EdgeInputError, edge_format,
-                                  epoch_sources, weighted_table)
-from spark_plugin.sources.parquet import parquet_rows
+from spark_plugin.sources import (COLUMNS_HINT, EdgeColumns, EdgeInputError, epoch_sources,
+                                  parquet_file_rows, weighted_table)
 
 __all__ = ["run_sssp", "SsspJob", "SsspResult", "SsspEpoch", "SsspProtocolError",
            "sssp_dataflow", "sssp_fingerprint", "EdgeInputError", "driver_finish_rows",
@@ -435,16 +432,9 @@ class SsspJob(EpochJob):
         executors, as the Spark source ``file://PATH`` with the same slices, named and
         recorded as the driver's reading would be: its epochs' distances then stay in Spark
         without the driver reading the edges or holding the vertices."""
-        if self.follow is not None or not isinstance(edges, (str, os.PathLike)):
-            return False
-        p = Path(edges)
-        if not p.is_file() or edge_format(p) != "parquet":
-            return False
-        try:
-            rows = parquet_rows(p)   # the footer: metadata only
-        except EdgeInputError:       # a damaged file: the driver's reader names it
-            return False
-        return (2 if self.undirected else 1) * rows > driver_finish_rows(self._spark)[0]
+        rows = parquet_file_rows(edges, self.follow)
+        return rows is not None and (2 if self.undirected else 1) * rows > driver_finish_rows(
+            self._spark)[0]
 
     @property
     def input_columns(self):

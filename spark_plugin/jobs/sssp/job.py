@@ -39,9 +39,9 @@ of the number of local edges on its shortest path from an active vertex):
   edges (in1), the seeds (in2) and the global feedback (in3, the round's active vertices);
   what it settles at local round ``l`` goes around ``local/feedback`` (out0, ``l + 1``), what
   leaves the partition -- lowered distances and candidates -- goes to ``min`` (out1);
-* ``min`` (the driver, which holds the distances) sends the vertices a candidate lowered around
-  ``feedback`` (``round + 1``) to ``step.in3``; its out1 carries the epoch's distances to
-  ``output``.
+* ``min`` (the driver finishing an epoch; on Spark the tasks of the owners, whose counts the
+  driver reports) sends the vertices a candidate lowered around ``feedback`` (``round + 1``)
+  to ``step.in3``; its out1 carries the epoch's distances to ``output``.
 
 Every task (and the driver, finishing an epoch) reports what it consumed and produced in these
 operators' words, local rounds included; the driver decides only from frontiers:

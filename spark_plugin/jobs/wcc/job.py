@@ -74,6 +74,9 @@ WCC_BACKENDS = (Backend.AUTO, Backend.CPU, Backend.CUDA)
 PRODUCER = "wcc"
 DRIVER = "wcc-driver"
 OUTPUT = "wcc-output"
+#: A Spark source's epoch of more rows cuts its locality ranges at the quantiles of a sample
+#: of about this many rows: a sketch over every row took longer than the contract stage.
+CUT_SAMPLE_ROWS = 1 << 18
 #: An epoch whose loop input (new edges plus the previous stars) has at most
 #: :func:`driver_finish_rows` rows is *finished on the driver*: the contract stage's output
 #: (data and deltas) is collected in the same Spark job that computes it, and the driver runs
@@ -740,7 +743,7 @@ class WccJob(EpochJob):
         if df is None:
             rec = None
             inp, key, new, cut = (self._contract_input(new_tbl) if isinstance(new_tbl, pa.Table)
-                                  else self._contract_frame(new_tbl))
+                                  else self._contract_frame(new_tbl, rows))
             df, ids = self._stage("contract", inp, e, 0, key)
             it = 0
         task_rows = self._task_rows(rows)   # the same when resumed
@@ -852,11 +855,13 @@ class WccJob(EpochJob):
         self.new_ids = ids
         return new
 
-    def _contract_frame(self, frame):
+    def _contract_frame(self, frame, rows: int):
         """:meth:`_contract_input` for a Spark source's epoch, all on the executors: the new
         rows (:meth:`_new_frame`) and the previous stars (held by Spark, or by the driver
         when it finished the epochs before). ``locality``: ranges of ``least(a, b)`` cut at
-        quantiles that Spark samples (one small job, ``P - 1`` numbers to the driver), each
+        quantiles that Spark computes (one small job, ``P - 1`` numbers to the driver) over
+        the epoch's ``rows`` rows, or a seeded sample of about :data:`CUT_SAMPLE_ROWS` of
+        them (a quantile's rank then off by about ``1 / sqrt(CUT_SAMPLE_ROWS)``), each
         row carrying in ``key`` a value Spark's hash partitioning sends to its range's task
         (:func:`~spark_plugin.jobs.wcc.partition.hash_preimages`); the stars keep their
         centre as key. ``hash``: ``least(a, b)``. No share of cut edges is measured."""
@@ -871,13 +876,17 @@ class WccJob(EpochJob):
             return inp, F.least("a", "b"), new, None
         P = self.P
         low = F.least("a", "b")
-        cuts = [int(q) for q in new.select(low.alias("k")).approxQuantile(
+        keys = new.select(low.alias("k"))
+        if rows > CUT_SAMPLE_ROWS:   # quantiles of a sample: a scan, not a sketch of every row
+            keys = keys.sample(False, CUT_SAMPLE_ROWS / rows, seed=0)
+        cuts = [int(q) for q in keys.approxQuantile(
             "k", [i / P for i in range(1, P)], 0.001)] if P > 1 else []
         pre = [int(x) for x in hash_preimages(P)]
-        rows = new.withColumn("key", _range_key(low, cuts, pre))
-        inp = rows if state is None else state.withColumn("key", F.col("a")).unionByName(rows)
-        log.info("range partition of the epoch's new edges into %d at sampled cuts %s", P,
-                 cuts[:8])
+        keyed = new.withColumn("key", _range_key(low, cuts, pre))
+        inp = keyed if state is None else state.withColumn("key", F.col("a")).unionByName(keyed)
+        log.info("range partition of the epoch's %d new edges into %d at cuts %s (quantiles "
+                 "of %s)", rows, P, cuts[:8], f"a sample of about {CUT_SAMPLE_ROWS} rows"
+                 if rows > CUT_SAMPLE_ROWS else "every row")
         return inp, F.col("key"), new, None
 
     new_ids: set = frozenset()   # the checkpoint of a Spark source's epoch (_new_frame)
@@ -964,14 +973,16 @@ class WccJob(EpochJob):
 
         d, ck = self.driver, self.driver.checkpoints
         d.steps.step("labels", e, it)
-        verts = new.select(F.col("a").alias("vertex")).unionByName(
-            new.select(F.col("b").alias("vertex")))
+        # Every vertex of an edge between two vertices is in the stars, as a leaf (b) or a
+        # centre (a); the rest are the earlier labels' and the new self-loops' vertices. So
+        # the vertices to label come from about 2V rows, not from the epoch's 2E endpoints.
+        leaves = self.state.select(F.col("b").alias("vertex"), F.col("a").alias("component"))
+        roots = self.state.select(F.col("a").alias("vertex")).unionByName(
+            new.where(F.col("a") == F.col("b")).select(F.col("a").alias("vertex")))
         if self.labels is not None:
-            verts = verts.unionByName(self.labels.select("vertex"))
-        lab = verts.distinct().join(
-            self.state.select(F.col("b").alias("vertex"), F.col("a").alias("component")),
-            "vertex", "left").select(
-            "vertex", F.coalesce(F.col("component"), F.col("vertex")).alias("component"))
+            roots = roots.unionByName(self.labels.select("vertex"))
+        roots = roots.distinct().join(leaves, "vertex", "left_anti")
+        lab = leaves.unionByName(roots.select("vertex", F.col("vertex").alias("component")))
         self.labels, self.labels_ids = ck.checkpoint(lab)
         ck.release(self.new_ids)   # a Spark source's epoch: its labels hold what it added
         self.new_ids = frozenset()

@@ -27,7 +27,12 @@ four) runs on it in a **fresh child process** (``python -m perf.bench_wcc --one 
   (``--checkpoint-interval``, default 10) and ``sc.setCheckpointDir`` (without them the
   Pregel lineage grows with every iteration and a 100 x 100 grid already fails);
 * ``scipy`` -- one core: read the Parquet file, build a CSR matrix, ``connected_components``
-  (weak); no Spark.
+  (weak); no Spark;
+* ``spark-floor`` (only when named in ``--systems``) -- not a WCC: the same Spark session,
+  then the Parquet file read by the executors and every edge handed to a Python task once
+  (``mapInArrow`` counting the rows; one Spark job). What any job running Python kernels
+  over the edges on Spark pays at least on this machine, so GraphX's time over it bounds
+  the speed-up such a job can reach here.
 
 Both Spark systems get the same settings: the ``local`` preset of ``spark_plugin.session.config``
 with ``spark.master`` = ``--master`` (default ``local[2]``), ``--partitions`` P (default: the
@@ -341,6 +346,18 @@ def run_one(system: str, graph: str, *, master: str, partitions: int, driver_mem
     ``partitioner`` reaches ``run_wcc`` only when given."""
     if system == "scipy":
         return local_record(system, lambda: scipy_wcc(graph))
+    if system == "spark-floor":
+        def floor(spark, scratch: str) -> dict:
+            rec: dict = {}
+            with timed_job(rec, spark.sparkContext):
+                rows = spark.read.parquet(graph).mapInArrow(_count_rows, "n long").agg(
+                    {"n": "sum"}).collect()[0][0]
+            rec["edges"] = int(rows or 0)
+            return rec
+
+        return spark_record(system, spark_settings(master, partitions, driver_memory,
+                                                   checkpoint_interval),
+                            f"bench-wcc-{system}", floor)
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}")
 
@@ -377,6 +394,16 @@ def run_one(system: str, graph: str, *, master: str, partitions: int, driver_mem
     return spark_record(system, spark_settings(master, partitions, driver_memory,
                                                checkpoint_interval), f"bench-wcc-{system}", job,
                         lazy=system in OURS)
+
+
+def _count_rows(batches):
+    """``spark-floor``'s task: every edge reaches Python once; one row, the count."""
+    import pyarrow as pa
+
+    n = 0
+    for b in batches:
+        n += b.num_rows
+    yield pa.record_batch([pa.array([n], pa.int64())], names=["n"])
 
 
 def local_record(system: str, job: Callable[[], dict]) -> dict:
@@ -454,6 +481,8 @@ def run_child(system: str, meta: dict, args) -> dict:
     """Run one system on one graph in a fresh process; never raises for the system's failure."""
     graph_file = meta["txt"] if system == "graphx" else (
         meta["txt"] if (system in OURS and args.ours_input == "txt") else meta["parquet"])
+    if (system in OURS and args.ours_input == "uri") or system == "spark-floor":
+        graph_file = (ROOT / meta["parquet"]).resolve().as_uri()   # the executors read it
     cmd = [sys.executable, "-m", "perf.bench_wcc", "--one", system, "--graph", graph_file,
            *system_args(args)]
     rec = {"graph": meta["name"], "system": system, "input": graph_file,
@@ -534,23 +563,28 @@ def build_parser() -> argparse.ArgumentParser:
                                  description=__doc__.split("\n")[0])
     add_system_args(ap, "wcc", DEFAULT_GRAPHS, driver_memory="8g",
                     driver_memory_help="spark.driver.memory of both Spark systems; 'auto': sized "
-                                       "from the machine like tfront wcc's default (default 8g)")
-    ap.add_argument("--ours-input", choices=("parquet", "txt"), default="parquet",
-                    help="which file run_wcc reads")
+                                       "from the machine like tfront wcc's default (default 8g)",
+                    extra_systems=("spark-floor",))
+    ap.add_argument("--ours-input", choices=("parquet", "txt", "uri"), default="parquet",
+                    help="which file run_wcc reads; 'uri': the Parquet file as a file:// URI, "
+                         "a Spark source the executors read (the driver never does)")
     return ap
 
 
 def add_system_args(ap: argparse.ArgumentParser, name: str, graphs: Sequence[str], *,
-                    driver_memory: str, driver_memory_help: str | None = None) -> None:
+                    driver_memory: str, driver_memory_help: str | None = None,
+                    extra_systems: Sequence[str] = ()) -> None:
     """The options of a benchmark of ``SYSTEMS`` on :data:`perf.graphs.GRAPHS` (``name``:
     ``perf/results/NAME.json`` by default), and the hidden ``--one SYSTEM --graph FILE`` of
-    its child processes."""
+    its child processes; ``extra_systems`` may be named too (not run by default)."""
+    names = (*SYSTEMS, *extra_systems)
     ap.add_argument("--graphs", default=",".join(graphs), type=G.graph_names,
                     help=f"comma-separated, of {', '.join(G.GRAPHS)}; 'all': the issue's set "
                          f"{','.join(G.ISSUE_GRAPHS)} (default {','.join(graphs)})")
     ap.add_argument("--systems", default=",".join(SYSTEMS),
-                    type=lambda s: name_list(s, SYSTEMS, "system"),
-                    help="comma-separated, of " + ", ".join(SYSTEMS) + " (default: all)")
+                    type=lambda s: name_list(s, names, "system"),
+                    help="comma-separated, of " + ", ".join(names) + " (default: "
+                         + ", ".join(SYSTEMS) + ")")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--partitions", type=int, default=None,
                     help="input / shuffle partitions (default: the master's cores)")
@@ -569,7 +603,7 @@ def add_system_args(ap: argparse.ArgumentParser, name: str, graphs: Sequence[str
                     help="ours: run_{name}(partitioner=...) (default: not passed)")
     ap.add_argument("--cache", default=str(ROOT / "perf" / "results" / "graphs"))
     add_output_args(ap, str(ROOT / "perf" / "results" / f"{name}.json"), quiet="no table")
-    ap.add_argument("--one", choices=SYSTEMS, help=argparse.SUPPRESS)
+    ap.add_argument("--one", choices=names, help=argparse.SUPPRESS)
     ap.add_argument("--graph", help=argparse.SUPPRESS)
 
 

@@ -640,12 +640,18 @@ class JobDriver:
         if placements is not None:
             self.count_kernels(s, what, placements)
 
-    def apply_progress(self, progress: pa.Table, s: int, what: str) -> None:
-        """:meth:`apply_stage` from a stage's progress rows (:data:`PROGRESS_DDL`)."""
+    def apply_progress(self, progress: pa.Table, s: int, what: str,
+                       tasks: int | None = None) -> None:
+        """:meth:`apply_stage` from a stage's progress rows (:data:`PROGRESS_DDL`). A stage
+        of ``tasks < P`` tasks (partitions ``0 .. tasks - 1``) has no task for partitions
+        ``tasks .. P - 1``: the driver gives their producers the stage's batch, empty, as
+        a task with no rows would (the service wants every producer's every stage)."""
         self.sync()   # the kernels loaded first (not tracking), then the driver's own batches
         t0 = time.perf_counter()
         names, groups = producer_rows(progress)
         reports = reports_of(progress, (names, groups))
+        for p in range(self.P if tasks is None else tasks, self.P):
+            reports.setdefault(f"{self.name}-{p}", Report())
         first = pa.array(np.array([g[0] for g in groups], np.int64), pa.int64())
         placements = zip(*(progress.column(c).take(first).to_pylist()
                            for c in ("kernels", "kernels_reason")))
@@ -675,7 +681,9 @@ class JobDriver:
     def run_stage(self, make_task: Callable[[int], StageTask], df, key, step: str,
                   epoch: int, iteration: int):
         """Run one stage on ``df`` (the task's data columns) repartitioned into ``P`` by
-        ``key``: ``make_task(seq)`` is its :class:`StageTask`. The output is checkpointed
+        ``key`` -- ``None``: where ``df``'s rows are, its partitions coalesced into at most
+        ``P`` with no shuffle (a stage of fewer tasks: :meth:`apply_progress`) --:
+        ``make_task(seq)`` is its :class:`StageTask`. The output is checkpointed
         (:class:`~spark_plugin.jobs.checkpoints.Checkpoints`), its progress rows collected
         and applied (:meth:`apply_progress`) before this returns. Returns the data rows (a
         DataFrame) and the ids of the checkpoint, for
@@ -684,7 +692,9 @@ class JobDriver:
         task = make_task(s)
         side = task.side = self.checkpoints.sc.accumulator([], ProgressSide())
         names = [f.name for f in task.data_schema]   # the progress travels in ``side``:
-        done, ids = self.checkpoints.checkpoint(df.repartition(self.P, key)   # not stored
+        parts = df.repartition(self.P, key) if key is not None else df.coalesce(self.P)
+        tasks = self.P if key is not None else parts.rdd.getNumPartitions()
+        done, ids = self.checkpoints.checkpoint(parts   # the progress columns are not stored
                                                 .mapInArrow(task, task.ddl()).select(*names))
         t0 = time.perf_counter()   # the tasks' progress came with their completion
         blobs, seen, tables = list(side.value), set(), []
@@ -699,7 +709,8 @@ class JobDriver:
                     else task.schema().empty_table()).select(
             [*REPORT_COLUMNS, "producer", "seq", "kernels", "kernels_reason"])
         self.collecting += time.perf_counter() - t0
-        self.apply_progress(progress, s, f"{step}, epoch {epoch} iteration {iteration}")
+        self.apply_progress(progress, s, f"{step}, epoch {epoch} iteration {iteration}",
+                            tasks=tasks)
         return done, ids
 
     def close(self, error: BaseException | None) -> None:

@@ -106,7 +106,9 @@ def add_wcc(sub) -> argparse.ArgumentParser:
                    help="how the contract stage of an epoch run on Spark partitions its edges: "
                         "locality = ranges of the vertex ids or of their first appearance in "
                         "the input, whichever cuts fewer edges (the epoch line says 'cut X%%'); "
-                        "hash = by least(src, dst). Default locality")
+                        "for a Spark source, ranges of the ids cut at a sample's quantiles "
+                        "where they cut few edges, else the rows stay where the executors "
+                        "read them (no shuffle); hash = by least(src, dst). Default locality")
     w.add_argument("--backend", choices=[b.value for b in (Backend.AUTO, Backend.CPU, Backend.CUDA)],
                    default=None,
                    help="where the WCC kernels run, decided per task: cuda = each task's GPU where "

@@ -65,7 +65,8 @@ from spark_plugin.jobs.wcc.partition import Partitioner, hash_preimages, localit
 
 __all__ = ["run_wcc", "read_edges", "WccResult", "EpochSummary", "WccGraph", "wcc_graph",
            "EdgeInputError", "WccProtocolError", "WccKernels", "wcc_kernels", "WCC_BACKENDS",
-           "WccJob", "DEFAULT_LOOP_CHECKPOINT", "loop_checkpoint_seconds", "Partitioner"]
+           "WccJob", "DEFAULT_LOOP_CHECKPOINT", "loop_checkpoint_seconds", "Partitioner",
+           "range_cuts"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,13 @@ WCC_BACKENDS = (Backend.AUTO, Backend.CPU, Backend.CUDA)
 PRODUCER = "wcc"
 DRIVER = "wcc-driver"
 OUTPUT = "wcc-output"
+#: A Spark source's epoch of more rows picks its locality ranges from a seeded sample of about
+#: this many rows (collected: 4 MiB), not from a quantile sketch over every row (on R-MAT 10M
+#: the sketch took 11.8 s, the sample's quantiles 1.8 s; one run each, loaded machine).
+CUT_SAMPLE_ROWS = 1 << 18
+#: Ranges are used when they cut at most this share of what a random partition into ``P``
+#: cuts (``1 - 1 / P``); else the epoch is contracted where it was read, with no shuffle.
+RANGE_MAX_CUT = 0.5
 #: An epoch whose loop input (new edges plus the previous stars) has at most
 #: :func:`driver_finish_rows` rows is *finished on the driver*: the contract stage's output
 #: (data and deltas) is collected in the same Spark job that computes it, and the driver runs
@@ -486,6 +494,29 @@ def _tasks_read(edges) -> bool:
     return p.is_file() and edge_format(p) == "parquet"
 
 
+def range_cuts(a: np.ndarray, b: np.ndarray, P: int) -> tuple[list, float]:
+    """``P`` ranges of ``least(a, b)`` over the sampled edges ``(a[j], b[j])``: the ``P - 1``
+    cuts (a range starts at its cut: bucket ``searchsorted(cuts, v, "right")``) at the
+    quantiles of ``least(a, b)``, and the share of the edges other than self-loops whose
+    endpoints fall into different ranges (0 without such edges).
+
+    >>> range_cuts(np.array([0, 1, 2, 3]), np.array([1, 0, 3, 2]), 2)
+    ([2], 0.0)
+    """
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    low = np.minimum(a, b)
+    if P < 2 or low.size == 0:
+        return [], 0.0
+    cuts = [int(x) for x in np.quantile(low, [i / P for i in range(1, P)],
+                                        method="higher")]
+    keep = a != b
+    if not keep.any():
+        return cuts, 0.0
+    ca = np.searchsorted(cuts, a[keep], side="right")
+    cb = np.searchsorted(cuts, b[keep], side="right")
+    return cuts, float(np.count_nonzero(ca != cb)) / int(keep.sum())
+
+
 def _range_key(x, cuts: list, pre: list):
     """The Spark expression ``pre[bucket(x)]``: ``bucket`` the number of ``cuts`` (sorted)
     at most ``x``, found by a balanced tree of comparisons (``log P`` per row)."""
@@ -740,7 +771,7 @@ class WccJob(EpochJob):
         if df is None:
             rec = None
             inp, key, new, cut = (self._contract_input(new_tbl) if isinstance(new_tbl, pa.Table)
-                                  else self._contract_frame(new_tbl))
+                                  else self._contract_frame(new_tbl, rows))
             df, ids = self._stage("contract", inp, e, 0, key)
             it = 0
         task_rows = self._task_rows(rows)   # the same when resumed
@@ -852,15 +883,26 @@ class WccJob(EpochJob):
         self.new_ids = ids
         return new
 
-    def _contract_frame(self, frame):
+    def _contract_frame(self, frame, rows: int):
         """:meth:`_contract_input` for a Spark source's epoch, all on the executors: the new
         rows (:meth:`_new_frame`) and the previous stars (held by Spark, or by the driver
-        when it finished the epochs before). ``locality``: ranges of ``least(a, b)`` cut at
-        quantiles that Spark samples (one small job, ``P - 1`` numbers to the driver), each
-        row carrying in ``key`` a value Spark's hash partitioning sends to its range's task
-        (:func:`~spark_plugin.jobs.wcc.partition.hash_preimages`); the stars keep their
-        centre as key. ``hash``: ``least(a, b)``. No share of cut edges is measured."""
+        when it finished the epochs before). ``hash``: partitioned by ``least(a, b)``.
+
+        ``locality``: a seeded sample of about :data:`CUT_SAMPLE_ROWS` of the epoch's
+        ``rows`` rows is collected (one small job; the driver holds the sample, never the
+        epoch) and gives ``P`` ranges of ``least(a, b)`` cut at its quantiles, and their
+        share of cut edges (:func:`range_cuts`). Ranges that cut fewer than
+        :data:`RANGE_MAX_CUT` of what a random partition would are worth a shuffle: each
+        row carries in ``key`` a value Spark's hash partitioning sends to its range's task
+        (:func:`~spark_plugin.jobs.wcc.partition.hash_preimages`), the stars keep their
+        centre as key, and the sampled share is the epoch's ``cut``. Otherwise (ids that do
+        not follow the graph's structure, as R-MAT's) a shuffle of every row buys nothing:
+        the rows are contracted where the executors read them (at most ``P`` of the
+        source's partitions, coalesced in read order, plus the stars'), with no shuffle
+        before the contract stage, and no cut is measured."""
         from pyspark.sql import functions as F
+
+        from spark_plugin.service.batch import collect_arrow
 
         new = self._new_frame(frame)
         state = self.state
@@ -870,15 +912,26 @@ class WccJob(EpochJob):
             inp = new if state is None else state.unionByName(new)
             return inp, F.least("a", "b"), new, None
         P = self.P
-        low = F.least("a", "b")
-        cuts = [int(q) for q in new.select(low.alias("k")).approxQuantile(
-            "k", [i / P for i in range(1, P)], 0.001)] if P > 1 else []
+        cuts, cut = [], 0.0
+        if P > 1:
+            sample = new.select("a", "b")
+            if rows > CUT_SAMPLE_ROWS:
+                sample = sample.sample(False, CUT_SAMPLE_ROWS / rows, seed=0)
+            t = collect_arrow(sample)
+            cuts, cut = range_cuts(arrow_numpy(t.column("a")), arrow_numpy(t.column("b")), P)
+        if cut > RANGE_MAX_CUT * (1 - 1 / P):
+            n = new.rdd.getNumPartitions()
+            where = new.coalesce(P) if n > P else new
+            log.info("the epoch's %d new edges contracted where they were read (%d "
+                     "partitions, no shuffle): ranges cut at sampled quantiles would cut "
+                     "%.1f%% of them", rows, min(n, P), 100 * cut)
+            return (where if state is None else state.unionByName(where)), None, new, None
         pre = [int(x) for x in hash_preimages(P)]
-        rows = new.withColumn("key", _range_key(low, cuts, pre))
-        inp = rows if state is None else state.withColumn("key", F.col("a")).unionByName(rows)
-        log.info("range partition of the epoch's new edges into %d at sampled cuts %s", P,
-                 cuts[:8])
-        return inp, F.col("key"), new, None
+        keyed = new.withColumn("key", _range_key(F.least("a", "b"), cuts, pre))
+        inp = keyed if state is None else state.withColumn("key", F.col("a")).unionByName(keyed)
+        log.info("range partition of the epoch's %d new edges into %d at sampled cuts %s: "
+                 "%.2f%% cut", rows, P, cuts[:8], 100 * cut)
+        return inp, F.col("key"), new, cut
 
     new_ids: set = frozenset()   # the checkpoint of a Spark source's epoch (_new_frame)
 
@@ -964,14 +1017,16 @@ class WccJob(EpochJob):
 
         d, ck = self.driver, self.driver.checkpoints
         d.steps.step("labels", e, it)
-        verts = new.select(F.col("a").alias("vertex")).unionByName(
-            new.select(F.col("b").alias("vertex")))
+        # Every vertex of an edge between two vertices is in the stars, as a leaf (b) or a
+        # centre (a); the rest are the earlier labels' and the new self-loops' vertices. So
+        # the vertices to label come from about 2V rows, not from the epoch's 2E endpoints.
+        leaves = self.state.select(F.col("b").alias("vertex"), F.col("a").alias("component"))
+        roots = self.state.select(F.col("a").alias("vertex")).unionByName(
+            new.where(F.col("a") == F.col("b")).select(F.col("a").alias("vertex")))
         if self.labels is not None:
-            verts = verts.unionByName(self.labels.select("vertex"))
-        lab = verts.distinct().join(
-            self.state.select(F.col("b").alias("vertex"), F.col("a").alias("component")),
-            "vertex", "left").select(
-            "vertex", F.coalesce(F.col("component"), F.col("vertex")).alias("component"))
+            roots = roots.unionByName(self.labels.select("vertex"))
+        roots = roots.distinct().join(leaves, "vertex", "left_anti")
+        lab = leaves.unionByName(roots.select("vertex", F.col("vertex").alias("component")))
         self.labels, self.labels_ids = ck.checkpoint(lab)
         ck.release(self.new_ids)   # a Spark source's epoch: its labels hold what it added
         self.new_ids = frozenset()
@@ -1212,8 +1267,10 @@ def run_wcc(spark, edges, *, epochs: int = 1, out: str | None = None,
         the vertices first appear in the epoch's input, whichever cuts fewer edges -- into
         ``partitions`` ranges, so that a task holds a connected stretch of the graph where
         the order follows it (each epoch line then ends its numbers with the share of cut
-        edges, ``cut 3.1%``); ``hash`` hashes ``least(src, dst)``. The labels do not depend
-        on it; the rounds do.
+        edges, ``cut 3.1%``); for a Spark source's epoch, ranges of the ids cut at the
+        quantiles of a sample where the sample says they cut few edges, else the rows are
+        contracted where the executors read them, with no shuffle; ``hash`` hashes
+        ``least(src, dst)``. The labels do not depend on it; the rounds do.
     backend : {"auto", "cpu", "cuda"}, optional
         Where the WCC kernels run, decided per task by :func:`wcc_kernels` (default
         ``$TFRONT_BACKEND``, else ``auto``). ``cuda``: every task (and the driver's finishing

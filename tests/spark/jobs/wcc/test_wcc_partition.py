@@ -62,6 +62,29 @@ def test_every_edge_lies_in_the_range_of_its_leader_and_cuts_are_counted(edges, 
     assert lp.cut_edges == sum(vpart[x] != vpart[y] for x, y in zip(a.tolist(), b.tolist()))
 
 
+def test_range_cuts_of_a_sample_tell_structured_ids_from_random_ones():
+    """A Spark source's locality verdict (``range_cuts``): a grid numbered row by row cuts
+    few edges into ``P`` ranges of its ids; random ids cut about what a random partition
+    cuts (``1 - 1/P``; a little less, the ranges being of the smaller ids); each range holds
+    about ``1/P`` of the edges' smaller ids."""
+    from spark_plugin.jobs.wcc.job import RANGE_MAX_CUT, range_cuts
+
+    n, P = 200, 4
+    ids = np.arange(n * n).reshape(n, n)
+    a = np.r_[ids[:, :-1].ravel(), ids[:-1, :].ravel()]
+    b = np.r_[ids[:, 1:].ravel(), ids[1:, :].ravel()]
+    cuts, cut = range_cuts(a, b, P)
+    assert len(cuts) == P - 1 and cut < 0.01 < RANGE_MAX_CUT * (1 - 1 / P)
+    share = np.bincount(np.searchsorted(cuts, np.minimum(a, b), side="right"), minlength=P)
+    assert np.all(np.abs(share / a.size - 1 / P) < 0.01)
+    rng = np.random.default_rng(5)
+    ra, rb = rng.integers(0, 10 ** 6, 50_000), rng.integers(0, 10 ** 6, 50_000)
+    _, cut = range_cuts(ra, rb, P)
+    assert 0.6 < cut <= 1 - 1 / P and cut > RANGE_MAX_CUT * (1 - 1 / P)
+    assert range_cuts(np.array([5, 5]), np.array([5, 5]), 3) == ([5, 5], 0.0)   # self-loops
+    assert range_cuts(np.zeros(0, np.int64), np.zeros(0, np.int64), 3) == ([], 0.0)
+
+
 def test_spark_hash_of_a_long_in_numpy():
     # Spark 4's SELECT hash(x) for these bigints (Murmur3_x86_32.hashLong, seed 42)
     x = np.array([0, 1, -1, 42, 2 ** 40 + 7, -(2 ** 63)], np.int64)

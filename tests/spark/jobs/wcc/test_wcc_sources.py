@@ -80,6 +80,46 @@ def test_gh31_a_spark_written_directory_is_one_dataset_split_on_the_executors(
     assert again.epochs == [] and again.resumed_at == 3
 
 
+@pytest.mark.parametrize(("graph", "how"), [("random", "contracted where they were read"),
+                                           ("grid", "range partition")])
+def test_gh31_sampled_locality_and_labels_from_the_stars_equal_scipy(
+        spark, tmp_path, monkeypatch, caplog, graph, how):
+    """Every round on Spark, a Spark source's epochs partitioned by a sample's verdict
+    (``CUT_SAMPLE_ROWS`` made small): random ids cut as many edges in ranges as a random
+    partition, so the rows are contracted where the executors read them (no shuffle); a
+    grid's ranges cut few, so they are range-partitioned. The labels come from the stars,
+    the earlier labels and the self-loops: vertices seen only in a self-loop, in an earlier
+    epoch or in this one, and a self-loop vertex that joins a component later."""
+    import logging
+
+    import spark_plugin.jobs.wcc.job as wcc_job
+
+    monkeypatch.setenv("TFRONT_WCC_DRIVER_ROWS", "0")
+    monkeypatch.setattr(wcc_job, "CUT_SAMPLE_ROWS", 60)
+    if graph == "random":
+        src, dst = _graph(n=200, m=360, seed=11)
+    else:   # a 40 x 5 grid, its edges in the order of their smaller id: bands of rows
+        ids = np.arange(200).reshape(40, 5)
+        src = np.r_[ids[:, :-1].ravel(), ids[:-1, :].ravel()]
+        dst = np.r_[ids[:, 1:].ravel(), ids[1:, :].ravel()]
+        order = np.argsort(np.minimum(src, dst), kind="stable")
+        src, dst = src[order], dst[order]
+    # rows 120, 121: self-loops of 1000 (epoch 0) and 1001 (epoch 1); rows 242, 243: 1000
+    # joins 3's component, a self-loop of 1002 (epoch 2)
+    src = np.r_[src[:120], [1000, 1001], src[120:240], [1000, 1002], src[240:]]
+    dst = np.r_[dst[:120], [1000, 1001], dst[120:240], [3, 1002], dst[240:]]
+    bounds = [0, *[int(c) for c in even_cuts(src.size, 3)[1:]]]
+    ds = tmp_path / "d"
+    ds.mkdir()
+    pq.write_table(pa.table({"src": src, "dst": dst}), ds / "part-00000.parquet")
+    out = str(tmp_path / "out")
+    with caplog.at_level(logging.INFO, logger="spark_plugin.jobs.wcc.job"):
+        res = run_wcc(spark, ds.as_uri(), epochs=3, out=out, partitions=3, progress=False)
+    assert [s.new_edges for s in res.epochs] == np.diff(bounds).tolist()
+    assert sum(how in r.getMessage() for r in caplog.records) == 3
+    _check_epochs(out, src, dst, bounds)
+
+
 def test_gh31_slices_follow_the_read_order_whatever_the_partitioning(spark, tmp_path):
     # files by name, rows in order: the same epochs with one row group per file or many
     src, dst = _graph(m=1000)

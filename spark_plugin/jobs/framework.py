@@ -1277,8 +1277,10 @@ class EpochJob(abc.ABC):
             return pa.table({c: pa.array([], pa.int64()) for c in self.result_columns})
         if self.out is not None:
             return None
-        if self.spark_edges is not None:   # a Spark source's result stays in Spark
-            return self._named(self._frame_of(last))
+        if self.spark_edges is not None and not self.spark_edges.as_file:
+            return self._named(self._frame_of(last))   # a Spark source's result stays in Spark
+        # a local input, also one the executors read in the driver's stead: a table, as when
+        # the driver reads it (collected before the run releases its checkpoint)
         if isinstance(last, pa.Table):
             return last
         from spark_plugin.service.batch import collect_arrow

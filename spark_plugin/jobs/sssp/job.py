@@ -776,18 +776,6 @@ class SsspJob(EpochJob):
                          else 0.0, local_rounds=outcome.stats["local_rounds"],
                          both_ways=self.undirected)
 
-    def _final_table(self, last):
-        # a local file the executors read in the driver's stead is still a local input: its
-        # distances come back as a table, as when the driver reads it (collected before the
-        # run releases their checkpoint)
-        se = self.spark_edges
-        if se is None or not se.as_file or last is None or self.out is not None:
-            return super()._final_table(last)
-        if isinstance(last, pa.Table):
-            return last
-        from spark_plugin.service.batch import collect_arrow
-        return collect_arrow(last.orderBy(self.result_columns[0]))
-
     def run(self) -> SsspResult:
         result = super().run()
         result.decisions, result.weighted = self.decisions, self.weighted

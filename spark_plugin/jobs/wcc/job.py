@@ -58,7 +58,7 @@ from spark_plugin.jobs.budget import (DRIVER_FINISH_ROWS, DRIVER_JVM_BYTES_PER_R
                                       DRIVER_PYTHON_BYTES_PER_ROW, DRIVER_RESULT_BYTES_PER_ROW)
 from spark_plugin.jobs.budget import driver_finish_rows as budget_rows
 from spark_plugin.sources import (EdgeColumns, EdgeInputError, edge_files, edge_format,
-                                  even_cuts, read_edges)
+                                  even_cuts, parquet_file_rows, read_edges)
 from spark_plugin.jobs.recovery import LOOP_DIR
 from spark_plugin.sources.dataset import spark_source
 from spark_plugin.jobs.wcc.partition import Partitioner, hash_preimages, locality_partition
@@ -676,20 +676,11 @@ class WccJob(EpochJob):
         # runs, and keeps the driver's reading -- is read by the executors, as the Spark
         # source file://PATH with the same slices: the driver would otherwise read it and
         # hold the epoch's rows.
-        if (self.follow is not None or not isinstance(edges, (str, os.PathLike))
-                or os.environ.get(DRIVER_ROWS_ENV, "").strip()):
+        if os.environ.get(DRIVER_ROWS_ENV, "").strip():
             return False
-        p = Path(edges)
-        if not p.is_file() or edge_format(p) != "parquet":
-            return False
-        from spark_plugin.sources import ParquetSlice
-
-        try:
-            rows = ParquetSlice._open(p).metadata.num_rows   # the footer: metadata only
-        except Exception:   # noqa: BLE001 -- a damaged file: the driver's reader names it
-            return False
-        limit = driver_finish_rows(self._spark)[0]
-        return -(-rows // max(1, int(self.epochs))) > limit
+        rows = parquet_file_rows(edges, self.follow)   # the footer: metadata only
+        return rows is not None and -(-rows // max(1, int(self.epochs))) > driver_finish_rows(
+            self._spark)[0]
 
     def finish(self):
         for w in getattr(self, "warming", ()):   # a warm-up failure is not the job's

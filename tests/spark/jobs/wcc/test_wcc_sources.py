@@ -463,6 +463,12 @@ def test_gh31_a_local_parquet_file_past_the_drivers_budget_is_read_by_the_execut
     monkeypatch.undo()   # the real budget: the driver reads the file; same job, all final
     again = run_wcc(spark, str(path), epochs=3, out=str(out), partitions=2, progress=False)
     assert again.resumed_at == 3 and again.epochs == []
+    # without out, a local input's labels are a table, as when the driver reads it
+    monkeypatch.setattr(wcc_job, "driver_finish_rows", lambda spark: (50, "test budget"))
+    res = run_wcc(spark, str(path), partitions=2, progress=False)
+    assert isinstance(res.labels, pa.Table)
+    assert dict(zip(*(res.labels.column(c).to_pylist() for c in ("vertex", "component")))) \
+        == expected_labels(src, dst)
 
 
 def test_gh31_windows_are_exact_past_2_53_and_text_lines_may_start_with_a_tab(spark, tmp_path):
